@@ -1,0 +1,132 @@
+"""Arrow schemas of every table evalcore reads or writes, in one place.
+
+The flow is item → request → (decoded chunk) → response → judgment → score row.
+Each later table carries the request key columns so tables join on ``request_id``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+PROTOCOLS = ("freeform", "factual", "mcq")
+CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
+
+ITEM = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("protocol", pa.string(), nullable=False),  # one of PROTOCOLS
+        pa.field("task", pa.string()),  # e.g. "instrument", "tempo", "caption"
+        pa.field("audio_uri", pa.string()),  # local path or s3://bucket/key
+        pa.field("excerpt_start", pa.float64()),  # seconds, null = from 0
+        pa.field("excerpt_end", pa.float64()),  # seconds, null = to the end
+        pa.field("question", pa.string()),
+        pa.field("reference", pa.string()),  # reference answer (free-form)
+        pa.field("labels", pa.list_(pa.string())),  # ground-truth labels (factual)
+        pa.field("options", pa.list_(pa.string())),  # canonical option order (mcq)
+        pa.field("correct_option", pa.int32()),  # 0-based index into options
+        pa.field("category", pa.string()),
+        pa.field("difficulty", pa.string()),
+        pa.field("metadata", pa.string()),  # JSON object, free-form extras
+    ]
+)
+
+# Key columns identifying one request; a request is item × model × condition ×
+# prompt variant × option order, and the decode stage splits it into chunks.
+REQUEST_KEY = ["dataset", "item_id", "protocol", "model", "condition", "variant", "option_order"]
+
+REQUEST = pa.schema(
+    [
+        pa.field("request_id", pa.string(), nullable=False),
+        *[ITEM.field(n) for n in ("dataset", "item_id", "protocol", "task")],
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("condition", pa.string(), nullable=False),
+        pa.field("variant", pa.string(), nullable=False),
+        pa.field("option_order", pa.int32(), nullable=False),
+        pa.field("prompt", pa.string()),
+        pa.field("audio_uri", pa.string()),  # the audio actually played (condition applied)
+        pa.field("audio_item_id", pa.string()),  # whose audio it is (random condition)
+        pa.field("excerpt_start", pa.float64()),
+        pa.field("excerpt_end", pa.float64()),
+        pa.field("seed", pa.int64()),  # per-request seed (noise)
+        pa.field("reference", pa.string()),
+        pa.field("labels", pa.list_(pa.string())),
+        pa.field("options", pa.list_(pa.string())),  # presented order
+        pa.field("correct_index", pa.int32()),  # in presented order
+        pa.field("category", pa.string()),
+        pa.field("difficulty", pa.string()),
+        pa.field("error", pa.string()),
+        pa.field("error_stage", pa.string()),
+    ]
+)
+
+RESPONSE = pa.schema(
+    [
+        *REQUEST,
+        pa.field("chunk_index", pa.int32()),
+        pa.field("n_chunks", pa.int32()),
+        pa.field("audio_seconds", pa.float64()),  # length of the chunk the model heard
+        pa.field("text", pa.string()),
+        pa.field("model_info", pa.string()),  # JSON: backend, checkpoint, generation settings
+        pa.field("decode_s", pa.float64()),
+        pa.field("generate_s", pa.float64()),
+    ]
+)
+
+JUDGMENT = pa.schema(
+    [
+        pa.field("request_id", pa.string(), nullable=False),
+        pa.field("chunk_index", pa.int32()),
+        pa.field("judge", pa.string()),  # name@version
+        pa.field("extracted", pa.list_(pa.string())),  # factual: labels found in the text
+        pa.field("parsed_index", pa.int32()),  # mcq: -1 = unanswered
+        pa.field("embedding_key", pa.string()),  # freeform: key of a cached embedding
+        pa.field("error", pa.string()),
+        pa.field("error_stage", pa.string()),
+    ]
+)
+
+# One row per scored request; metric columns are added by the protocols' scorers.
+SCORE_KEY = ["request_id", *REQUEST_KEY, "task", "category", "difficulty", "audio_item_id"]
+
+SUMMARY = pa.schema(
+    [
+        pa.field("protocol", pa.string()),
+        pa.field("dataset", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("condition", pa.string()),  # "correct-random" etc. for paired differences
+        pa.field("variant", pa.string()),
+        pa.field("group", pa.string()),  # "all" or "<column>=<value>" breakdowns
+        pa.field("kind", pa.string()),  # "value" or "paired_diff"
+        pa.field("metric", pa.string()),
+        pa.field("value", pa.float64()),
+        pa.field("ci_low", pa.float64()),
+        pa.field("ci_high", pa.float64()),
+        pa.field("n", pa.int64()),
+        pa.field("definition", pa.string()),
+    ]
+)
+
+ERRORS = pa.schema(
+    [
+        pa.field("table", pa.string()),  # items / requests
+        pa.field("request_id", pa.string()),
+        pa.field("dataset", pa.string()),
+        pa.field("item_id", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("condition", pa.string()),
+        pa.field("error_stage", pa.string()),
+        pa.field("error", pa.string()),
+    ]
+)
+
+
+def empty(schema: pa.Schema) -> pa.Table:
+    """An empty table of ``schema``."""
+    return schema.empty_table()
+
+
+def conform(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Rows (dicts) → table of ``schema``; missing keys become nulls, extras are dropped."""
+    cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
+    return pa.Table.from_pydict(cols, schema=schema)

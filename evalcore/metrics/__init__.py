@@ -1,0 +1,15 @@
+"""Metrics: one scorer per protocol, registered by protocol name."""
+
+from __future__ import annotations
+
+from evalcore.metrics.base import Aggregate, Scorer
+from evalcore.metrics.factual import FactualScorer
+from evalcore.metrics.freeform import FreeformScorer
+from evalcore.metrics.mcq import MCQScorer
+from evalcore.registry import Registry
+
+SCORERS: Registry[Scorer] = Registry("scorer")
+for _cls in (FreeformScorer, FactualScorer, MCQScorer):
+    SCORERS.register(_cls.protocol)(_cls)
+
+__all__ = ["SCORERS", "Aggregate", "Scorer"]

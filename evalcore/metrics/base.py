@@ -1,0 +1,46 @@
+"""The scorer interface: per-request metric columns plus aggregate definitions."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalcore.metrics.bootstrap import Aggregator
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """An aggregate metric = ``fn`` of the item means of ``columns``; ``definition`` goes into the tables."""
+
+    name: str
+    columns: tuple[str, ...]
+    fn: Aggregator
+    definition: str
+
+
+def mean_of(col: int = 0) -> Aggregator:
+    return lambda m: m[..., col]
+
+
+def safe_ratio(num: np.ndarray, den: np.ndarray, empty: float) -> np.ndarray:
+    """num / den, with ``empty`` where den == 0."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    out = np.full(np.broadcast(num, den).shape, empty, dtype=float)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+class Scorer(ABC):
+    """Scores one protocol's responses."""
+
+    protocol: str
+    #: per-request metric columns written to tables/per_item.parquet
+    columns: tuple[str, ...]
+    aggregates: tuple[Aggregate, ...]
+
+    @abstractmethod
+    def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+        """Metric columns for each merged request row (one judged row per request)."""

@@ -1,0 +1,3 @@
+"""Datasets: sources of item rows, registered by kind (see ``evalcore.registry.DATASETS``)."""
+
+from evalcore.datasets import items_file, synthetic  # noqa: F401  (registration)

@@ -20,26 +20,32 @@ from evalcore.protocols.seeding import derive_seed, stable_id
 from evalcore.schema import REQUEST_KEY
 
 
-def _random_partners(items: list[dict], seed: int) -> tuple[dict[tuple[str, str], dict], dict[str, str]]:
-    """(dataset, item_id) → the item whose audio the random condition plays; datasets that can't be paired → reason."""
-    by_dataset: dict[str, list[dict]] = defaultdict(list)
+def _clip(item: dict) -> tuple:
+    """The audio identity of an item: two excerpts of one file are different clips."""
+    return item["audio_uri"], item.get("excerpt_start") or 0.0, item.get("excerpt_end") or -1.0
+
+
+def _clips(items: list[dict]) -> dict[str, dict[tuple, dict]]:
+    """dataset → clip → the first item playing that clip (its id names the clip, independent of paths)."""
+    out: dict[str, dict[tuple, dict]] = defaultdict(dict)
     for it in items:
-        by_dataset[it["dataset"]].append(it)
-    partner: dict[tuple[str, str], dict] = {}
+        out[it["dataset"]].setdefault(_clip(it), it)
+    return out
+
+
+def _random_partners(clips: dict[str, dict[tuple, dict]], seed: int) -> tuple[dict[tuple, dict], dict[str, str]]:
+    """(dataset, clip) → the item whose audio the random condition plays; unpairable datasets → reason."""
+    partner: dict[tuple, dict] = {}  # (dataset, clip) → partner item
     unpairable: dict[str, str] = {}
-    for ds, rows in by_dataset.items():
-        # the audio identity is (uri, excerpt): two excerpts of one file are different clips
-        clip = lambda r: (r["audio_uri"], r["excerpt_start"] or 0.0, r["excerpt_end"] or -1.0)  # noqa: E731
-        first_of: dict[tuple, dict] = {}
-        for r in rows:
-            first_of.setdefault(clip(r), r)
-        try:
-            pairing = derange(list(first_of), derive_seed("random-audio", seed, ds))
+    for ds, first_of in clips.items():
+        by_id = {it["item_id"]: it for it in first_of.values()}
+        try:  # pair clips by their ids, so the pairing does not depend on where the audio lives
+            pairing = derange(list(by_id), derive_seed("random-audio", seed, ds))
         except ValueError as e:
             unpairable[ds] = str(e)
             continue
-        for r in rows:
-            partner[(ds, r["item_id"])] = first_of[pairing[clip(r)]]
+        for clip, first in first_of.items():
+            partner[(ds, clip)] = by_id[pairing[first["item_id"]]]
     return partner, unpairable
 
 
@@ -69,7 +75,8 @@ def _request(item: dict, model: ModelConfig, condition: str, variant: str, templ
 
 def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
     """All requests of the run, in item order; requests that cannot be formed carry an error."""
-    partner, unpairable = _random_partners(items, cfg.seeds.derangement)
+    clips = _clips(items)
+    partner, unpairable = _random_partners(clips, cfg.seeds.derangement)
     requests: list[dict] = []
     for proto in cfg.protocols:
         variants = proto.variants or DEFAULT_VARIANTS[proto.name]
@@ -78,27 +85,28 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
             if item["protocol"] != proto.name or (datasets is not None and item["dataset"] not in datasets):
                 continue
             orders = range(proto.option_orders if proto.name == "mcq" else 1)
+            clip = (item["dataset"], _clip(item))
+            other = partner.get(clip)
+            noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], clips[clip[0]][clip[1]]["item_id"])
             for model in cfg.models:
                 for condition in proto.conditions:
                     for variant, template in variants.items():
                         for order in orders:
-                            requests.append(_apply_condition(
-                                _request(item, model, condition, variant, template, order, cfg.seeds.options),
-                                condition, partner, unpairable, cfg.seeds.noise))
+                            req = _request(item, model, condition, variant, template, order, cfg.seeds.options)
+                            requests.append(_apply_condition(req, condition, other, unpairable, noise_seed))
     return requests
 
 
-def _apply_condition(req: dict, condition: str, partner: dict, unpairable: dict, noise_seed: int) -> dict:
+def _apply_condition(req: dict, condition: str, other: dict | None, unpairable: dict, noise_seed: int) -> dict:
     if condition == "random":
-        other = partner.get((req["dataset"], req["item_id"]))
         if other is None:
             req.update(error=f"random audio: {unpairable.get(req['dataset'], 'no partner')}", error_stage="expand")
         else:
             req.update(audio_uri=other["audio_uri"], audio_item_id=other["item_id"],
                        excerpt_start=other.get("excerpt_start"), excerpt_end=other.get("excerpt_end"))
     elif condition == "noise":
-        # one noise draw per item (and order), shared by every model, so models are compared on the same input
-        req["seed"] = derive_seed("noise", noise_seed, req["dataset"], req["item_id"], req["option_order"])
+        # one noise draw per clip, shared by every model and question, so all compare on the same input
+        req["seed"] = noise_seed
     elif condition == "text_only":
         req.update(audio_uri=None, audio_item_id=None, excerpt_start=None, excerpt_end=None)
     return req

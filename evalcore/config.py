@@ -1,0 +1,221 @@
+"""The run config: YAML → validated pydantic models.
+
+A mistake fails fast with :class:`ConfigError`, whose message names each bad field
+by its path (``models.0.resources.batch_size: ...``).
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evalcore.schema import CONDITIONS, PROTOCOLS
+
+Condition = Literal["correct", "random", "silence", "noise", "text_only"]
+assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
+
+#: placeholders a prompt template may use
+PROMPT_FIELDS = {"question", "options", "letters", "vocabulary"}
+
+
+class ConfigError(ValueError):
+    """An invalid run config; the message names the offending fields."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Resources(_Strict):
+    """Ray resources of one model's actor pool."""
+
+    num_gpus: float = Field(0.0, ge=0)
+    num_cpus: float = Field(1.0, gt=0)
+    concurrency: int = Field(1, ge=1)
+    batch_size: int = Field(8, ge=1)
+
+
+class DatasetConfig(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        import evalcore.datasets  # noqa: F401  (registers the datasets)
+        from evalcore.registry import DATASETS
+
+        if v not in DATASETS:
+            raise ValueError(f"unknown dataset kind {v!r}; known: {', '.join(DATASETS.names())}")
+        return v
+
+
+class ModelConfig(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    resources: Resources = Field(default_factory=Resources)
+    #: audio longer than the model's window: "chunk" into windows or "truncate" to the first
+    long_audio: Literal["chunk", "truncate"] = "chunk"
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        import evalcore.models  # noqa: F401  (registers the models)
+        from evalcore.registry import MODELS
+
+        if v not in MODELS:
+            raise ValueError(f"unknown model kind {v!r}; known: {', '.join(MODELS.names())}")
+        return v
+
+
+class JudgeConfig(_Strict):
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        import evalcore.judges  # noqa: F401  (registers the judges)
+        from evalcore.registry import JUDGES
+
+        if v not in JUDGES:
+            raise ValueError(f"unknown judge kind {v!r}; known: {', '.join(JUDGES.names())}")
+        return v
+
+
+class ProtocolConfig(_Strict):
+    name: Literal["freeform", "factual", "mcq"]
+    conditions: list[Condition] = Field(default_factory=lambda: ["correct", "random"], min_length=1)
+    #: prompt variants: name → template using {question}, {options}, {letters}, {vocabulary};
+    #: None = the protocol's default (evalcore.protocols.prompts.DEFAULT_VARIANTS)
+    variants: dict[str, str] | None = Field(None, min_length=1)
+    judge: JudgeConfig | None = None
+    #: number of seeded option orders per multiple-choice question
+    option_orders: int = Field(1, ge=1, le=24)
+    #: dataset names to run on (None = every dataset)
+    datasets: list[str] | None = None
+
+    @field_validator("variants")
+    @classmethod
+    def _templates(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        for name, template in (v or {}).items():
+            try:
+                used = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+            except ValueError as e:
+                raise ValueError(f"variant {name!r}: bad template: {e}") from None
+            unknown = used - PROMPT_FIELDS
+            if unknown:
+                raise ValueError(
+                    f"variant {name!r} uses unknown placeholder(s) {sorted(unknown)}; "
+                    f"allowed: {sorted(PROMPT_FIELDS)}"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _conditions_unique(self) -> "ProtocolConfig":
+        if "correct" not in self.conditions:
+            raise ValueError("conditions must include 'correct' (the other conditions are compared to it)")
+        if len(set(self.conditions)) != len(self.conditions):
+            raise ValueError("conditions must not repeat")
+        return self
+
+
+class S3Config(_Strict):
+    endpoint_override: str | None = None
+    region: str | None = None
+    scheme: Literal["http", "https"] | None = None
+
+
+class StorageConfig(_Strict):
+    #: where the run writes: a local path or s3://bucket/prefix (default ./runs/<name>)
+    root: str | None = None
+    s3: S3Config = Field(default_factory=S3Config)
+
+
+class Seeds(_Strict):
+    """Seeds of every random choice, so a run is reproducible."""
+
+    derangement: int = 0  # random-audio pairing
+    noise: int = 0  # Gaussian-noise condition
+    options: int = 0  # option shuffles
+    bootstrap: int = 0  # confidence intervals
+
+
+class Stats(_Strict):
+    bootstrap_resamples: int = Field(1000, ge=100, le=100_000)
+    confidence: float = Field(0.95, gt=0.5, lt=1.0)
+
+
+class RayConfig(_Strict):
+    address: str | None = None  # None: $RAY_ADDRESS, else a local Ray
+    progress_bars: bool = True
+
+
+class RunConfig(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    datasets: list[DatasetConfig] = Field(min_length=1)
+    models: list[ModelConfig] = Field(min_length=1)
+    protocols: list[ProtocolConfig] = Field(min_length=1)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    seeds: Seeds = Field(default_factory=Seeds)
+    stats: Stats = Field(default_factory=Stats)
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "RunConfig":
+        for what, names in (("datasets", [d.name for d in self.datasets]), ("models", [m.name for m in self.models]),
+                            ("protocols", [p.name for p in self.protocols])):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"{what}: duplicate name(s) {dup}")
+        known = {d.name for d in self.datasets}
+        for i, p in enumerate(self.protocols):
+            for d in p.datasets or []:
+                if d not in known:
+                    raise ValueError(f"protocols.{i}.datasets: unknown dataset {d!r}")
+        return self
+
+    @property
+    def root(self) -> str:
+        return self.storage.root or str(Path("runs") / self.name)
+
+
+def _format_errors(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"  {loc}: {err['msg']}")
+    return "invalid run config:\n" + "\n".join(lines)
+
+
+def parse_config(data: Any) -> RunConfig:
+    """Validate a config mapping; raises :class:`ConfigError` naming the bad fields."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid run config: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format_errors(e)) from None
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read and validate a YAML run config file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
+    return parse_config(data)
+
+
+def demo_config_path() -> Path:
+    """The embedded demo's config, shipped inside the package."""
+    return Path(__file__).parent / "configs" / "demo.yaml"

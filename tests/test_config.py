@@ -1,0 +1,83 @@
+"""Config mistakes fail fast with a message naming the field."""
+
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from evalcore.config import ConfigError, demo_config_path, load_config, parse_config
+
+BASE = yaml.safe_load(demo_config_path().read_text())
+
+
+def _with(path, value):
+    data = copy.deepcopy(BASE)
+    node = data
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    return data
+
+
+def test_demo_config_is_valid():
+    cfg = load_config(demo_config_path())
+    assert cfg.name == "demo" and cfg.root.endswith("runs/demo")
+
+
+@pytest.mark.parametrize(
+    "path,value,needle",
+    [
+        (("models", 0, "resources", "batch_size"), 0, "models.0.resources.batch_size"),
+        (("models", 0, "resources", "num_gpus"), -1, "models.0.resources.num_gpus"),
+        (("models", 1, "kind"), "no_such_model", "models.1.kind"),
+        (("datasets", 0, "kind"), "nope", "datasets.0.kind"),
+        (("protocols", 0, "name"), "essay", "protocols.0.name"),
+        (("protocols", 0, "conditions"), ["correct", "loud"], "protocols.0.conditions.1"),
+        (("protocols", 0, "conditions"), ["random"], "protocols.0"),
+        (("protocols", 0, "judge"), {"kind": "oracle"}, "protocols.0.judge.kind"),
+        (("protocols", 1, "option_orders"), 0, "protocols.1.option_orders"),
+        (("protocols", 1, "variants"), {"x": "{question} {answer}"}, "protocols.1.variants"),
+        (("stats", "confidence"), 1.5, "stats.confidence"),
+        (("seeds", "bootstrap"), "zero", "seeds.bootstrap"),
+        (("name",), "bad name/with slash", "name"),
+        (("modelz",), [], "modelz"),
+    ],
+)
+def test_bad_field_is_named(path, value, needle):
+    with pytest.raises(ConfigError) as e:
+        parse_config(_with(path, value))
+    assert needle in str(e.value)
+
+
+def test_duplicate_model_names():
+    data = copy.deepcopy(BASE)
+    data["models"][1]["name"] = data["models"][0]["name"]
+    with pytest.raises(ConfigError, match="duplicate"):
+        parse_config(data)
+
+
+def test_unknown_dataset_in_protocol():
+    with pytest.raises(ConfigError, match="protocols.0.datasets"):
+        parse_config(_with(("protocols", 0, "datasets"), ["missing"]))
+
+
+def test_not_yaml_and_missing_file(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("name: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(p)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "absent.yaml")
+    p.write_text("- a list")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(p)
+
+
+def test_cli_exits_nonzero_naming_the_field(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(_with(("models", 0, "resources", "concurrency"), 0)))
+    proc = subprocess.run([sys.executable, "-m", "evalcore.cli", "run", str(p)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "models.0.resources.concurrency" in proc.stderr

@@ -113,7 +113,9 @@ def decode(data: bytes, start_s: float | None = None, end_s: float | None = None
     try:
         f = sf.SoundFile(io.BytesIO(data))
     except (RuntimeError, ValueError, TypeError) as e:  # sf.LibsndfileError is a RuntimeError
-        raise AudioError("corrupt", f"cannot decode audio: {e}") from e
+        # libsndfile names the in-memory file ("Error opening <_io.BytesIO object at 0x…>: …"); keep the cause
+        cause = str(getattr(e, "error_string", "") or e).split(">: ")[-1]
+        raise AudioError("corrupt", f"cannot decode audio: {cause}") from e
     with f:
         sr, n, ch = f.samplerate, f.frames, f.channels
         promised = _wav_promised_frames(data) if f.format in ("WAV", "WAVEX") else None

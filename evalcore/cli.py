@@ -1,0 +1,79 @@
+"""The ``evalcore`` command line."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from evalcore.config import ConfigError, demo_config_path, load_config
+
+app = typer.Typer(add_completion=False, no_args_is_help=False,
+                  help="Evaluate Music Language Models: does the model actually listen?")
+
+
+@app.callback()
+def _main() -> None:
+    """evalcore: free-form, factual and multiple-choice evaluation of Music LMs on Ray."""
+
+
+def load_or_exit(config: Optional[Path], out: Optional[str]):
+    """Load CONFIG (or the embedded demo), apply --out; a bad config exits 2 naming the field."""
+    try:
+        cfg = load_config(config or demo_config_path())
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=2)
+    if out:
+        cfg = cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"root": out})})
+    return cfg
+
+
+@app.command()
+def run(
+    config: Optional[Path] = typer.Argument(None, help="Run config (YAML). Omit to run the embedded offline demo."),
+    out: Optional[str] = typer.Option(None, "--out", help="Run root: a local path or s3://bucket/prefix "
+                                      "(default: the config's storage.root, else ./runs/<name>)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+) -> None:
+    """Run an evaluation end to end: items → requests → audio → models → judges → tables → report."""
+    from evalcore.pipeline.run import run as run_pipeline
+
+    cfg = load_or_exit(config, out)
+    if quiet:
+        cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"progress_bars": False})})
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    typer.echo(f"evalcore: run {cfg.name!r} → {cfg.root}", err=True)
+    result = run_pipeline(cfg)
+    c = result.counts
+    typer.echo(result.report)
+    typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} errored; "
+               f"items: {c['items_in']} in, {c['items_errored']} errored", err=True)
+    typer.echo(f"wrote {result.root}/report.md and {result.root}/tables/", err=True)
+
+
+@app.command()
+def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished run's root (path or s3:// URI).")) -> None:
+    """Render RUN's report.md again from its tables and print it."""
+    from evalcore.pipeline.run import rerender
+
+    try:
+        typer.echo(rerender(run_root))
+    except FileNotFoundError as e:
+        typer.echo(f"not a finished run: {run_root} ({e})", err=True)
+        raise typer.Exit(code=1)
+
+
+@app.command("validate")
+def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check.")) -> None:
+    """Check a run config without running it."""
+    cfg = load_or_exit(config, None)
+    typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
+               f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,241 @@
+"""The evaluation pipeline, as a list of stages.
+
+    read items → expand requests → [per model] fetch+decode+chunk → model actor pool
+    → judge → write responses/judgments (Parquet shards) → score → summary → report
+
+Ray Data streams requests through decode, model and judge stages; decoded audio exists
+only between the decode stage and the model's actor pool.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+import yaml
+
+import evalcore
+from evalcore import storage
+from evalcore.config import ModelConfig, RunConfig
+from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.validate import validate_items
+from evalcore.pipeline.stages import Decoder, ModelRunner, judge_batch, requests_table
+from evalcore.protocols import expand_requests
+from evalcore.registry import DATASETS, MODELS
+from evalcore.reports import markdown
+from evalcore.reports.tables import counts, error_rows, merge_chunks, per_item_table, summary_table
+from evalcore.schema import ERRORS, ITEM, JUDGMENT, RESPONSE, conform
+
+log = logging.getLogger("evalcore")
+
+BLOCK_ROWS = 16  # requests per Ray block: enough blocks for parallel decode, few enough to be cheap
+SHARD_ROWS = 5000  # rows per written Parquet shard
+
+
+@dataclass
+class RunResult:
+    root: str
+    counts: dict[str, Any]
+    report: str
+
+
+# ----------------------------------------------------------------------------- stages on the driver
+
+
+def read_items(cfg: RunConfig) -> tuple[list[dict], list[dict], int]:
+    """Stage 1: every dataset's items, validated → (items, error rows, rows read)."""
+    import evalcore.datasets  # noqa: F401  (registers the datasets)
+
+    items: list[dict] = []
+    errors: list[dict] = []
+    n_in = 0
+    for d in cfg.datasets:
+        source = DATASETS.build(d.kind, **d.params)
+        rows = list(source.items(DatasetContext(name=d.name, run_root=cfg.root, seed=cfg.seeds.derangement)))
+        n_in += len(rows)
+        good, bad = validate_items(d.name, rows)
+        items += good
+        errors += bad
+    return items, errors, n_in
+
+
+def audio_spec(model: ModelConfig) -> tuple[int, float | None]:
+    """(sample rate, longest window in s) of a model, from its params or its class defaults."""
+    import evalcore.models  # noqa: F401  (registers the models)
+
+    cls = MODELS.get(model.kind)
+    sr = int(model.params.get("sample_rate", getattr(cls, "sample_rate", 16_000)))
+    window = model.params.get("max_audio_seconds", getattr(cls, "max_audio_seconds", None))
+    return sr, (float(window) if window is not None else None)
+
+
+def model_groups(models: list[ModelConfig], cpus: float, gpus: float) -> list[list[ModelConfig]]:
+    """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks)."""
+    groups: list[list[ModelConfig]] = []
+    cur: list[ModelConfig] = []
+    used_c = used_g = 0.0
+    for m in models:
+        c = m.resources.num_cpus * m.resources.concurrency
+        g = m.resources.num_gpus * m.resources.concurrency
+        if cur and (used_c + c > max(cpus - 1, 0) or used_g + g > gpus):
+            groups.append(cur)
+            cur, used_c, used_g = [], 0.0, 0.0
+        cur.append(m)
+        used_c += c
+        used_g += g
+    return groups + ([cur] if cur else [])
+
+
+def _blocks(table: pa.Table) -> list[pa.Table]:
+    return [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
+
+
+def model_branch(model: ModelConfig, requests: list[dict]):
+    """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool."""
+    import ray.data
+
+    sr, window = audio_spec(model)
+    # requests sharing a clip sit next to each other, so a decode batch reads each clip once
+    rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
+    ds = ray.data.from_arrow(_blocks(requests_table(rows)))
+    ds = ds.map_batches(Decoder, fn_constructor_kwargs={"sample_rate": sr, "window_s": window,
+                                                         "long_audio": model.long_audio},
+                        batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=1,
+                        concurrency=(1, 4))
+    r = model.resources
+    return ds.map_batches(ModelRunner, fn_constructor_kwargs={"kind": model.kind, "params": model.params},
+                          batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
+                          num_gpus=r.num_gpus, concurrency=r.concurrency)
+
+
+def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
+    """Stages 3–5 on Ray: yields judged response rows (one per chunk) as they complete."""
+    import ray
+
+    judges = {p.name: (p.judge.kind, json.dumps(p.judge.params, sort_keys=True))
+              for p in cfg.protocols if p.judge is not None}
+    by_model: dict[str, list[dict]] = {m.name: [] for m in cfg.models}
+    for r in requests:
+        by_model[r["model"]].append(r)
+    res = ray.cluster_resources()
+    for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0)):
+        branches = [model_branch(m, by_model[m.name]) for m in group if by_model[m.name]]
+        if not branches:
+            continue
+        ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
+        ds = ds.map_batches(judge_batch, fn_kwargs={"judges": judges}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5)
+        yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def init_ray(cfg: RunConfig) -> None:
+    import ray
+    from ray.data import DataContext
+
+    if not ray.is_initialized():
+        address = cfg.ray.address or os.environ.get("RAY_ADDRESS")
+        ray.init(address=address, ignore_reinit_error=True, include_dashboard=False if not address else None,
+                 log_to_driver=False, configure_logging=False)
+    ctx = DataContext.get_current()
+    ctx.enable_progress_bars = cfg.ray.progress_bars
+    ctx.print_on_execution_start = False
+
+
+def run(cfg: RunConfig) -> RunResult:
+    """Run the whole evaluation described by ``cfg``; returns where it wrote and its counts."""
+    root = cfg.root
+    storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
+    storage.makedirs(root)
+    storage.write_text(storage.join(root, "config.yaml"), yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+
+    # 1. items
+    items, item_errors, n_items_in = read_items(cfg)
+    storage.write_parquet(conform(items, ITEM), storage.join(root, "items", "part-00000.parquet"))
+    log.info("items: %d read, %d valid, %d errored", n_items_in, len(items), len(item_errors))
+
+    # 2. requests
+    requests = expand_requests(cfg, items)
+    ready = [r for r in requests if r["error"] is None]
+    judged: list[dict] = [r for r in requests if r["error"] is not None]  # unformable requests: error rows
+    log.info("requests: %d (%d could not be formed)", len(requests), len(judged))
+
+    # 3–5. decode → model → judge on Ray, written as they stream in
+    init_ray(cfg)
+    writer = _ShardWriter(root)
+    writer.add(judged)
+    for batch in judged_batches(cfg, ready):
+        rows = batch.to_pylist()
+        judged += rows
+        writer.add(rows)
+    writer.flush()
+
+    # 6. score and report
+    return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
+
+
+class _ShardWriter:
+    """Writes judged rows to responses/ and judgments/ in numbered Parquet shards."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.buf: list[dict] = []
+        self.n = 0
+
+    def add(self, rows: list[dict]) -> None:
+        self.buf += rows
+        if len(self.buf) >= SHARD_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buf:
+            return
+        name = f"part-{self.n:05d}.parquet"
+        storage.write_parquet(conform(self.buf, RESPONSE), storage.join(self.root, "responses", name))
+        storage.write_parquet(conform(self.buf, JUDGMENT), storage.join(self.root, "judgments", name))
+        self.n += 1
+        self.buf = []
+
+
+def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict]) -> RunResult:
+    """Stage 6: per-item and summary tables, errors, run.json and report.md."""
+    root = cfg.root
+    merged = merge_chunks(judged)
+    per_item = per_item_table(merged)
+    summary = summary_table(per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence, cfg.seeds.bootstrap)
+    errors = conform(item_errors + error_rows(merged), ERRORS)
+    tables = storage.join(root, "tables")
+    storage.write_parquet(pa.Table.from_pandas(per_item, preserve_index=False), storage.join(tables, "per_item.parquet"))
+    storage.write_parquet(summary, storage.join(tables, "summary.parquet"))
+    storage.write_parquet(errors, storage.join(tables, "errors.parquet"))
+    c = counts(items_in, len(item_errors), merged)
+    models = {}
+    for r in judged:
+        if r.get("model_info") and r["model"] not in models:
+            models[r["model"]] = r["model_info"]
+    meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
+            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
+            "seed": cfg.seeds.bootstrap, "models": models}
+    storage.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c}, indent=2))
+    report = markdown.render(meta, c, summary.to_pandas(), errors.to_pandas())
+    storage.write_text(storage.join(root, "report.md"), report)
+    return RunResult(root=root, counts=c, report=report)
+
+
+def rerender(root: str) -> str:
+    """Render report.md again from a finished run's tables (``evalcore report``)."""
+    meta = json.loads(storage.read_text(storage.join(root, "run.json")))
+    c = meta.pop("counts")
+    summary = storage.read_parquet(storage.join(root, "tables", "summary.parquet")).to_pandas()
+    errors = storage.read_parquet(storage.join(root, "tables", "errors.parquet")).to_pandas()
+    report = markdown.render(meta, c, summary, errors)
+    storage.write_text(storage.join(root, "report.md"), report)
+    return report

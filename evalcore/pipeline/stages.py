@@ -1,0 +1,184 @@
+"""The per-batch stages that run on Ray workers: decode, model, judge.
+
+Each stage takes and returns an Arrow table. A row that already carries an error passes
+through untouched; a row that fails in a stage gets ``error`` and ``error_stage`` set and
+goes on, so every request reaches the end of the pipeline exactly once per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from evalcore import audio
+from evalcore.models.base import AudioPrompt
+from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
+
+AUDIO_FIELD = pa.field("audio", pa.large_list(pa.float32()))
+DECODED = pa.schema([*RESPONSE, AUDIO_FIELD])
+JUDGED = pa.schema([*RESPONSE, *(f for f in JUDGMENT if f.name not in RESPONSE.names)])
+
+
+def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
+
+
+def _fail(row: dict, stage: str, exc: BaseException | str) -> dict:
+    row["error"] = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    row["error_stage"] = stage
+    return row
+
+
+# --------------------------------------------------------------------------- decode
+
+
+class Decoder:
+    """Fetch → decode → mono → excerpt → resample → chunk, for one model's sample rate and window."""
+
+    def __init__(self, sample_rate: int, window_s: float | None, long_audio: str = "chunk") -> None:
+        self.sample_rate = sample_rate
+        self.window_s = window_s
+        self.long_audio = long_audio
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        out: list[dict] = []
+        cache: dict[tuple, np.ndarray] = {}  # requests sharing a clip in this batch decode it once
+        for row in batch.to_pylist():
+            out.extend(self._one(row, cache))
+        return _table(out, DECODED)
+
+    def _load(self, row: dict, cache: dict) -> np.ndarray:
+        key = (row["audio_uri"], row["excerpt_start"], row["excerpt_end"])
+        if key not in cache:
+            cache[key] = audio.load(row["audio_uri"], self.sample_rate, row["excerpt_start"], row["excerpt_end"])
+        return cache[key]
+
+    def _one(self, row: dict, cache: dict) -> list[dict]:
+        row.update(chunk_index=0, n_chunks=1, audio=None, decode_s=0.0)
+        if row["error"] is not None:
+            return [row]
+        t0 = time.perf_counter()
+        cond = row["condition"]
+        try:
+            if cond == "text_only":
+                row["audio_seconds"] = 0.0
+                return [row]
+            x = self._load(row, cache)
+            if cond == "silence":
+                x = audio.silence_like(len(x))
+            elif cond == "noise":
+                x = audio.noise_like(len(x), row["seed"])
+            pieces = audio.chunk(x, self.sample_rate, self.window_s)
+            if self.long_audio == "truncate":
+                pieces = pieces[:1]
+        except audio.AudioError as e:
+            return [_fail(row, "decode", f"{e.reason}: {e}")]
+        except Exception as e:  # noqa: BLE001 - any failure of one file is that row's error
+            return [_fail(row, "decode", e)]
+        dt = (time.perf_counter() - t0) / len(pieces)
+        return [
+            {**row, "chunk_index": i, "n_chunks": len(pieces), "audio": p,
+             "audio_seconds": len(p) / self.sample_rate, "decode_s": dt}
+            for i, p in enumerate(pieces)
+        ]
+
+
+# --------------------------------------------------------------------------- model
+
+
+class ModelRunner:
+    """A Ray Data actor holding one loaded Music LM; generates one text per chunk row."""
+
+    def __init__(self, kind: str, params: dict[str, Any]) -> None:
+        import evalcore.models  # noqa: F401  (registers the models)
+        from evalcore.registry import MODELS
+
+        self.model = MODELS.build(kind, **params)
+        self.info = json.dumps(self.model.info(), sort_keys=True, default=str)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        col = batch.column("audio")
+        rows = batch.drop_columns(["audio"]).to_pylist()
+        todo = [i for i, r in enumerate(rows) if r["error"] is None]
+        inputs = []
+        for i in todo:
+            a = col[i]
+            x = None if not a.is_valid else a.values.to_numpy(zero_copy_only=False)
+            inputs.append(AudioPrompt(x, self.model.sample_rate, rows[i]["prompt"] or ""))
+        texts = self._generate(inputs, [rows[i] for i in todo])
+        for i, text in zip(todo, texts):
+            rows[i]["model_info"] = self.info
+            if isinstance(text, BaseException):
+                _fail(rows[i], "model", text)
+            else:
+                rows[i]["text"] = text
+        return _table(rows, RESPONSE)
+
+    def _generate(self, inputs: list[AudioPrompt], rows: list[dict]) -> list[Any]:
+        """Generate for the batch; if the batch fails, retry one by one so only bad inputs error."""
+        if not inputs:
+            return []
+        t0 = time.perf_counter()
+        try:
+            texts: list[Any] = list(self.model.generate(inputs))
+            if len(texts) != len(inputs):
+                raise RuntimeError(f"model returned {len(texts)} texts for {len(inputs)} inputs")
+            dt = (time.perf_counter() - t0) / len(inputs)
+            for r in rows:
+                r["generate_s"] = dt
+        except Exception:  # noqa: BLE001
+            texts = []
+            for inp, r in zip(inputs, rows):
+                t1 = time.perf_counter()
+                try:
+                    out = self.model.generate([inp])
+                    texts.append(out[0] if len(out) == 1 else RuntimeError("model returned no text"))
+                except Exception as e:  # noqa: BLE001
+                    texts.append(e)
+                r["generate_s"] = time.perf_counter() - t1
+        return [t if isinstance(t, BaseException) or isinstance(t, str) else TypeError(
+            f"model returned {type(t).__name__}, not text") for t in texts]
+
+
+# --------------------------------------------------------------------------- judge
+
+
+@lru_cache(maxsize=16)
+def _judge(kind: str, params_json: str) -> Any:
+    import evalcore.judges  # noqa: F401  (registers the judges)
+    from evalcore.registry import JUDGES
+
+    return JUDGES.build(kind, **json.loads(params_json))
+
+
+def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table:
+    """Apply each protocol's judge (protocol → (kind, params JSON)) to the responses in the batch."""
+    rows = batch.to_pylist()
+    for proto, (kind, params) in judges.items():
+        judge = _judge(kind, params)
+        idx = [i for i, r in enumerate(rows) if r["protocol"] == proto and r["error"] is None]
+        if not idx:
+            continue
+        label = f"{kind}@{getattr(judge, 'version', '0')}"
+        try:
+            results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx])
+        except Exception as e:  # noqa: BLE001
+            results = [{"error": f"{type(e).__name__}: {e}"}] * len(idx)
+        for i, res in zip(idx, results):
+            rows[i]["judge"] = label
+            if res.get("error"):
+                _fail(rows[i], "judge", res["error"])
+                continue
+            for k in ("extracted", "parsed_index", "embedding_key"):
+                if k in res:
+                    rows[i][k] = res[k]
+    return _table(rows, JUDGED)
+
+
+def requests_table(rows: list[dict]) -> pa.Table:
+    return _table(rows, REQUEST)

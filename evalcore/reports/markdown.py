@@ -1,0 +1,101 @@
+"""Render a run's tables as a Markdown report."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+
+#: metrics shown in the listening table (the summary table has them all)
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "ifr", "bleu", "chrf")
+
+
+def _fmt(v: float, lo: float, hi: float) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if lo is None or math.isnan(lo):
+        return f"{v:.3f}"
+    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, errors: pd.DataFrame) -> str:
+    """The report: counts, per-protocol results with CIs, the listening test, errors and definitions."""
+    conf = int(round(100 * meta.get("confidence", 0.95)))
+    out = [f"# evalcore report — {meta.get('name', '')}", ""]
+    out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
+               f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
+    out += ["", "## Counts", ""]
+    out.append(_md_table(["", "in", "scored / valid", "errored"], [
+        ["items", counts["items_in"], counts["items_valid"], counts["items_errored"]],
+        ["requests", counts["requests_in"], counts["requests_scored"], counts["requests_errored"]],
+    ]))
+    ok = counts["requests_in"] == counts["requests_scored"] + counts["requests_errored"]
+    out += ["", f"Requests in = scored + errored: {counts['requests_in']} = {counts['requests_scored']} + "
+                f"{counts['requests_errored']} ({'reconciled' if ok else 'MISMATCH'})."]
+    if summary.empty:
+        out += ["", "No request was scored."]
+    else:
+        out += _results(summary, conf)
+        out += _listening(summary, conf)
+    out += _errors(errors)
+    if not summary.empty:
+        defs = summary[summary["kind"] == "value"].drop_duplicates(["protocol", "metric"])
+        out += ["", "## Metric definitions", ""]
+        out.append(_md_table(["protocol", "metric", "definition"],
+                             [[r.protocol, r.metric, r.definition] for r in defs.itertuples()]))
+    if meta.get("models"):
+        out += ["", "## Models", ""]
+        out.append(_md_table(["model", "identity"], [[k, f"`{v}`"] for k, v in meta["models"].items()]))
+    return "\n".join(out) + "\n"
+
+
+def _results(summary: pd.DataFrame, conf: int) -> list[str]:
+    out: list[str] = []
+    vals = summary[(summary["kind"] == "value") & (summary["group"] == "all")]
+    for (proto, ds), df in vals.groupby(["protocol", "dataset"], sort=True):
+        metrics = list(dict.fromkeys(df["metric"]))
+        out += ["", f"## {proto} · {ds}", "", f"Value [{conf} % CI] over n items."]
+        rows = []
+        for (model, variant, cond), g in df.groupby(["model", "variant", "condition"], sort=False):
+            cells = {r.metric: _fmt(r.value, r.ci_low, r.ci_high) for r in g.itertuples()}
+            rows.append([model, variant, cond, int(g["n"].max())] + [cells.get(m, "") for m in metrics])
+        out += ["", _md_table(["model", "variant", "condition", "n", *metrics], rows)]
+    return out
+
+
+def _listening(summary: pd.DataFrame, conf: int) -> list[str]:
+    diffs = summary[(summary["kind"] == "paired_diff") & (summary["group"] == "all")
+                    & summary["metric"].isin(HEADLINE)]
+    if diffs.empty:
+        return []
+    out = ["", "## Does the model listen?", "",
+           f"Paired difference correct − condition over the same items, with its {conf} % CI; "
+           "a model that uses the audio scores clearly higher with the correct audio (CI above 0)."]
+    rows = []
+    for r in diffs.itertuples():
+        verdict = "CI > 0" if r.ci_low > 0 else ("CI < 0" if r.ci_high < 0 else "CI includes 0")
+        rows.append([r.protocol, r.dataset, r.model, r.variant, r.condition, r.metric,
+                     _fmt(r.value, r.ci_low, r.ci_high), r.n, verdict])
+    out += ["", _md_table(["protocol", "dataset", "model", "variant", "contrast", "metric", "difference", "n",
+                           "verdict"], rows)]
+    return out
+
+
+def _errors(errors: pd.DataFrame) -> list[str]:
+    out = ["", "## Errors", ""]
+    if errors.empty:
+        return out + ["None."]
+    reason = errors["error"].astype(str).str.slice(0, 120)
+    agg = (errors.assign(reason=reason).groupby(["table", "error_stage", "reason"], dropna=False)
+           .size().reset_index(name="count").sort_values("count", ascending=False))
+    out.append(_md_table(["table", "stage", "reason", "count"],
+                         [[r.table, r.error_stage, r.reason.replace("|", "\\|"), r.count] for r in agg.itertuples()]))
+    return out

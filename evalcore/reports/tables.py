@@ -1,0 +1,135 @@
+"""Reduce judged responses (one row per chunk) to ``per_item`` and long-form ``summary`` tables."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from evalcore.metrics import SCORERS
+from evalcore.metrics.bootstrap import estimate, paired_difference
+from evalcore.protocols.seeding import derive_seed
+from evalcore.schema import ERRORS, SCORE_KEY, SUMMARY
+
+GROUP_COLS = ["protocol", "dataset", "model", "condition", "variant"]
+
+
+def merge_chunks(rows: Iterable[dict]) -> list[dict]:
+    """One row per request from its chunk rows.
+
+    A request errors if any of its chunks errored (the first error is kept). Texts are joined
+    in chunk order; factual labels are united across chunks (in order of first appearance);
+    for multiple choice the first chunk's parsed answer counts.
+    """
+    by_req: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_req[r["request_id"]].append(r)
+    merged = []
+    for parts in by_req.values():
+        parts.sort(key=lambda r: r.get("chunk_index") or 0)
+        row = dict(parts[0])
+        bad = next((p for p in parts if p.get("error") is not None), None)
+        if bad is not None:
+            row["error"], row["error_stage"] = bad["error"], bad["error_stage"]
+        if len(parts) > 1:
+            row["text"] = "\n".join(p.get("text") or "" for p in parts)
+            labels: list[str] = []
+            for p in parts:
+                labels += [x for x in (p.get("extracted") or []) if x not in labels]
+            row["extracted"] = labels if any(p.get("extracted") is not None for p in parts) else None
+        merged.append(row)
+    return merged
+
+
+def error_rows(rows: Iterable[dict]) -> list[dict]:
+    return [{"table": "requests", **{k: r.get(k) for k in ERRORS.names if k != "table"}}
+            for r in rows if r.get("error") is not None]
+
+
+def per_item_table(merged: list[dict]) -> pd.DataFrame:
+    """One row per scored request: key columns, the judged answer and a column per metric."""
+    frames = []
+    for proto, rows in _by(merged, "protocol").items():
+        scored = [r for r in rows if r.get("error") is None]
+        if not scored:
+            continue
+        metrics = SCORERS.build(proto).score(scored)
+        df = pd.DataFrame([{**{k: r.get(k) for k in SCORE_KEY},
+                            **{k: r.get(k) for k in ("text", "labels", "extracted", "options",
+                                                     "correct_index", "parsed_index", "judge")}}
+                           for r in scored])
+        frames.append(pd.concat([df, pd.DataFrame(metrics)], axis=1))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
+
+
+def _by(rows: list[dict], key: str) -> dict[Any, list[dict]]:
+    out: dict[Any, list[dict]] = defaultdict(list)
+    for r in rows:
+        out[r.get(key)].append(r)
+    return out
+
+
+def _item_stats(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Per-item means of ``cols`` (averaging option orders), indexed by item_id."""
+    return df.groupby("item_id", sort=True)[cols].mean()
+
+
+def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int) -> pa.Table:
+    """Long-form summary: every aggregate per group, plus paired differences correct − other condition."""
+    out: list[dict] = []
+    if per_item.empty:
+        return SUMMARY.empty_table()
+    for proto, pdf in per_item.groupby("protocol", sort=True):
+        scorer = SCORERS.build(proto)
+        tasks = sorted(pdf["task"].dropna().unique())
+        groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
+        for group, gdf in groups:
+            for (ds, model, variant), sdf in gdf.groupby(["dataset", "model", "variant"], sort=True):
+                by_cond = {c: cdf for c, cdf in sdf.groupby("condition", sort=False)}
+                for agg in scorer.aggregates:
+                    cols = list(agg.columns)
+                    key = (proto, ds, model, variant, group, agg.name)
+                    stats = {c: _item_stats(cdf, cols) for c, cdf in by_cond.items()}
+                    for cond, st in stats.items():
+                        e = estimate(st.to_numpy(), agg.fn, resamples=resamples, confidence=confidence,
+                                     seed=derive_seed("bootstrap", seed, *key, cond))
+                        out.append(_row(proto, ds, model, cond, variant, group, "value", agg, e))
+                    if "correct" not in stats:
+                        continue
+                    for cond, st in stats.items():
+                        if cond == "correct":
+                            continue
+                        common = stats["correct"].index.intersection(st.index)
+                        e = paired_difference(stats["correct"].loc[common].to_numpy(), st.loc[common].to_numpy(),
+                                              agg.fn, resamples=resamples, confidence=confidence,
+                                              seed=derive_seed("bootstrap-diff", seed, *key, cond))
+                        out.append(_row(proto, ds, model, f"correct-{cond}", variant, group, "paired_diff", agg, e,
+                                        f"paired difference correct − {cond} over items scored in both; "))
+    return pa.Table.from_pylist(out, schema=SUMMARY)
+
+
+def _row(proto, ds, model, cond, variant, group, kind, agg, e, prefix: str = "") -> dict:
+    return {"protocol": proto, "dataset": ds, "model": model, "condition": cond, "variant": variant,
+            "group": group, "kind": kind, "metric": agg.name, "value": e.value, "ci_low": e.ci_low,
+            "ci_high": e.ci_high, "n": e.n, "definition": prefix + agg.definition}
+
+
+def counts(n_items_in: int, n_items_err: int, merged: list[dict]) -> dict[str, Any]:
+    """Reconciliation figures: in = scored + errored, for items and for requests."""
+    n_err = sum(r.get("error") is not None for r in merged)
+    stages: dict[str, int] = defaultdict(int)
+    for r in merged:
+        if r.get("error") is not None:
+            stages[r.get("error_stage") or "?"] += 1
+    return {
+        "items_in": n_items_in, "items_valid": n_items_in - n_items_err, "items_errored": n_items_err,
+        "requests_in": len(merged), "requests_scored": len(merged) - n_err, "requests_errored": n_err,
+        "errors_by_stage": dict(sorted(stages.items())),
+    }
+
+
+def nan_to_none(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else x

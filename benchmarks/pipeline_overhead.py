@@ -4,7 +4,7 @@ Both decode the same files to the same sample rate on this machine. The raw base
 plain loop (1 process) and a process pool with as many workers as the pipeline gets CPUs.
 Ray start-up is timed separately and excluded from the pipeline figure.
 
-    .venv/bin/python benchmarks/pipeline_overhead.py [--files 120] [--seconds 30] [--format mp3]
+    .venv/bin/python benchmarks/pipeline_overhead.py [--files 360] [--seconds 30] [--format mp3] [--decode-cpus 0.5]
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def raw_pool(paths: list[str], workers: int) -> float:
         return len(paths) / (time.perf_counter() - t0)
 
 
-def pipeline(paths: list[str], batch_size: int) -> tuple[float, dict]:
+def pipeline(paths: list[str], batch_size: int, decode_cpus: float) -> tuple[float, dict]:
     items = os.path.join(WORK, "items.jsonl")
     with open(items, "w") as f:
         for i, p in enumerate(paths):
@@ -77,7 +77,7 @@ def pipeline(paths: list[str], batch_size: int) -> tuple[float, dict]:
         "models": [{"name": "null", "kind": "null", "params": {"sample_rate": TARGET_SR},
                     "resources": {"num_cpus": 0.25, "batch_size": batch_size}}],
         "protocols": [{"name": "freeform", "conditions": ["correct"]}],
-        "storage": {"root": root}, "ray": {"progress_bars": False},
+        "storage": {"root": root}, "ray": {"progress_bars": False, "decode_num_cpus": decode_cpus},
         "stats": {"bootstrap_resamples": 100},
     })
     t0 = time.perf_counter()
@@ -87,10 +87,11 @@ def pipeline(paths: list[str], batch_size: int) -> tuple[float, dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, default=120)
+    ap.add_argument("--files", type=int, default=360)
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--format", default="mp3", choices=["mp3", "wav", "flac"])
     ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--decode-cpus", type=float, default=0.5, help="CPUs reserved per decode task (config ray.decode_num_cpus)")
     args = ap.parse_args()
 
     import ray
@@ -103,7 +104,7 @@ def main() -> None:
 
     loop = raw_loop(paths)
     pool = raw_pool(paths, cpus)
-    pipe, counts = pipeline(paths, args.batch_size)
+    pipe, counts = pipeline(paths, args.batch_size, args.decode_cpus)
     assert counts["requests_scored"] == len(paths), counts
 
     print(f"files: {len(paths)} × {args.seconds:g} s {args.format} 44.1 kHz stereo → {TARGET_SR} Hz mono; "

@@ -155,6 +155,8 @@ class Stats(_Strict):
 class RayConfig(_Strict):
     address: str | None = None  # None: $RAY_ADDRESS, else a local Ray
     progress_bars: bool = True
+    #: CPUs reserved per decode task (fractional values oversubscribe small machines)
+    decode_num_cpus: float = Field(1.0, gt=0)
 
 
 class RunConfig(_Strict):

@@ -18,7 +18,7 @@ def _demo(tmp_path, **params):
     data = yaml.safe_load(demo_config_path().read_text())
     data["datasets"][0]["params"].update(params)
     data["storage"] = {"root": str(tmp_path / "run")}
-    data["ray"] = {"progress_bars": False}
+    data.setdefault("ray", {})["progress_bars"] = False
     data["stats"] = {"bootstrap_resamples": 500, "confidence": 0.95}
     return parse_config(data)
 

@@ -9,6 +9,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
+import urllib.request
 
 import pyarrow.parquet as pq
 import pytest
@@ -42,34 +45,69 @@ def ray_env():
 
 @pytest.fixture
 def ray_head(ray_env):
+    """A Ray head in the foreground (``--block``), so stopping it stops only this cluster."""
     env, temp = ray_env
     gcs, dash = _free_port(), _free_port()
-    proc = subprocess.run([RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
-                           "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--num-cpus", "2",
-                           "--include-dashboard", "true", "--disable-usage-stats", "--temp-dir", temp],
-                          capture_output=True, text=True, env=env, timeout=180)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # every port this cluster opens is a free one: another Ray (e.g. the tests' local one) may hold the defaults
+    ports = [f"--{name}={_free_port()}" for name in (
+        "ray-client-server-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+        "runtime-env-agent-port", "metrics-export-port", "object-manager-port", "node-manager-port")]
+    head = subprocess.Popen([RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
+                             "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), *ports, "--num-cpus", "2",
+                             "--include-dashboard", "true", "--disable-usage-stats", "--temp-dir", temp],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
+        deadline = time.monotonic() + 120
+        while not _serving(dash):
+            assert head.poll() is None, f"ray start exited with {head.returncode}"
+            assert time.monotonic() < deadline, "Ray dashboard did not come up in 120 s"
+            time.sleep(0.5)
         yield f"http://127.0.0.1:{dash}"
     finally:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120, env=env)
+        head.terminate()
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait(timeout=30)
+
+
+def _serving(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/version", timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True  # up, but wants a token
+    except OSError:
+        return False
 
 
 def test_job_submit_runs_the_pipeline(ray_head, ray_env, tmp_path):
     data = yaml.safe_load(demo_config_path().read_text())
     data["datasets"][0]["params"].update(n_clips=12, bad_clips=1, audio_dir=str(tmp_path / "audio"))
     data["protocols"] = [p for p in data["protocols"] if p["name"] == "factual"]
-    data["ray"] = {"progress_bars": False}
+    data["models"][0]["params"] = {"max_audio_seconds": 4.0}  # 8 s clips → two chunks for the listener
+    data.setdefault("ray", {})["progress_bars"] = False
     cfg = tmp_path / "job.yaml"
     cfg.write_text(yaml.safe_dump(data))
     out = tmp_path / "run"
     env, _ = ray_env
-    proc = subprocess.run(
-        [RAY, "job", "submit", "--address", ray_head, "--working-dir", str(REPO), "--",
-         sys.executable, "jobs/run_eval.py", str(cfg), "--out", str(out), "--quiet"],
-        capture_output=True, text=True, env=env, timeout=600)
+    for _ in range(20):  # the head's job agent may need a few seconds after its dashboard is up
+        proc = subprocess.run(
+            [RAY, "job", "submit", "--address", ray_head, "--working-dir", str(REPO), "--",
+             sys.executable, "jobs/run_eval.py", str(cfg), "--out", str(out), "--quiet"],
+            capture_output=True, text=True, env=env, timeout=600)
+        if "No available agent" not in proc.stderr:
+            break
+        time.sleep(3)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "succeeded" in (proc.stdout + proc.stderr)
     summary = pq.read_table(out / "tables" / "summary.parquet").to_pandas()
     assert set(summary["model"]) == {"listener", "text-prior"}
     assert (out / "report.md").read_text().startswith("# evalcore report")
+    responses = pq.read_table(out / "responses").to_pandas()
+    heard = responses[(responses.model == "listener") & responses.error.isna() & (responses.condition != "text_only")]
+    assert set(heard["n_chunks"]) == {2} and set(heard["chunk_index"]) == {0, 1}
+    assert heard["audio_seconds"].max() == pytest.approx(4.0)
+    per_item = pq.read_table(out / "tables" / "per_item.parquet").to_pandas()
+    assert per_item["request_id"].is_unique  # chunks merged back into one row per request

@@ -24,7 +24,7 @@ from evalcore import storage
 from evalcore.config import ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
-from evalcore.pipeline.stages import Decoder, ModelRunner, judge_batch, requests_table
+from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table
 from evalcore.protocols import expand_requests
 from evalcore.registry import DATASETS, MODELS
 from evalcore.reports import markdown
@@ -91,11 +91,18 @@ def model_groups(models: list[ModelConfig], cpus: float, gpus: float) -> list[li
     return groups + ([cur] if cur else [])
 
 
+def decode_memory(batch_size: int, sample_rate: int, window_s: float | None) -> int:
+    """Bytes a decode task reserves: a worker (~256 MiB) plus its batch of float32 audio (30 s per item
+    when unbounded) × 4 for decode/resample copies."""
+    seconds = window_s if window_s is not None else 30.0
+    return (256 << 20) + int(batch_size * seconds * sample_rate * 4 * 4)
+
+
 def _blocks(table: pa.Table) -> list[pa.Table]:
     return [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
 
 
-def model_branch(model: ModelConfig, requests: list[dict]):
+def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 1.0):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool."""
     import ray.data
 
@@ -103,14 +110,16 @@ def model_branch(model: ModelConfig, requests: list[dict]):
     # requests sharing a clip sit next to each other, so a decode batch reads each clip once
     rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
     ds = ray.data.from_arrow(_blocks(requests_table(rows)))
-    ds = ds.map_batches(Decoder, fn_constructor_kwargs={"sample_rate": sr, "window_s": window,
-                                                         "long_audio": model.long_audio},
-                        batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=1,
-                        concurrency=(1, 4))
+    # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
+    # fuses only operators with equal resource requests, and a fused decode would run inside the model's
+    # actor, leaving the model (a GPU in production) idle while audio decodes.
+    ds = ds.map_batches(decode_batch, fn_kwargs={"sample_rate": sr, "window_s": window, "long_audio": model.long_audio},
+                        batch_size=model.resources.batch_size, batch_format="pyarrow",
+                        num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, window))
     r = model.resources
     return ds.map_batches(ModelRunner, fn_constructor_kwargs={"kind": model.kind, "params": model.params},
                           batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
-                          num_gpus=r.num_gpus, concurrency=r.concurrency)
+                          num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency))
 
 
 def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
@@ -124,7 +133,7 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
         by_model[r["model"]].append(r)
     res = ray.cluster_resources()
     for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0)):
-        branches = [model_branch(m, by_model[m.name]) for m in group if by_model[m.name]]
+        branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus) for m in group if by_model[m.name]]
         if not branches:
             continue
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]

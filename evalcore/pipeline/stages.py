@@ -37,6 +37,16 @@ def _fail(row: dict, stage: str, exc: BaseException | str) -> dict:
 # --------------------------------------------------------------------------- decode
 
 
+def decode_batch(batch: pa.Table, sample_rate: int, window_s: float | None, long_audio: str = "chunk") -> pa.Table:
+    """The decode stage (a Ray task per batch): one output row per chunk of each request."""
+    decoder = Decoder(sample_rate, window_s, long_audio)
+    out: list[dict] = []
+    cache: dict[tuple, np.ndarray] = {}  # requests sharing a clip in this batch decode it once
+    for row in batch.to_pylist():
+        out.extend(decoder.one(row, cache))
+    return _table(out, DECODED)
+
+
 class Decoder:
     """Fetch → decode → mono → excerpt → resample → chunk, for one model's sample rate and window."""
 
@@ -45,20 +55,13 @@ class Decoder:
         self.window_s = window_s
         self.long_audio = long_audio
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        out: list[dict] = []
-        cache: dict[tuple, np.ndarray] = {}  # requests sharing a clip in this batch decode it once
-        for row in batch.to_pylist():
-            out.extend(self._one(row, cache))
-        return _table(out, DECODED)
-
     def _load(self, row: dict, cache: dict) -> np.ndarray:
         key = (row["audio_uri"], row["excerpt_start"], row["excerpt_end"])
         if key not in cache:
             cache[key] = audio.load(row["audio_uri"], self.sample_rate, row["excerpt_start"], row["excerpt_end"])
         return cache[key]
 
-    def _one(self, row: dict, cache: dict) -> list[dict]:
+    def one(self, row: dict, cache: dict) -> list[dict]:
         row.update(chunk_index=0, n_chunks=1, audio=None, decode_s=0.0)
         if row["error"] is not None:
             return [row]

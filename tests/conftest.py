@@ -8,7 +8,6 @@ import pathlib
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 

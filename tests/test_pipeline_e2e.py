@@ -96,3 +96,20 @@ def test_run_json_has_counts(demo_run):
     meta = json.loads(open(f"{cfg.root}/run.json").read())
     assert meta["counts"] == res.counts
     assert set(meta["models"]) == {"listener", "text-prior"}
+
+
+def test_cli_report_and_help(demo_run, tmp_path):
+    from typer.testing import CliRunner
+
+    from evalcore.cli import app
+
+    cfg, _ = demo_run
+    runner = CliRunner()
+    res = runner.invoke(app, ["report", cfg.root])
+    assert res.exit_code == 0 and res.output.startswith("# evalcore report — demo")
+    res = runner.invoke(app, ["report", str(tmp_path / "nothing")])
+    assert res.exit_code == 1 and "not a finished run" in res.output
+    res = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+    assert res.exit_code == 0 and "--out" in res.output and "embedded offline demo" in res.output
+    res = runner.invoke(app, ["validate", str(demo_config_path())])
+    assert res.exit_code == 0 and res.output.startswith("ok: demo")

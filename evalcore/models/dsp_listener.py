@@ -299,6 +299,9 @@ def answer(prompt: str, a: Analysis | None) -> str:
 class DSPListener(MusicLM):
     """Answers from a DSP analysis of the audio (tempo, key/mode, instruments)."""
 
+    sample_rate = 16_000
+    max_audio_seconds = 30.0
+
     def __init__(self, sample_rate: int = 16_000, max_audio_seconds: float | None = 30.0) -> None:
         self.sample_rate = sample_rate
         self.max_audio_seconds = max_audio_seconds

@@ -117,7 +117,8 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
                         batch_size=model.resources.batch_size, batch_format="pyarrow",
                         num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, window))
     r = model.resources
-    return ds.map_batches(ModelRunner, fn_constructor_kwargs={"kind": model.kind, "params": model.params},
+    return ds.map_batches(ModelRunner, fn_constructor_kwargs={"kind": model.kind, "params": model.params,
+                                                                  "audio_spec": (sr, window)},
                           batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
                           num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency))
 

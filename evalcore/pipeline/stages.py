@@ -97,11 +97,16 @@ class Decoder:
 class ModelRunner:
     """A Ray Data actor holding one loaded Music LM; generates one text per chunk row."""
 
-    def __init__(self, kind: str, params: dict[str, Any]) -> None:
+    def __init__(self, kind: str, params: dict[str, Any], audio_spec: tuple[int, float | None]) -> None:
         import evalcore.models  # noqa: F401  (registers the models)
         from evalcore.registry import MODELS
 
         self.model = MODELS.build(kind, **params)
+        # the decode stage prepared audio for the rate and window read from the model's class and params
+        if (self.model.sample_rate, self.model.max_audio_seconds) != tuple(audio_spec):
+            raise ValueError(f"model {kind!r} declares sample rate {self.model.sample_rate} and window "
+                             f"{self.model.max_audio_seconds} s, but its class/params say {audio_spec}; "
+                             "declare them as class attributes or pass them in params")
         self.info = json.dumps(self.model.info(), sort_keys=True, default=str)
 
     def __call__(self, batch: pa.Table) -> pa.Table:

@@ -5,16 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from evalcore.metrics import SCORERS
+from evalcore.metrics import SCORERS, Aggregate
 from evalcore.metrics.bootstrap import estimate, paired_difference
 from evalcore.protocols.seeding import derive_seed
 from evalcore.schema import ERRORS, SCORE_KEY, SUMMARY
 
-GROUP_COLS = ["protocol", "dataset", "model", "condition", "variant"]
 
 
 def merge_chunks(rows: Iterable[dict]) -> list[dict]:
@@ -72,49 +70,80 @@ def _by(rows: list[dict], key: str) -> dict[Any, list[dict]]:
     return out
 
 
-def _item_stats(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """Per-item means of ``cols`` (averaging option orders), indexed by item_id."""
-    return df.groupby("item_id", sort=True)[cols].mean()
+def _unit_stats(df: pd.DataFrame, cols: list[str], unit: str) -> pd.DataFrame:
+    """Per-unit (item) means of ``cols`` — averaging e.g. option orders — indexed by unit, sorted."""
+    return df.groupby(unit, sort=True)[cols].mean()
+
+
+def _keyed(key: tuple, names: list[str]) -> dict[str, Any]:
+    return dict(zip(names, key if isinstance(key, tuple) else (key,)))
+
+
+def aggregate(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], *, unit: str = "item_id",
+              resamples: int, confidence: float, seed: int) -> list[dict]:
+    """Long-form rows: each aggregate of each group of ``by``, with a bootstrap CI over units."""
+    out = []
+    for key, g in df.groupby(by, sort=True, dropna=False):
+        for agg in aggregates:
+            e = estimate(_unit_stats(g, list(agg.columns), unit).to_numpy(), agg.fn, resamples=resamples,
+                         confidence=confidence, seed=derive_seed("bootstrap", seed, *_flat(key), agg.name))
+            out.append({**_keyed(key, by), "kind": "value", "metric": agg.name, **_estimate(e),
+                        "definition": agg.definition})
+    return out
+
+
+def contrasts(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], *, column: str = "condition",
+              reference: str = "correct", unit: str = "item_id", resamples: int, confidence: float,
+              seed: int) -> list[dict]:
+    """Paired differences reference − other value of ``column`` within each group of ``by``, over shared units."""
+    out = []
+    for key, g in df.groupby(by, sort=True, dropna=False):
+        sides = dict(iter(g.groupby(column, sort=True)))
+        if reference not in sides:
+            continue
+        for agg in aggregates:
+            cols = list(agg.columns)
+            ref = _unit_stats(sides[reference], cols, unit)
+            for other, odf in sides.items():
+                if other == reference:
+                    continue
+                st = _unit_stats(odf, cols, unit)
+                common = ref.index.intersection(st.index)
+                e = paired_difference(ref.loc[common].to_numpy(), st.loc[common].to_numpy(), agg.fn,
+                                      resamples=resamples, confidence=confidence,
+                                      seed=derive_seed("bootstrap-diff", seed, *_flat(key), agg.name, other))
+                out.append({**_keyed(key, by), column: f"{reference}-{other}", "kind": "paired_diff",
+                            "metric": agg.name, **_estimate(e),
+                            "definition": f"paired difference {reference} − {other} over items scored in both; "
+                                          + agg.definition})
+    return out
+
+
+def _flat(key: Any) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _estimate(e: Any) -> dict[str, Any]:
+    return {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
 
 
 def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int) -> pa.Table:
-    """Long-form summary: every aggregate per group, plus paired differences correct − other condition."""
-    out: list[dict] = []
+    """Long-form summary: every aggregate per group, plus paired differences correct − other condition,
+    overall (``group = all``) and per task when a protocol has several."""
     if per_item.empty:
         return SUMMARY.empty_table()
+    stats = {"resamples": resamples, "confidence": confidence, "seed": seed}
+    out: list[dict] = []
     for proto, pdf in per_item.groupby("protocol", sort=True):
-        scorer = SCORERS.build(proto)
+        aggs = SCORERS.build(proto).aggregates
         tasks = sorted(pdf["task"].dropna().unique())
         groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
         for group, gdf in groups:
-            for (ds, model, variant), sdf in gdf.groupby(["dataset", "model", "variant"], sort=True):
-                by_cond = {c: cdf for c, cdf in sdf.groupby("condition", sort=False)}
-                for agg in scorer.aggregates:
-                    cols = list(agg.columns)
-                    key = (proto, ds, model, variant, group, agg.name)
-                    stats = {c: _item_stats(cdf, cols) for c, cdf in by_cond.items()}
-                    for cond, st in stats.items():
-                        e = estimate(st.to_numpy(), agg.fn, resamples=resamples, confidence=confidence,
-                                     seed=derive_seed("bootstrap", seed, *key, cond))
-                        out.append(_row(proto, ds, model, cond, variant, group, "value", agg, e))
-                    if "correct" not in stats:
-                        continue
-                    for cond, st in stats.items():
-                        if cond == "correct":
-                            continue
-                        common = stats["correct"].index.intersection(st.index)
-                        e = paired_difference(stats["correct"].loc[common].to_numpy(), st.loc[common].to_numpy(),
-                                              agg.fn, resamples=resamples, confidence=confidence,
-                                              seed=derive_seed("bootstrap-diff", seed, *key, cond))
-                        out.append(_row(proto, ds, model, f"correct-{cond}", variant, group, "paired_diff", agg, e,
-                                        f"paired difference correct − {cond} over items scored in both; "))
+            gdf = gdf.assign(group=group)
+            by = ["protocol", "dataset", "model", "variant", "group"]
+            out += aggregate(gdf, aggs, by + ["condition"], **stats)
+            out += contrasts(gdf, aggs, by, **stats)
     return pa.Table.from_pylist(out, schema=SUMMARY)
-
-
-def _row(proto, ds, model, cond, variant, group, kind, agg, e, prefix: str = "") -> dict:
-    return {"protocol": proto, "dataset": ds, "model": model, "condition": cond, "variant": variant,
-            "group": group, "kind": kind, "metric": agg.name, "value": e.value, "ci_low": e.ci_low,
-            "ci_high": e.ci_high, "n": e.n, "definition": prefix + agg.definition}
 
 
 def counts(n_items_in: int, n_items_err: int, merged: list[dict]) -> dict[str, Any]:
@@ -129,7 +158,3 @@ def counts(n_items_in: int, n_items_err: int, merged: list[dict]) -> dict[str, A
         "requests_in": len(merged), "requests_scored": len(merged) - n_err, "requests_errored": n_err,
         "errors_by_stage": dict(sorted(stages.items())),
     }
-
-
-def nan_to_none(x: float) -> float | None:
-    return None if x is None or (isinstance(x, float) and np.isnan(x)) else x

@@ -1,0 +1,54 @@
+"""Reduction of judged chunk rows to per-item and summary tables."""
+
+import pandas as pd
+import pytest
+
+from evalcore.reports.tables import counts, merge_chunks, per_item_table, summary_table
+
+
+def _chunk(rid, i, n, extracted, error=None, **kw):
+    return {"request_id": rid, "chunk_index": i, "n_chunks": n, "extracted": extracted, "text": f"t{i}",
+            "error": error, "error_stage": "model" if error else None, **kw}
+
+
+def test_merge_unites_labels_in_order_and_keeps_errors():
+    rows = [_chunk("a", 1, 2, ["bass", "guitar"]), _chunk("a", 0, 2, ["guitar"]),
+            _chunk("b", 0, 2, ["drums"]), _chunk("b", 1, 2, None, error="boom")]
+    merged = {r["request_id"]: r for r in merge_chunks(rows)}
+    assert merged["a"]["extracted"] == ["guitar", "bass"] and merged["a"]["text"] == "t0\nt1"
+    assert merged["b"]["error"] == "boom" and merged["b"]["error_stage"] == "model"
+    c = counts(10, 1, list(merged.values()))
+    assert (c["requests_in"], c["requests_scored"], c["requests_errored"]) == (2, 1, 1)
+    assert c["items_valid"] == 9 and c["errors_by_stage"] == {"model": 1}
+
+
+def _factual(item, cond, extracted, labels):
+    return {"request_id": f"{item}-{cond}", "dataset": "d", "item_id": item, "protocol": "factual", "task": "t",
+            "model": "m", "condition": cond, "variant": "v", "option_order": 0, "extracted": extracted,
+            "labels": labels, "error": None}
+
+
+def test_summary_values_and_paired_difference_by_hand():
+    rows = [
+        _factual("i1", "correct", ["a", "b"], ["a", "b"]),  # tp 2
+        _factual("i2", "correct", ["a"], ["a", "c"]),  # tp 1 fn 1
+        _factual("i1", "random", ["c"], ["a", "b"]),  # fp 1 fn 2
+        _factual("i2", "random", ["a"], ["a", "c"]),  # tp 1 fn 1
+    ]
+    per_item = per_item_table(rows)
+    s = summary_table(per_item, resamples=200, confidence=0.95, seed=0).to_pandas()
+    get = lambda cond, metric: s[(s.condition == cond) & (s.metric == metric)].iloc[0]  # noqa: E731
+    # micro F1 correct: 2·3 / (2·3 + 0 + 1) = 6/7 ; random: 2·1 / (2·1 + 1 + 3) = 2/6
+    assert get("correct", "f1_micro").value == pytest.approx(6 / 7)
+    assert get("random", "f1_micro").value == pytest.approx(1 / 3)
+    d = get("correct-random", "f1_micro")
+    assert d.kind == "paired_diff" and d.value == pytest.approx(6 / 7 - 1 / 3) and d.n == 2
+    # macro F1: correct (1 + 2/3)/2, random (0 + 2/3)/2
+    assert get("correct", "f1_macro").value == pytest.approx((1 + 2 / 3) / 2)
+    assert get("correct-random", "f1_macro").value == pytest.approx(0.5)
+    assert set(s["group"]) == {"all"} and (s["n"] == 2).all()
+    assert s["definition"].str.len().min() > 10
+
+
+def test_empty_per_item_gives_empty_summary():
+    assert summary_table(pd.DataFrame(), resamples=200, confidence=0.95, seed=0).num_rows == 0

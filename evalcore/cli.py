@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from evalcore.config import ConfigError, demo_config_path, load_config
+from evalcore.scoring.cli import load_commands
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
                   help="Evaluate Music Language Models: does the model actually listen?")
@@ -73,6 +74,11 @@ def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check
     cfg = load_or_exit(config, None)
     typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
                f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+
+
+_score = load_commands()
+if _score.registered_commands:
+    app.add_typer(_score, name="score")
 
 
 if __name__ == "__main__":

@@ -59,9 +59,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from evalcore.judges import vocab as _vocab
 from evalcore.registry import JUDGES
 
-__all__ = ["Lexicon", "INSTRUMENT_LEXICON", "LEXICONS", "extract", "LexiconJudge"]
+__all__ = [
+    "Lexicon", "INSTRUMENT_LEXICON", "GENRE_LEXICON", "COMPOSER_LEXICON", "MUSICNET_INSTRUMENT_LEXICON",
+    "LEXICONS", "extract", "LexiconJudge",
+]
 
 
 def _plural(form: str) -> str:
@@ -181,7 +185,19 @@ INSTRUMENT_LEXICON = Lexicon(
     ],
 )
 
-LEXICONS: dict[str, Lexicon] = {"instrument": INSTRUMENT_LEXICON}
+# FMA genres and MusicNet instruments/composers: data and decisions in evalcore.judges.vocab
+GENRE_LEXICON = Lexicon(name="genre", synonyms=_vocab.GENRE_SYNONYMS, ignore=_vocab.GENRE_IGNORE)
+COMPOSER_LEXICON = Lexicon(name="composer", synonyms=_vocab.COMPOSER_SYNONYMS)
+MUSICNET_INSTRUMENT_LEXICON = _vocab.restrict(
+    INSTRUMENT_LEXICON, _vocab.MUSICNET_INSTRUMENTS, _vocab.INSTRUMENT_EXTRA, name="musicnet_instrument"
+)
+
+LEXICONS: dict[str, Lexicon] = {
+    "instrument": INSTRUMENT_LEXICON,
+    "genre": GENRE_LEXICON,
+    "composer": COMPOSER_LEXICON,
+    "musicnet_instrument": MUSICNET_INSTRUMENT_LEXICON,
+}
 
 # --- negation / comparative machinery -------------------------------------------------------
 
@@ -211,6 +227,8 @@ _STOP = {
     "the", "this", "that", "these", "those", "it", "its", "their", "his", "her", "is", "are",
     "was", "were", "be", "has", "have", "had", "with", "there", "which", "who", "in", "on",
     "of", "to", "by", "for", "at", "from", "no", "not", "nor", "neither", "without", "never",
+    # contractions start a new clause, they are not a modifier ("not rock, it's pop")
+    "it's", "that's", "there's", "here's", "i'm", "i'd", "we're", "they're",
 }
 _POST_NEGATION = re.compile(
     r"\s*(?:(?:is|are|was|were)\s*(?:not|n't|never)\s+(?:\w+\s+)?"

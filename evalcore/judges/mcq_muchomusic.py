@@ -1,0 +1,73 @@
+"""The MuChoMusic answer parser, bit-compatible with the benchmark's published scorer.
+
+The rule (issue 6, and the MuChoMusic paper's "output-based" evaluation):
+
+1. Keep the text after the **last** occurrence of ``"The correct answer is:"`` (case-sensitive,
+   with the colon); without it the whole output. Surrounding whitespace is dropped.
+2. If exactly one **distinct** character of ``A``, ``B``, ``C``, ``D`` occurs *anywhere* in
+   that text, it is the answer (``A`` → 0, …, ``D`` → 3).
+3. Otherwise the first option, in presented order, whose lowercased, stripped text is a
+   substring of the lowercased text is the answer.
+4. Otherwise unanswered (-1).
+
+Quirks, kept on purpose (they are what "bit-compatible" means), so do not "fix" them here —
+the ``strict`` parser (:mod:`evalcore.judges.mcq_string`) is the careful one:
+
+* Only **capital** A–D count, and they count anywhere: the article in "A guitar plays" names
+  option A, so does "Adele"; "Dorian" names D; "Calm" names C; "(b)" names nothing
+  (lowercase); "Answer: C" holds two letters (A and C) and falls through to the text match.
+* Repeats of one letter are one letter ("B. B is right" → B); two different capitals ("A
+  piano … answer B") fall through to the text match, which may still pick an option.
+* The letter set is always A–D, whatever the number of options: with three options a lone
+  "D" gives 3, an index past the options (the published scorer counts it as answered and
+  wrong). Letters E–Z are ignored.
+* Text matching is plain substring containment in presented order, not whole words and not
+  "exactly one": "pop" matches "popular", and a refusal quoting an option ("I can't tell if
+  it is major or minor") picks the first option quoted in presented order. An option that
+  is empty after stripping matches every output.
+* The prefix is matched case-sensitively, so "the correct answer is: B" keeps the whole text.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from evalcore.registry import JUDGES
+
+__all__ = ["PREFIX", "LETTERS", "parse_muchomusic", "McqMuchomusicJudge"]
+
+PREFIX = "The correct answer is:"
+LETTERS = "ABCD"
+
+
+def parse_muchomusic(text: str, options: Sequence[str]) -> int:
+    """Index of the answer in ``text`` by the MuChoMusic rule (module docstring); -1 = unanswered."""
+    tail = text.rsplit(PREFIX, 1)[-1].strip()
+    seen = {ch for ch in tail if ch in LETTERS}
+    if len(seen) == 1:
+        return LETTERS.index(seen.pop())
+    low = tail.lower()
+    return next((i for i, opt in enumerate(options) if opt.strip().lower() in low), -1)
+
+
+@JUDGES.register("mcq_muchomusic")
+class McqMuchomusicJudge:
+    """MCQ judge: the option index chosen in each response by :func:`parse_muchomusic`."""
+
+    name = "mcq_muchomusic"
+    version = "1"
+
+    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
+        """One ``{"parsed_index": i}`` per text (-1 = unanswered); a missing text or option list
+        is a failed request, ``{"parsed_index": None, "error": ...}``."""
+        if len(texts) != len(options):
+            raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
+        out: list[dict] = []
+        for text, opts in zip(texts, options):
+            if text is None:
+                out.append({"parsed_index": None, "error": "no response"})
+            elif not opts:
+                out.append({"parsed_index": None, "error": "no options"})
+            else:
+                out.append({"parsed_index": parse_muchomusic(text, opts)})
+        return out

@@ -1,0 +1,1 @@
+"""Score existing model outputs without running a model (``evalcore score PROTOCOL INPUT --out DIR``)."""

@@ -1,0 +1,241 @@
+"""``evalcore score factual``: extract labels from free-text answers and score P/R/F1 against ground truth.
+
+INPUT rows carry ``response`` (the model's text) and ``labels`` (ground-truth strings); every other
+scalar column is a grouping column by default (``item_id``, when present, is instead the bootstrap
+unit). Labels are extracted with the deterministic lexicon extractor against the task's closed
+vocabulary (:mod:`evalcore.judges.vocab`), ground-truth labels are normalised to the same canonical
+forms, and FMA genre tasks compare them under a hierarchy mode
+(:mod:`evalcore.metrics.factual_modes`): ``genre`` → top, ``genre-tree`` → same-tree,
+``genre-node`` → same-node; instruments and composers are compared exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import typer
+
+from evalcore import storage
+from evalcore.judges.lexicon import LEXICONS, Lexicon, extract
+from evalcore.judges.vocab import TASKS, lexicon_name, normalize, read_vocab_file, restrict, vocabulary
+from evalcore.metrics.factual import FactualScorer, set_scores
+from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
+from evalcore.scoring.cli import score_app
+from evalcore.scoring.io import InputError, read_rows, summarize, write_outputs
+
+MODE_OF_TASK: dict[str, Mode] = {"genre": "top", "genre-tree": "same-tree", "genre-node": "same-node",
+                                 "instrument": "same-node", "composer": "same-node"}
+METRIC_COLUMNS = ["tp", "fp", "fn", "precision", "recall", "f1"]
+_RESERVED = {"response", "labels", "_input_error"}
+
+
+def read_tree(path: Path, task: str) -> dict[str, str]:
+    """Genre tree {genre: top-level genre}, canonical forms, from FMA ``genres.csv`` or a JSON object."""
+    if path.suffix.lower() == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+            raise ValueError(f"{path}: expected a JSON object genre -> top-level genre")
+        pairs = list(data.items())
+    else:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        if not rows or not {"genre_id", "title", "top_level"} <= set(rows[0]):
+            raise ValueError(f"{path}: expected FMA genres.csv columns genre_id, parent, title, top_level")
+        title = {r["genre_id"].strip(): r["title"] for r in rows}
+        pairs = [(r["title"], title.get(r["top_level"].strip(), r["title"])) for r in rows]
+    return {normalize(g, task): normalize(top, task) for g, top in pairs}
+
+
+def build_lexicon(task: str, vocab_file: Optional[Path], tree: dict[str, str]) -> Lexicon:
+    """The task's lexicon; ``--vocab`` replaces its vocabulary, a genre tree adds its genres."""
+    base = LEXICONS[lexicon_name(task)]
+    if vocab_file is not None:
+        entries = read_vocab_file(vocab_file)
+        return restrict(base, list(entries), entries, name=f"{base.name}+vocab")
+    if tree and task in ("genre-tree", "genre-node"):
+        labels = list(dict.fromkeys([*vocabulary(task), *tree, *tree.values()]))
+        return restrict(base, labels, name=f"{base.name}+tree")
+    return base
+
+
+def _label_list(value: Any) -> list[str] | None:
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value):
+        return list(value)
+    return None
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def row_error(row: dict[str, Any]) -> str | None:
+    """Why a row cannot be scored, or None."""
+    if isinstance(row.get("_input_error"), str):
+        return row["_input_error"]
+    response, labels = row.get("response"), row.get("labels")
+    if _missing(response):
+        return "response missing"
+    if not isinstance(response, str):
+        return f"response is not a string ({type(response).__name__})"
+    if _missing(labels):
+        return "labels missing"
+    if _label_list(labels) is None:
+        return "labels is not a list of strings"
+    return None
+
+
+def score_rows(df: pd.DataFrame, task: str, lexicon: Lexicon, tree: dict[str, str]) -> pd.DataFrame:
+    """Input rows + ``truth``, ``extracted``, TP/FP/FN, P/R/F1 and ``error`` (metrics NaN on errors)."""
+    mode = MODE_OF_TASK[task]
+    out = []
+    for row in df.to_dict("records"):
+        err = row_error(row)
+        rec: dict[str, Any] = {k: v for k, v in row.items() if k != "_input_error"}
+        if err is not None:
+            if not isinstance(rec.get("response"), str):
+                rec["response"] = None
+            rec["labels"] = _label_list(rec.get("labels"))
+            rec.update(truth=None, extracted=None, **{c: float("nan") for c in METRIC_COLUMNS}, error=err)
+        else:
+            labels = _label_list(row["labels"]) or []
+            truth = list(dict.fromkeys(normalize(x, task) for x in labels))
+            extracted = extract(row["response"], lexicon)
+            pred, gold = apply_mode(extracted, truth, tree, mode)
+            rec.update(labels=labels, truth=truth, extracted=extracted, **set_scores(pred, gold), error=None)
+            rec["_pred"], rec["_gold"] = pred, gold
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def default_group_by(df: pd.DataFrame) -> list[str]:
+    """Every column except response/labels/item_id whose values are all scalars."""
+    def scalar(v: Any) -> bool:
+        return not isinstance(v, (list, tuple, dict, set, np.ndarray))
+
+    return [c for c in df.columns if c not in _RESERVED | {"item_id"} and df[c].map(scalar).all()]
+
+
+def per_label_table(scored: pd.DataFrame, group_cols: list[str]) -> pd.DataFrame:
+    """Per-label P/R/F1 per group (over the mode-adjusted label sets that were scored)."""
+    cols = [*group_cols, "label", "support", "tp", "fp", "fn", "precision", "recall", "f1"]
+    rows = []
+    groups = scored.groupby(group_cols, sort=True, dropna=False) if group_cols else [((), scored)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        for lab, m in per_label(zip(g["_pred"], g["_gold"])).items():
+            rows.append({**dict(zip(group_cols, key)), "label": lab, **m})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Object columns arrow cannot type (mixed values) become JSON strings, value by value."""
+    df = df.copy()
+    for c in df.columns:
+        try:
+            pa.array(df[c], from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            df[c] = df[c].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v, default=str))
+    return df
+
+
+def _fmt(x: Any) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def render_report(task: str, extractor: str, counts: dict[str, int], summary: pd.DataFrame,
+                  group_cols: list[str], labels: pd.DataFrame) -> str:
+    """A short Markdown report: counts, the summary table and the per-label table."""
+    lines = [f"# Factual QA — task `{task}`, extractor `{extractor}`", "",
+             f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", "",
+             f"| {' | '.join([*group_cols, 'metric', 'value', '95% CI', 'n'])} |",
+             "|" + "---|" * (len(group_cols) + 4)]
+    for r in summary.to_dict("records"):
+        cells = [str(r[c]) for c in group_cols]
+        ci = f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
+        lines.append(f"| {' | '.join([*cells, r['metric'], _fmt(r['value']), ci, str(r['n'])])} |")
+    if not labels.empty:
+        lines += ["", "Per label:", "", f"| {' | '.join([*group_cols, 'label', 'support', 'P', 'R', 'F1'])} |",
+                  "|" + "---|" * (len(group_cols) + 5)]
+        for r in labels.to_dict("records"):
+            cells = [str(r[c]) for c in group_cols] + [r["label"], str(int(r["support"]))]
+            lines.append(f"| {' | '.join([*cells, _fmt(r['precision']), _fmt(r['recall']), _fmt(r['f1'])])} |")
+    return "\n".join(lines) + "\n"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+@score_app.command("factual")
+def factual(
+    input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `response` and `labels`."),
+    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    task: str = typer.Option(..., "--task", help="genre | genre-tree | genre-node | instrument | composer"),
+    extractor: str = typer.Option("lexicon", "--extractor", help="lexicon (offline, deterministic) | llm"),
+    vocab: Optional[Path] = typer.Option(None, "--vocab", help="JSON or text vocabulary replacing the task's."),
+    tree: Optional[Path] = typer.Option(None, "--tree", help="FMA genres.csv or JSON {genre: top-level} "
+                                        "for the genre tasks."),
+    group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
+                                           "(default: every scalar column but response/labels/item_id)."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
+) -> None:
+    """Extract labels from each response and score precision/recall/F1 against its ground-truth labels."""
+    if task not in TASKS:
+        raise _fail(f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
+    if extractor == "llm":
+        raise _fail("the LLM extractor needs the LLM judge layer, which is not built yet; "
+                    "use --extractor lexicon")
+    if extractor != "lexicon":
+        raise _fail(f"unknown --extractor {extractor!r}; choose lexicon (or llm, not built yet)")
+    try:
+        genre_tree = read_tree(tree, task) if tree is not None else {}
+        lexicon = build_lexicon(task, vocab, genre_tree)
+        df = read_rows(input_uri, ["response", "labels"])
+    except (InputError, ValueError, OSError) as e:
+        raise _fail(str(e))
+    if task == "genre-tree" and not genre_tree:
+        typer.echo("note: no --tree given; same-tree credit then only applies to identical top-level genres",
+                   err=True)
+    groups = default_group_by(df) if group_by is None else [c.strip() for c in group_by.split(",") if c.strip()]
+    unknown = [c for c in groups if c not in df.columns or c in _RESERVED]
+    if unknown:
+        raise _fail(f"--group-by: no such grouping column(s) {unknown}; columns: {list(df.columns)}")
+
+    per_item = score_rows(df, task, lexicon, genre_tree)
+    ok = per_item["error"].isna()
+    scored = per_item[ok].copy()
+    unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
+    scored["_row"] = np.arange(len(scored))
+    summary = summarize(scored, FactualScorer.aggregates, groups, unit=unit, resamples=resamples, seed=seed) \
+        if len(scored) else pd.DataFrame(columns=[*groups, "kind", "metric", "value", "ci_low", "ci_high", "n",
+                                                  "definition"])
+    labels_table = per_label_table(scored if len(scored) else pd.DataFrame(columns=[*groups, "_pred", "_gold"]),
+                                   groups)
+    counts = {"in": len(per_item), "scored": int(ok.sum()), "errored": int((~ok).sum())}
+    report = render_report(task, extractor, counts, summary, groups, labels_table)
+    per_item = _arrow_safe(per_item.drop(columns=["_pred", "_gold"], errors="ignore"))
+    write_outputs(out, per_item, summary, report)
+    storage.write_parquet(pa.Table.from_pandas(labels_table, preserve_index=False),
+                          storage.join(out, "per_label.parquet"))
+
+    vocab_set = set(lexicon.labels)
+    outside = sum(t not in vocab_set for ts in scored["truth"] for t in ts) if len(scored) else 0
+    if outside:
+        typer.echo(f"note: {outside} ground-truth label(s) outside the vocabulary (they can only be misses)",
+                   err=True)
+    typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
+    typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, per_label.parquet, report.md", err=True)
+    if not counts["scored"]:
+        typer.echo("error: no row could be scored", err=True)
+        raise typer.Exit(code=1)

@@ -194,7 +194,10 @@ def test_bad_rows_are_counted_not_fatal(tmp_path: Path) -> None:
     assert per_item.loc[per_item["error"].notna(), "parsed_index"].isna().all()
     assert per_item["order_id"].dtype == "Int64"  # not float because one line was no object
     kept = per_item[per_item["error"] == "response is not a string (int)"]
-    assert list(kept["options"].iloc[0]) == good[0]["options"]  # valid values of a bad row are kept
+    # options mixes lists and a string, so the column is written as JSON text; no value is dropped
+    assert json.loads(kept["options"].iloc[0]) == good[0]["options"]  # valid values of a bad row are kept
+    odd = per_item[per_item["error"] == "options is not a list of at least two strings"]
+    assert "Piano, Violin" in odd["options"].tolist()  # a string stays as it was
     summary = pd.read_parquet(out / "summary.parquet")
     assert set(summary["n"]) == {1}  # only q1 of m1 is scored
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from evalcore.judges.mcq_string import ParserJudge
 from evalcore.registry import JUDGES
 
 __all__ = ["PREFIX", "LETTERS", "parse_muchomusic", "McqMuchomusicJudge"]
@@ -51,23 +52,8 @@ def parse_muchomusic(text: str, options: Sequence[str]) -> int:
 
 
 @JUDGES.register("mcq_muchomusic")
-class McqMuchomusicJudge:
+class McqMuchomusicJudge(ParserJudge):
     """MCQ judge: the option index chosen in each response by :func:`parse_muchomusic`."""
 
     name = "mcq_muchomusic"
-    version = "1"
-
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
-        """One ``{"parsed_index": i}`` per text (-1 = unanswered); a missing text or option list
-        is a failed request, ``{"parsed_index": None, "error": ...}``."""
-        if len(texts) != len(options):
-            raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
-        out: list[dict] = []
-        for text, opts in zip(texts, options):
-            if text is None:
-                out.append({"parsed_index": None, "error": "no response"})
-            elif not opts:
-                out.append({"parsed_index": None, "error": "no options"})
-            else:
-                out.append({"parsed_index": parse_muchomusic(text, opts)})
-        return out
+    parse = staticmethod(parse_muchomusic)

@@ -8,11 +8,11 @@ output". Anything else is *unanswered* (-1); there is never a random fallback.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from evalcore.registry import JUDGES
 
-__all__ = ["parse_choice", "McqStringJudge"]
+__all__ = ["parse_choice", "ParserJudge", "McqStringJudge"]
 
 # a lone letter: not part of a word, a contraction ("it's") or a number
 _LETTER = re.compile(r"(?<![A-Za-z0-9'\u2019])([A-Za-z])(?![A-Za-z0-9'\u2019])")
@@ -159,12 +159,12 @@ def parse_choice(text: str, options: Sequence[str]) -> int:
     return found.pop() if len(found) == 1 else -1
 
 
-@JUDGES.register("mcq_string")
-class McqStringJudge:
-    """MCQ judge: the option index chosen in each response by :func:`parse_choice`."""
+class ParserJudge:
+    """An MCQ judge around a parser ``(text, options) -> index``; subclasses set ``parse``."""
 
-    name = "mcq_string"
+    name = "mcq_parser"
     version = "1"
+    parse: Callable[[str, Sequence[str]], int]
 
     def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
         """One ``{"parsed_index": i}`` per text (-1 = unanswered).
@@ -181,5 +181,13 @@ class McqStringJudge:
             elif not opts:
                 out.append({"parsed_index": None, "error": "no options"})
             else:
-                out.append({"parsed_index": parse_choice(text, opts)})
+                out.append({"parsed_index": type(self).parse(text, opts)})
         return out
+
+
+@JUDGES.register("mcq_string")
+class McqStringJudge(ParserJudge):
+    """MCQ judge: the option chosen in each response by :func:`parse_choice`."""
+
+    name = "mcq_string"
+    parse = staticmethod(parse_choice)

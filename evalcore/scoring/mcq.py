@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import typer
 
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
 from evalcore.metrics.mcq_orders import METRICS, summarize_orders
 from evalcore.scoring.cli import score_app
-from evalcore.scoring.io import InputError, read_rows, write_outputs
+from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, is_missing, read_rows,
+                                 write_outputs)
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
 PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {"strict": parse_choice, "muchomusic": parse_muchomusic}
 _OWN = {*REQUIRED, "_input_error", "parsed_index", "correct", "error"}
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
 
 
 def _options(v: Any) -> list[str] | None:
@@ -46,10 +41,10 @@ def _index(v: Any) -> int | None:
 
 def row_error(row: dict[str, Any]) -> str | None:
     """Why a row cannot be scored, or None."""
-    if not _missing(row.get("_input_error")):
+    if not is_missing(row.get("_input_error")):
         return str(row["_input_error"])
     for col in ("question_id", "order_id"):
-        if _missing(row.get(col)):
+        if is_missing(row.get(col)):
             return f"missing {col}"
     opts = _options(row.get("options"))
     if opts is None:
@@ -58,18 +53,11 @@ def row_error(row: dict[str, Any]) -> str | None:
     if idx is None or not 0 <= idx < len(opts):
         return f"correct_index {row.get('correct_index')!r} is not an index into {len(opts)} options"
     response = row.get("response")
-    if _missing(response):
+    if is_missing(response):
         return "no response"
     if not isinstance(response, str):
         return f"response is not a string ({type(response).__name__})"
     return None
-
-
-def default_group_by(df: pd.DataFrame) -> list[str]:
-    """Every input column that is not required, not ours and holds no lists, dicts or arrays."""
-    def scalar(col: str) -> bool:
-        return not any(isinstance(v, (list, tuple, dict, set, np.ndarray)) for v in df[col])
-    return [c for c in df.columns if c not in _OWN and scalar(c)]
 
 
 def score_rows(df: pd.DataFrame, parser: str) -> pd.DataFrame:
@@ -95,47 +83,6 @@ def score_rows(df: pd.DataFrame, parser: str) -> pd.DataFrame:
     return out
 
 
-def _kind(v: Any) -> str:
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return "list"
-    if isinstance(v, (bool, np.bool_)):
-        return "bool"
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return "number"
-    return type(v).__name__
-
-
-def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """Make input columns writable to Parquet: in errored rows, null values whose kind (list,
-    string, number, ...) no scored row has in that column; stringify a column still mixed.
-    Integral float ids and indices (floats only because a bad row lacked them) become Int64."""
-    out = df.copy()
-    bad = out["error"].notna().to_numpy()
-    for col in out.columns:
-        if col in ("question_id", "order_id", "correct_index") and pd.api.types.is_float_dtype(out[col]):
-            vals = out[col].dropna()
-            if (vals == vals.round()).all():
-                out[col] = out[col].astype("Int64")
-        try:
-            pa.array(out[col], from_pandas=True)
-            continue
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            pass
-        values = out[col].astype(object).tolist()
-        good = {_kind(v) for v, b in zip(values, bad) if not b and not _missing(v)}
-        trial = [None if b and not _missing(v) and _kind(v) not in good else v for v, b in zip(values, bad)]
-        try:
-            pa.array(trial, from_pandas=True)
-            out[col] = pd.Series(trial, index=out.index, dtype=object)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            out[col] = out[col].map(lambda v: None if _missing(v) else str(v))
-    return out
-
-
-def _fmt(v: float) -> str:
-    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
-
-
 def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tuple[int, int, int]) -> str:
     """A short Markdown report: one row per group."""
     n_in, n_ok, n_err = counts
@@ -150,17 +97,12 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tup
         v = dict(zip(g["metric"], g["value"]))
         n = int(g["n"].iloc[0])
         name = ", ".join(f"{c}={k}" for c, k in zip(by, key)) or "all"
-        lines.append(f"| {name} | {n} | {_fmt(v['accuracy_mean'])} ± {_fmt(v['accuracy_sd'])} "
-                     f"| {_fmt(v['consistency'])} | {_fmt(v['ifr'])} |")
+        lines.append(f"| {name} | {n} | {fmt(v['accuracy_mean'])} ± {fmt(v['accuracy_sd'])} "
+                     f"| {fmt(v['consistency'])} | {fmt(v['ifr'])} |")
     lines += ["", "Definitions:", ""]
     defs = summary.drop_duplicates("metric").set_index("metric")["definition"]
     lines += [f"- **{m}**: {defs[m]}" for m in METRICS if m in defs.index]
     return "\n".join([*lines, ""])
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    typer.echo(f"evalcore score mcq: {msg}", err=True)
-    raise typer.Exit(code=code)
 
 
 @score_app.command("mcq")
@@ -176,26 +118,27 @@ def score_mcq(
 ) -> None:
     """Parse multiple-choice answers and score accuracy over option orders, consistency and IFR."""
     if parser not in PARSERS:
-        _fail(f"unknown parser {parser!r}; choose one of: {', '.join(PARSERS)}")
+        fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSERS)}")
     if resamples < 1:
-        _fail(f"--resamples must be at least 1, got {resamples}")
+        fail("mcq", f"--resamples must be at least 1, got {resamples}")
     try:
         df = read_rows(input_uri, REQUIRED)
     except InputError as e:
-        _fail(str(e), code=1)
+        fail("mcq", str(e), code=1)
     if group_by is None:
-        by = default_group_by(df)
+        by = default_group_by(df, _OWN)
     else:
         by = [c.strip() for c in group_by.split(",") if c.strip()]
         unknown = [c for c in by if c not in df.columns or c in _OWN]
         if unknown:
-            _fail(f"--group-by: not input grouping column(s) {unknown}; columns are {list(df.columns)}")
+            fail("mcq", f"--group-by: not input grouping column(s) {unknown}; columns are {list(df.columns)}")
     per_item = score_rows(df, parser)
     ok = per_item[per_item["error"].isna()]
     scored = ok.assign(parsed_index=ok["parsed_index"].astype(int), correct=ok["correct"].astype(bool))
     summary = summarize_orders(scored, by, resamples=resamples, seed=seed)
     n_in, n_ok = len(per_item), len(scored)
     counts = (n_in, n_ok, n_in - n_ok)
-    write_outputs(out, _arrow_safe(per_item), summary, render_report(summary, by, parser, counts))
+    per_item = arrow_safe(per_item, int_columns=("question_id", "order_id", "correct_index"))
+    write_outputs(out, per_item, summary, render_report(summary, by, parser, counts))
     typer.echo(f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored", err=True)
     typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, report.md", err=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,7 +27,8 @@ from evalcore.judges.vocab import TASKS, lexicon_name, normalize, read_vocab_fil
 from evalcore.metrics.factual import FactualScorer, set_scores
 from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
 from evalcore.scoring.cli import score_app
-from evalcore.scoring.io import InputError, read_rows, summarize, write_outputs
+from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, is_missing, read_rows, summarize,
+                                 write_outputs)
 
 MODE_OF_TASK: dict[str, Mode] = {"genre": "top", "genre-tree": "same-tree", "genre-node": "same-node",
                                  "instrument": "same-node", "composer": "same-node"}
@@ -73,20 +73,16 @@ def _label_list(value: Any) -> list[str] | None:
     return None
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def row_error(row: dict[str, Any]) -> str | None:
     """Why a row cannot be scored, or None."""
     if isinstance(row.get("_input_error"), str):
         return row["_input_error"]
     response, labels = row.get("response"), row.get("labels")
-    if _missing(response):
+    if is_missing(response):
         return "response missing"
     if not isinstance(response, str):
         return f"response is not a string ({type(response).__name__})"
-    if _missing(labels):
+    if is_missing(labels):
         return "labels missing"
     if _label_list(labels) is None:
         return "labels is not a list of strings"
@@ -116,14 +112,6 @@ def score_rows(df: pd.DataFrame, task: str, lexicon: Lexicon, tree: dict[str, st
     return pd.DataFrame(out)
 
 
-def default_group_by(df: pd.DataFrame) -> list[str]:
-    """Every column except response/labels/item_id whose values are all scalars."""
-    def scalar(v: Any) -> bool:
-        return not isinstance(v, (list, tuple, dict, set, np.ndarray))
-
-    return [c for c in df.columns if c not in _RESERVED | {"item_id"} and df[c].map(scalar).all()]
-
-
 def per_label_table(scored: pd.DataFrame, group_cols: list[str]) -> pd.DataFrame:
     """Per-label P/R/F1 per group (over the mode-adjusted label sets that were scored)."""
     cols = [*group_cols, "label", "support", "tp", "fp", "fn", "precision", "recall", "f1"]
@@ -136,21 +124,6 @@ def per_label_table(scored: pd.DataFrame, group_cols: list[str]) -> pd.DataFrame
     return pd.DataFrame(rows, columns=cols)
 
 
-def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """Object columns arrow cannot type (mixed values) become JSON strings, value by value."""
-    df = df.copy()
-    for c in df.columns:
-        try:
-            pa.array(df[c], from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            df[c] = df[c].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v, default=str))
-    return df
-
-
-def _fmt(x: Any) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
-
-
 def render_report(task: str, extractor: str, counts: dict[str, int], summary: pd.DataFrame,
                   group_cols: list[str], labels: pd.DataFrame) -> str:
     """A short Markdown report: counts, the summary table and the per-label table."""
@@ -160,20 +133,15 @@ def render_report(task: str, extractor: str, counts: dict[str, int], summary: pd
              "|" + "---|" * (len(group_cols) + 4)]
     for r in summary.to_dict("records"):
         cells = [str(r[c]) for c in group_cols]
-        ci = f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
-        lines.append(f"| {' | '.join([*cells, r['metric'], _fmt(r['value']), ci, str(r['n'])])} |")
+        ci = f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
+        lines.append(f"| {' | '.join([*cells, r['metric'], fmt(r['value']), ci, str(r['n'])])} |")
     if not labels.empty:
         lines += ["", "Per label:", "", f"| {' | '.join([*group_cols, 'label', 'support', 'P', 'R', 'F1'])} |",
                   "|" + "---|" * (len(group_cols) + 5)]
         for r in labels.to_dict("records"):
             cells = [str(r[c]) for c in group_cols] + [r["label"], str(int(r["support"]))]
-            lines.append(f"| {' | '.join([*cells, _fmt(r['precision']), _fmt(r['recall']), _fmt(r['f1'])])} |")
+            lines.append(f"| {' | '.join([*cells, fmt(r['precision']), fmt(r['recall']), fmt(r['f1'])])} |")
     return "\n".join(lines) + "\n"
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
 
 
 @score_app.command("factual")
@@ -192,25 +160,28 @@ def factual(
 ) -> None:
     """Extract labels from each response and score precision/recall/F1 against its ground-truth labels."""
     if task not in TASKS:
-        raise _fail(f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
+        fail("factual", f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
     if extractor == "llm":
-        raise _fail("the LLM extractor needs the LLM judge layer, which is not built yet; "
-                    "use --extractor lexicon")
+        fail("factual", "the LLM extractor needs the LLM judge layer, which is not built yet; "
+             "use --extractor lexicon")
     if extractor != "lexicon":
-        raise _fail(f"unknown --extractor {extractor!r}; choose lexicon (or llm, not built yet)")
+        fail("factual", f"unknown --extractor {extractor!r}; choose lexicon (or llm, not built yet)")
     try:
         genre_tree = read_tree(tree, task) if tree is not None else {}
         lexicon = build_lexicon(task, vocab, genre_tree)
         df = read_rows(input_uri, ["response", "labels"])
     except (InputError, ValueError, OSError) as e:
-        raise _fail(str(e))
+        fail("factual", str(e))
     if task == "genre-tree" and not genre_tree:
         typer.echo("note: no --tree given; same-tree credit then only applies to identical top-level genres",
                    err=True)
-    groups = default_group_by(df) if group_by is None else [c.strip() for c in group_by.split(",") if c.strip()]
+    if group_by is None:
+        groups = default_group_by(df, _RESERVED | {"item_id"})
+    else:
+        groups = [c.strip() for c in group_by.split(",") if c.strip()]
     unknown = [c for c in groups if c not in df.columns or c in _RESERVED]
     if unknown:
-        raise _fail(f"--group-by: no such grouping column(s) {unknown}; columns: {list(df.columns)}")
+        fail("factual", f"--group-by: no such grouping column(s) {unknown}; columns: {list(df.columns)}")
 
     per_item = score_rows(df, task, lexicon, genre_tree)
     ok = per_item["error"].isna()
@@ -224,7 +195,7 @@ def factual(
                                    groups)
     counts = {"in": len(per_item), "scored": int(ok.sum()), "errored": int((~ok).sum())}
     report = render_report(task, extractor, counts, summary, groups, labels_table)
-    per_item = _arrow_safe(per_item.drop(columns=["_pred", "_gold"], errors="ignore"))
+    per_item = arrow_safe(per_item.drop(columns=["_pred", "_gold"], errors="ignore"))
     write_outputs(out, per_item, summary, report)
     storage.write_parquet(pa.Table.from_pandas(labels_table, preserve_index=False),
                           storage.join(out, "per_label.parquet"))
@@ -237,5 +208,4 @@ def factual(
     typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
     typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, per_label.parquet, report.md", err=True)
     if not counts["scored"]:
-        typer.echo("error: no row could be scored", err=True)
-        raise typer.Exit(code=1)
+        fail("factual", "no row could be scored", code=1)

@@ -82,6 +82,9 @@ def model_groups(models: list[ModelConfig], cpus: float, gpus: float) -> list[li
     for m in models:
         c = m.resources.num_cpus * m.resources.concurrency
         g = m.resources.num_gpus * m.resources.concurrency
+        if c > cpus or g > gpus:  # waits for an autoscaler to add nodes, or forever on a fixed cluster
+            log.warning("model %r asks for %g CPU / %g GPU (resources × concurrency) but the cluster has "
+                        "%g CPU / %g GPU now", m.name, c, g, cpus, gpus)
         if cur and (used_c + c > max(cpus - 1, 0) or used_g + g > gpus):
             groups.append(cur)
             cur, used_c, used_g = [], 0.0, 0.0

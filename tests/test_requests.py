@@ -115,3 +115,14 @@ def test_pairing_and_noise_do_not_depend_on_where_audio_lives():
         return {(r["item_id"], r["condition"]): (r["audio_item_id"], r.get("seed")) for r in reqs}
 
     assert run_with("/a") == run_with("s3://bucket/other/prefix")
+
+
+def test_excerpts_of_one_track_are_never_paired_together():
+    rows = [_item(i, audio_uri=f"/t{i % 3}.mp3", excerpt_start=10.0 * i, excerpt_end=10.0 * i + 5) for i in range(9)]
+    items, _ = validate_items("d", rows)
+    reqs = expand_requests(_cfg(conditions=("correct", "random"), orders=1, models=("m1",)), items)
+    own = {it["item_id"]: it["audio_uri"] for it in items}
+    for r in (r for r in reqs if r["condition"] == "random"):
+        assert r["audio_uri"] != own[r["item_id"]]
+        partner = next(it for it in items if it["item_id"] == r["audio_item_id"])
+        assert (r["excerpt_start"], r["excerpt_end"]) == (partner["excerpt_start"], partner["excerpt_end"])

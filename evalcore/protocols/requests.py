@@ -2,8 +2,8 @@
 
 Conditions (what the model hears):
 - ``correct``   the item's own audio;
-- ``random``    the audio of another clip of the same dataset, by a seeded derangement of its
-                distinct audio files (never a clip with itself);
+- ``random``    another recording of the same dataset, by a seeded derangement of its distinct
+                audio files (never a file with itself; the partner's own excerpt is played);
 - ``silence`` / ``noise``  zeros / seeded Gaussian noise as long as the item's own excerpt;
 - ``text_only`` no audio at all.
 """
@@ -20,20 +20,21 @@ from evalcore.protocols.seeding import derive_seed, stable_id
 from evalcore.schema import REQUEST_KEY
 
 
-def _clip(item: dict) -> tuple:
-    """The audio identity of an item: two excerpts of one file are different clips."""
-    return item["audio_uri"], item.get("excerpt_start") or 0.0, item.get("excerpt_end") or -1.0
+def _clip(item: dict) -> str:
+    """The audio identity of an item: its file, so a random partner is always another recording
+    (two excerpts of one track are never paired with each other)."""
+    return item["audio_uri"]
 
 
-def _clips(items: list[dict]) -> dict[str, dict[tuple, dict]]:
+def _clips(items: list[dict]) -> dict[str, dict[str, dict]]:
     """dataset → clip → the first item playing that clip (its id names the clip, independent of paths)."""
-    out: dict[str, dict[tuple, dict]] = defaultdict(dict)
+    out: dict[str, dict[str, dict]] = defaultdict(dict)
     for it in items:
         out[it["dataset"]].setdefault(_clip(it), it)
     return out
 
 
-def _random_partners(clips: dict[str, dict[tuple, dict]], seed: int) -> tuple[dict[tuple, dict], dict[str, str]]:
+def _random_partners(clips: dict[str, dict[str, dict]], seed: int) -> tuple[dict[tuple, dict], dict[str, str]]:
     """(dataset, clip) → the item whose audio the random condition plays; unpairable datasets → reason."""
     partner: dict[tuple, dict] = {}  # (dataset, clip) → partner item
     unpairable: dict[str, str] = {}

@@ -1,0 +1,57 @@
+"""HumMusQA: expert-written multiple-choice questions on excerpts of Jamendo tracks.
+
+Reads the published Parquet (features ``identifier, audio, question, answer, distractor_1..3,
+main_category, secondary_categories, difficulty, excerpt_start_time, excerpt_end_time,
+jamendo_id``; ``audio`` is the Hugging Face audio struct with the file's bytes, which are
+written once under the run root) or the CSV release (same columns without ``audio``; clips
+found under ``audio_root`` by ``audio_pattern``). Excerpts are cut by start/end time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Iterator
+
+from evalcore import storage
+from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.tabular import number, read_table, string_list, text
+from evalcore.registry import DATASETS
+
+
+@DATASETS.register("hummusqa")
+class HumMusQA(Dataset):
+    def __init__(self, path: str, audio_root: str | None = None, audio_pattern: str = "{jamendo_id}.mp3",
+                 audio_dir: str | None = None) -> None:
+        self.path, self.audio_root, self.audio_pattern, self.audio_dir = path, audio_root, audio_pattern, audio_dir
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
+        audio_dir = self.audio_dir or storage.join(ctx.run_root, "dataset_audio", ctx.name)
+        for i, row in enumerate(read_table(self.path).to_dict("records")):
+            yield {
+                "item_id": text(row.get("identifier")) or f"row{i:05d}", "protocol": "mcq", "task": "hummusqa",
+                "audio_uri": self._audio(row, audio_dir),
+                "excerpt_start": number(row.get("excerpt_start_time")),
+                "excerpt_end": number(row.get("excerpt_end_time")),
+                "question": text(row.get("question")),
+                "options": [text(row.get(k)) for k in ("answer", "distractor_1", "distractor_2", "distractor_3")],
+                "correct_option": 0,
+                "category": text(row.get("main_category")), "difficulty": text(row.get("difficulty")),
+                "metadata": json.dumps({"jamendo_id": text(row.get("jamendo_id")),
+                                        "secondary_categories": string_list(row.get("secondary_categories"))}),
+            }
+
+    def _audio(self, row: dict[str, Any], audio_dir: str) -> str | None:
+        embedded = row.get("audio")
+        if isinstance(embedded, dict) and embedded.get("bytes"):
+            data = embedded["bytes"]
+            ext = os.path.splitext(embedded.get("path") or "")[1] or ".mp3"
+            uri = storage.join(audio_dir, hashlib.sha256(data).hexdigest()[:24] + ext)
+            if not storage.exists(uri):  # content-addressed: written once, shared by questions on one track
+                storage.write_bytes(uri, data)
+            return uri
+        jamendo = text(row.get("jamendo_id"))
+        if self.audio_root and jamendo:
+            return storage.join(self.audio_root, self.audio_pattern.format(jamendo_id=jamendo))
+        return None

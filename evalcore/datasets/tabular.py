@@ -1,0 +1,59 @@
+"""Helpers shared by loaders of released CSV/Parquet benchmark files."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import math
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from evalcore import storage
+
+
+def read_table(uri: str) -> pd.DataFrame:
+    """A CSV or Parquet file (local path or s3://) as a DataFrame of Python objects."""
+    data = storage.read_bytes(uri)
+    if uri.endswith(".parquet"):
+        return pq.read_table(io.BytesIO(data)).to_pandas()
+    return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+
+
+def text(v: Any) -> str | None:
+    """A cell as text, or None when empty/missing."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    s = str(v).strip()
+    return s or None
+
+
+def number(v: Any) -> float | None:
+    """A cell as a float, or None when empty; a non-number is returned as-is so validation reports it."""
+    t = text(v)
+    if t is None:
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return v
+
+
+def string_list(v: Any) -> list[str]:
+    """A list cell stored as a string ("['a', 'b']", '["a"]' or "a, b") or as a real list."""
+    if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):
+        return [str(x) for x in list(v)]
+    t = text(v)
+    if t is None:
+        return []
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            out = parse(t)
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(out, (list, tuple)):
+            return [str(x) for x in out]
+        return [str(out)]
+    return [p.strip() for p in t.split(",") if p.strip()]

@@ -52,3 +52,25 @@ def test_summary_values_and_paired_difference_by_hand():
 
 def test_empty_per_item_gives_empty_summary():
     assert summary_table(pd.DataFrame(), resamples=200, confidence=0.95, seed=0).num_rows == 0
+
+
+def _mcq(item, order, options, parsed, correct_index, cond="correct"):
+    return {"request_id": f"{item}-{order}-{cond}", "dataset": "d", "item_id": item, "protocol": "mcq", "task": "t",
+            "model": "m", "condition": cond, "variant": "v", "option_order": order, "options": options,
+            "parsed_index": parsed, "correct_index": correct_index, "error": None}
+
+
+def test_mcq_consistency_and_order_sd_by_hand():
+    rows = [
+        # i1: the same option ("x") chosen in both orders, right both times
+        _mcq("i1", 0, ["x", "y"], 0, 0), _mcq("i1", 1, ["y", "x"], 1, 1),
+        # i2: the same letter but different options across orders → inconsistent; right in order 0 only
+        _mcq("i2", 0, ["p", "q"], 0, 0), _mcq("i2", 1, ["q", "p"], 0, 1),
+    ]
+    s = summary_table(per_item_table(rows), resamples=200, confidence=0.95, seed=0).to_pandas()
+    get = lambda metric: s[(s.condition == "correct") & (s.metric == metric)].iloc[0]  # noqa: E731
+    assert get("accuracy").value == pytest.approx(0.75)  # (1 + 0.5) / 2
+    assert get("consistency").value == pytest.approx(0.5)  # i1 only
+    # per-order accuracies: order 0 → 1.0, order 1 → 0.5; sample SD = 0.3536
+    assert get("accuracy_sd").value == pytest.approx(0.5 ** 0.5 / 2)
+    assert get("ifr").value == 1.0

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from evalcore.metrics.bootstrap import Aggregator
 
@@ -33,6 +34,11 @@ def safe_ratio(num: np.ndarray, den: np.ndarray, empty: float) -> np.ndarray:
     return out
 
 
+def mean_item_stats(df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
+    """The mean of each column over a unit's rows (e.g. an item's option orders), indexed by unit, sorted."""
+    return df.groupby(unit, sort=True)[columns].mean()
+
+
 class Scorer(ABC):
     """Scores one protocol's responses."""
 
@@ -44,3 +50,12 @@ class Scorer(ABC):
     @abstractmethod
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
         """Metric columns for each merged request row (one judged row per request)."""
+
+    def item_stats(self, df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
+        """Per-item statistics (rows = items, sorted) that aggregates average; by default
+        :func:`mean_item_stats`."""
+        return mean_item_stats(df, columns, unit)
+
+    def spread_rows(self, df: pd.DataFrame) -> list[dict[str, Any]]:
+        """Extra value-only rows for one group (e.g. spread over option orders); none by default."""
+        return []

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
+from evalcore.metrics.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 
 
 class MCQScorer(Scorer):
@@ -14,7 +18,25 @@ class MCQScorer(Scorer):
         Aggregate("accuracy", ("correct",), mean_of(),
                   "share of questions answered correctly (mean over option orders, then items); unanswered = wrong"),
         Aggregate("ifr", ("answered",), mean_of(), "instruction-following rate: share of responses parsed to an option"),
+        Aggregate("consistency", ("consistent",), mean_of(), DEFINITIONS["consistency"]),
     )
+
+    def item_stats(self, df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
+        """Adds ``consistent``: the same option text chosen, and answered, in every order of the item."""
+        stats = super().item_stats(df, [c for c in columns if c != "consistent"], unit)
+        if "consistent" in columns:
+            chosen = pd.Series([chosen_option(list(o), -1 if p is None or p != p else int(p))
+                                for o, p in zip(df["options"], df["parsed_index"])], index=df.index)
+            g = chosen.groupby(df[unit], sort=True)
+            stats["consistent"] = g.agg(lambda s: float(s.notna().all() and s.nunique() == 1))
+        return stats[columns]
+
+    def spread_rows(self, df: pd.DataFrame) -> list[dict[str, Any]]:
+        """``accuracy_sd``: sample SD of the per-order accuracies (value only, no CI)."""
+        per_order = accuracy_per_order(df.rename(columns={"option_order": "order_id"}))["accuracy"].to_numpy()
+        sd = float(np.std(per_order, ddof=1)) if len(per_order) > 1 else float("nan")
+        return [{"metric": "accuracy_sd", "value": sd, "ci_low": float("nan"), "ci_high": float("nan"),
+                 "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]}]
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
         out = []

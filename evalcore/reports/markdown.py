@@ -9,7 +9,7 @@ import pandas as pd
 
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "ifr", "bleu", "chrf")
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "consistency", "bleu", "chrf")
 
 
 def _fmt(v: float, lo: float, hi: float) -> str:

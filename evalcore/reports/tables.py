@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import pandas as pd
 import pyarrow as pa
 
 from evalcore.metrics import SCORERS, Aggregate
+from evalcore.metrics.base import mean_item_stats
 from evalcore.metrics.bootstrap import estimate, paired_difference
 from evalcore.protocols.seeding import derive_seed
 from evalcore.schema import ERRORS, SCORE_KEY, SUMMARY
@@ -70,9 +71,7 @@ def _by(rows: list[dict], key: str) -> dict[Any, list[dict]]:
     return out
 
 
-def _unit_stats(df: pd.DataFrame, cols: list[str], unit: str) -> pd.DataFrame:
-    """Per-unit (item) means of ``cols`` — averaging e.g. option orders — indexed by unit, sorted."""
-    return df.groupby(unit, sort=True)[cols].mean()
+ItemStats = Callable[[pd.DataFrame, list[str], str], pd.DataFrame]
 
 
 def _keyed(key: tuple, names: list[str]) -> dict[str, Any]:
@@ -80,12 +79,13 @@ def _keyed(key: tuple, names: list[str]) -> dict[str, Any]:
 
 
 def aggregate(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], *, unit: str = "item_id",
-              resamples: int, confidence: float, seed: int) -> list[dict]:
-    """Long-form rows: each aggregate of each group of ``by``, with a bootstrap CI over units."""
+              resamples: int, confidence: float, seed: int, item_stats: ItemStats = mean_item_stats) -> list[dict]:
+    """Long-form rows: each aggregate of each group of ``by``, with a bootstrap CI over units
+    (per-unit statistics from ``item_stats``)."""
     out = []
     for key, g in df.groupby(by, sort=True, dropna=False):
         for agg in aggregates:
-            e = estimate(_unit_stats(g, list(agg.columns), unit).to_numpy(), agg.fn, resamples=resamples,
+            e = estimate(item_stats(g, list(agg.columns), unit).to_numpy(), agg.fn, resamples=resamples,
                          confidence=confidence, seed=derive_seed("bootstrap", seed, *_flat(key), agg.name))
             out.append({**_keyed(key, by), "kind": "value", "metric": agg.name, **_estimate(e),
                         "definition": agg.definition})
@@ -94,7 +94,7 @@ def aggregate(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], 
 
 def contrasts(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], *, column: str = "condition",
               reference: str = "correct", unit: str = "item_id", resamples: int, confidence: float,
-              seed: int) -> list[dict]:
+              seed: int, item_stats: ItemStats = mean_item_stats) -> list[dict]:
     """Paired differences reference − other value of ``column`` within each group of ``by``, over shared units."""
     out = []
     for key, g in df.groupby(by, sort=True, dropna=False):
@@ -103,11 +103,11 @@ def contrasts(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], 
             continue
         for agg in aggregates:
             cols = list(agg.columns)
-            ref = _unit_stats(sides[reference], cols, unit)
+            ref = item_stats(sides[reference], cols, unit)
             for other, odf in sides.items():
                 if other == reference:
                     continue
-                st = _unit_stats(odf, cols, unit)
+                st = item_stats(odf, cols, unit)
                 common = ref.index.intersection(st.index)
                 e = paired_difference(ref.loc[common].to_numpy(), st.loc[common].to_numpy(), agg.fn,
                                       resamples=resamples, confidence=confidence,
@@ -135,14 +135,16 @@ def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, see
     stats = {"resamples": resamples, "confidence": confidence, "seed": seed}
     out: list[dict] = []
     for proto, pdf in per_item.groupby("protocol", sort=True):
-        aggs = SCORERS.build(proto).aggregates
+        scorer = SCORERS.build(proto)
         tasks = sorted(pdf["task"].dropna().unique())
         groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
         for group, gdf in groups:
             gdf = gdf.assign(group=group)
             by = ["protocol", "dataset", "model", "variant", "group"]
-            out += aggregate(gdf, aggs, by + ["condition"], **stats)
-            out += contrasts(gdf, aggs, by, **stats)
+            out += aggregate(gdf, scorer.aggregates, by + ["condition"], item_stats=scorer.item_stats, **stats)
+            out += contrasts(gdf, scorer.aggregates, by, item_stats=scorer.item_stats, **stats)
+            for key, sdf in gdf.groupby(by + ["condition"], sort=True, dropna=False):
+                out += [{**_keyed(key, by + ["condition"]), "kind": "value", **r} for r in scorer.spread_rows(sdf)]
     return pa.Table.from_pylist(out, schema=SUMMARY)
 
 

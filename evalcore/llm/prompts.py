@@ -1,0 +1,125 @@
+"""Versioned prompt templates for the LLM judge tasks and parsers for their answers.
+
+A template's ``tag`` ("name@version") is part of the response-cache key: bump ``version``
+whenever the wording changes, so old cached answers are never reused for a new prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A system prompt and a ``str.format`` user template."""
+
+    name: str
+    version: str
+    system: str
+    user: str
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def render(self, **fields: str) -> list[dict[str, str]]:
+        """Chat messages for ``fields`` (every placeholder must be given)."""
+        return [{"role": "system", "content": self.system},
+                {"role": "user", "content": self.user.format(**fields)}]
+
+
+# The eight rules of Appendix B.1 of "Factual and musical metrics for Music LMs", reworded.
+EXTRACTION_RULES = (
+    "1. Explicit mentions only: return a term only if the text itself states it.",
+    "2. Do not guess: never infer a label from context or association "
+    '(for example, do not return "jazz" because the text mentions a "swing rhythm").',
+    "3. Comparatives: when the text prefers one entity over another "
+    '("X more than Y", "X rather than Y"), return only the preferred one, X.',
+    "4. Remove duplicates and keep the order in which each label first appears.",
+    '5. Output format: a single comma-separated list of labels, e.g. "rock, jazz, classical", '
+    "and nothing else.",
+    "6. If no label of the vocabulary is mentioned, output an empty string.",
+    "7. Canonical forms: normalise every mention to the simple canonical label of the vocabulary "
+    '(for example "J.S. Bach" -> "Bach", "Acoustic Grand Piano" -> "piano").',
+    "8. Nothing stylistic: descriptions of mood, feel or style that do not name a label are ignored "
+    '(for example "a jazz-like feeling" gives nothing).',
+)
+
+LABEL_EXTRACTION = PromptTemplate(
+    name="label_extraction",
+    version="1",
+    system=(
+        "You extract labels from a music model's answer for an automatic evaluation. "
+        "You follow these rules strictly:\n" + "\n".join(EXTRACTION_RULES) + "\n"
+        "Only labels from the given vocabulary may be returned."
+    ),
+    user=(
+        "Category: {category}\n"
+        "Vocabulary (canonical labels): {vocabulary}\n\n"
+        "Text:\n\"\"\"\n{text}\n\"\"\"\n\n"
+        "Labels (comma-separated, or empty):"
+    ),
+)
+
+MCQ_MATCH = PromptTemplate(
+    name="mcq_match",
+    version="1",
+    system=(
+        "You decide which option of a multiple-choice question a free-form answer chose. "
+        "Reply with exactly one letter, A, B, C or D, or with the word none if the answer "
+        "picks no option, picks several, or is not a clear choice. Do not judge whether the "
+        "choice is correct and do not explain."
+    ),
+    user=(
+        "Question: {question}\n"
+        "A. {a}\nB. {b}\nC. {c}\nD. {d}\n\n"
+        "Answer to classify:\n\"\"\"\n{response}\n\"\"\"\n\n"
+        "Chosen option (A, B, C, D or none):"
+    ),
+)
+
+PARAPHRASE = PromptTemplate(
+    name="paraphrase",
+    version="1",
+    system=(
+        "You rewrite descriptions of music. Paraphrase the text so that it keeps exactly the "
+        "same meaning and every musical fact (genres, instruments, mood, tempo, structure), "
+        "while changing the wording and sentence structure; synonyms are welcome. Add nothing, "
+        "drop nothing. Reply with the paraphrase only."
+    ),
+    user="Text:\n\"\"\"\n{text}\n\"\"\"\n\nParaphrase:",
+)
+
+ADVERSARIAL = PromptTemplate(
+    name="adversarial",
+    version="1",
+    system=(
+        "You rewrite descriptions of music. Change the meaning of the text with as few edits "
+        "as possible: keep its sentence structure and most of its words, but replace the "
+        "musically relevant facts (genres, instruments, mood, tempo, structure) so that the "
+        "result is fluent yet factually different from, and incompatible with, the original. "
+        "Reply with the rewritten text only."
+    ),
+    user="Text:\n\"\"\"\n{text}\n\"\"\"\n\nRewrite:",
+)
+
+TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (LABEL_EXTRACTION, MCQ_MATCH, PARAPHRASE, ADVERSARIAL)}
+
+
+def parse_labels(output: str, vocabulary: Sequence[str]) -> list[str]:
+    """Labels of a comma-separated extractor answer that are in ``vocabulary``; deduped, in order."""
+    canon = {v.lower(): v for v in vocabulary}
+    out: list[str] = []
+    for part in re.split(r"[,\n;]", output or ""):
+        label = canon.get(part.strip().strip(".\"'").lower())
+        if label is not None and label not in out:
+            out.append(label)
+    return out
+
+
+def parse_letter(output: str) -> str | None:
+    """"A".."D" from a matcher answer, None for "none" or anything unclear."""
+    m = re.fullmatch(r"\W*(?:option\s+)?([ABCD])\b\W*", (output or "").strip(), re.IGNORECASE)
+    return m.group(1).upper() if m else None

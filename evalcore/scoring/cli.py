@@ -9,7 +9,7 @@ import typer
 score_app = typer.Typer(no_args_is_help=True, help="Score existing model outputs without running a model.")
 
 #: modules defining ``evalcore score <protocol>`` commands (each decorates a function with ``@score_app.command``)
-COMMAND_MODULES: list[str] = ["evalcore.scoring.mcq", "evalcore.scoring.factual"]
+COMMAND_MODULES: list[str] = ["evalcore.scoring.mcq", "evalcore.scoring.factual", "evalcore.scoring.freeform"]
 
 
 def load_commands() -> typer.Typer:

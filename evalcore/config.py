@@ -22,6 +22,19 @@ assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
 PROMPT_FIELDS = {"question", "options", "letters", "vocabulary"}
 
 
+def _registered(package: str, kind: str) -> str:
+    """``kind`` if it is registered in ``evalcore.<package>`` (importing it registers its members)."""
+    import importlib
+
+    from evalcore import registry
+
+    importlib.import_module(f"evalcore.{package}")
+    reg = getattr(registry, package.upper())
+    if kind not in reg:
+        raise ValueError(f"unknown {reg.kind} kind {kind!r}; known: {', '.join(reg.names())}")
+    return kind
+
+
 class ConfigError(ValueError):
     """An invalid run config; the message names the offending fields."""
 
@@ -44,15 +57,7 @@ class DatasetConfig(_Strict):
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("kind")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        import evalcore.datasets  # noqa: F401  (registers the datasets)
-        from evalcore.registry import DATASETS
-
-        if v not in DATASETS:
-            raise ValueError(f"unknown dataset kind {v!r}; known: {', '.join(DATASETS.names())}")
-        return v
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("datasets", v)))
 
 
 class ModelConfig(_Strict):
@@ -63,30 +68,14 @@ class ModelConfig(_Strict):
     #: audio longer than the model's window: "chunk" into windows or "truncate" to the first
     long_audio: Literal["chunk", "truncate"] = "chunk"
 
-    @field_validator("kind")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        import evalcore.models  # noqa: F401  (registers the models)
-        from evalcore.registry import MODELS
-
-        if v not in MODELS:
-            raise ValueError(f"unknown model kind {v!r}; known: {', '.join(MODELS.names())}")
-        return v
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
 
 
 class JudgeConfig(_Strict):
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("kind")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        import evalcore.judges  # noqa: F401  (registers the judges)
-        from evalcore.registry import JUDGES
-
-        if v not in JUDGES:
-            raise ValueError(f"unknown judge kind {v!r}; known: {', '.join(JUDGES.names())}")
-        return v
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("judges", v)))
 
 
 class ProtocolConfig(_Strict):

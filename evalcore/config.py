@@ -89,6 +89,18 @@ class ProtocolConfig(_Strict):
     option_orders: int = Field(1, ge=1, le=24)
     #: dataset names to run on (None = every dataset)
     datasets: list[str] | None = None
+    #: labels for the {vocabulary} placeholder: a lexicon name (evalcore.judges.lexicon.LEXICONS) or a list
+    vocabulary: str | list[str] | None = None
+
+    @field_validator("vocabulary")
+    @classmethod
+    def _vocabulary(cls, v: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(v, str):
+            from evalcore.judges.lexicon import LEXICONS
+
+            if v not in LEXICONS:
+                raise ValueError(f"unknown vocabulary {v!r}; known: {', '.join(sorted(LEXICONS))} (or give a list)")
+        return v
 
     @field_validator("variants")
     @classmethod

@@ -126,3 +126,18 @@ def test_excerpts_of_one_track_are_never_paired_together():
         assert r["audio_uri"] != own[r["item_id"]]
         partner = next(it for it in items if it["item_id"] == r["audio_item_id"])
         assert (r["excerpt_start"], r["excerpt_end"]) == (partner["excerpt_start"], partner["excerpt_end"])
+
+
+def test_vocabulary_placeholder_lists_the_lexicon():
+    cfg = parse_config({
+        "name": "t", "datasets": [{"name": "d", "kind": "items_file", "params": {"path": "x.jsonl"}}],
+        "models": [{"name": "m1", "kind": "null"}],
+        "protocols": [{"name": "factual", "conditions": ["correct"], "vocabulary": ["piano", "violin"],
+                       "variants": {"among": "Among {vocabulary}, which instruments play?"}}],
+    })
+    items, _ = validate_items("d", [{"item_id": "f", "protocol": "factual", "audio_uri": "/a.wav",
+                                     "question": "?", "labels": ["piano"]}])
+    (req,) = expand_requests(cfg, items)
+    assert req["prompt"] == "Among piano, violin, which instruments play?"
+    with pytest.raises(Exception, match="unknown vocabulary"):
+        parse_config({**cfg.model_dump(), "protocols": [{"name": "factual", "vocabulary": "nope"}]})

@@ -50,8 +50,17 @@ def _random_partners(clips: dict[str, dict[str, dict]], seed: int) -> tuple[dict
     return partner, unpairable
 
 
+def vocabulary(proto: ProtocolConfig) -> list[str]:
+    """The labels a protocol's {vocabulary} placeholder lists."""
+    if isinstance(proto.vocabulary, str):
+        from evalcore.judges.lexicon import LEXICONS
+
+        return list(LEXICONS[proto.vocabulary].labels)
+    return list(proto.vocabulary or [])
+
+
 def _request(item: dict, model: ModelConfig, condition: str, variant: str, template: str,
-             order: int, seeds_options: int) -> dict[str, Any]:
+             order: int, seeds_options: int, vocab: list[str]) -> dict[str, Any]:
     options = item.get("options")
     presented, correct_index = None, None
     if item["protocol"] == "mcq" and options:
@@ -62,7 +71,7 @@ def _request(item: dict, model: ModelConfig, condition: str, variant: str, templ
         "dataset": item["dataset"], "item_id": item["item_id"], "protocol": item["protocol"],
         "task": item.get("task"), "model": model.name, "condition": condition, "variant": variant,
         "option_order": order,
-        "prompt": render(template, item["question"], presented),
+        "prompt": render(template, item["question"], presented, vocab),
         "audio_uri": item["audio_uri"], "audio_item_id": item["item_id"],
         "excerpt_start": item.get("excerpt_start"), "excerpt_end": item.get("excerpt_end"),
         "reference": item.get("reference"), "labels": item.get("labels"),
@@ -81,6 +90,7 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
     requests: list[dict] = []
     for proto in cfg.protocols:
         variants = proto.variants or DEFAULT_VARIANTS[proto.name]
+        vocab = vocabulary(proto)
         datasets = set(proto.datasets) if proto.datasets is not None else None
         for item in items:
             if item["protocol"] != proto.name or (datasets is not None and item["dataset"] not in datasets):
@@ -93,7 +103,7 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
                 for condition in proto.conditions:
                     for variant, template in variants.items():
                         for order in orders:
-                            req = _request(item, model, condition, variant, template, order, cfg.seeds.options)
+                            req = _request(item, model, condition, variant, template, order, cfg.seeds.options, vocab)
                             requests.append(_apply_condition(req, condition, other, unpairable, noise_seed))
     return requests
 

@@ -1,0 +1,148 @@
+"""FMA (Free Music Archive): factual genre questions from the official ``fma_metadata`` files.
+
+``tracks.csv`` has two header rows (then the ``track_id,,,…`` index-name row) and is read as in
+the FMA reference code, ``pd.read_csv(..., index_col=0, header=[0, 1])``; the columns used are
+``('set', 'subset')`` (small ⊂ medium ⊂ large; "full" keeps every track), ``('set', 'split')``
+(training | validation | test), ``('track', 'genre_top')`` (a top-level genre title, empty when a
+track's genres span several trees) and ``('track', 'genres')`` (the genre ids the artist chose,
+stored as a list string such as ``"[21, 811]"``). ``genres.csv`` has ``genre_id, #tracks, parent,
+title, top_level`` (``parent`` 0 = a top-level genre). Audio is at
+``{audio_root}/{tid[:3]}/{tid}.mp3`` with ``tid`` the track id zero-padded to 6 digits.
+
+Tasks: ``genre`` (and ``genre-tree``, scored against the tree) → labels = [the top-level genre],
+``genre-node`` → labels = the titles of the track's ``genres``; labels are canonical
+(:func:`evalcore.judges.vocab.normalize`). A track without a usable genre gets no labels, so
+validation turns it into an error row.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, Iterator
+
+import pandas as pd
+
+from evalcore import storage
+from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.tabular import read_table, string_list, text
+from evalcore.judges.vocab import normalize
+from evalcore.registry import DATASETS
+
+SUBSETS = ("small", "medium", "large", "full")
+SPLITS = ("training", "validation", "test")
+TASKS = ("genre", "genre-tree", "genre-node")
+DEFAULT_QUESTION = "What is the genre of this song?"
+
+
+def read_tracks(uri: str) -> pd.DataFrame:
+    """FMA ``tracks.csv`` (two header rows) as a DataFrame of strings indexed by track id."""
+    df = pd.read_csv(io.BytesIO(storage.read_bytes(uri)), header=[0, 1], index_col=0, dtype=str,
+                     keep_default_na=False)
+    df.index = df.index.map(lambda v: str(v).strip())
+    return df[df.index.str.fullmatch(r"\d+")]
+
+
+def audio_path(audio_root: str, track_id: int) -> str:
+    """Where FMA stores a track's mp3: ``{audio_root}/000/000002.mp3``."""
+    tid = f"{track_id:06d}"
+    return storage.join(audio_root, tid[:3], tid + ".mp3")
+
+
+class GenreTree:
+    """The FMA genre taxonomy from ``genres.csv``."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        missing = {"genre_id", "parent", "title", "top_level"} - set(df.columns)
+        if missing:
+            raise ValueError(f"genres.csv lacks column(s) {sorted(missing)}")
+        self.title: dict[str, str] = {}
+        self.parent: dict[str, str] = {}
+        for row in df.to_dict("records"):
+            gid = _id(row["genre_id"])
+            if gid is None:
+                continue
+            self.title[gid] = text(row["title"]) or gid
+            self.parent[gid] = _id(row["parent"]) or "0"
+
+    def path(self, gid: str) -> list[str]:
+        """Titles from the top level down to ``gid`` (empty for an unknown id)."""
+        out: list[str] = []
+        seen: set[str] = set()
+        while gid in self.title and gid not in seen:  # `seen` guards against a cyclic file
+            seen.add(gid)
+            out.append(self.title[gid])
+            gid = self.parent.get(gid, "0")
+        return out[::-1]
+
+
+@DATASETS.register("fma")
+class FMA(Dataset):
+    """``tracks``/``genres``: the metadata CSVs; ``audio_root``: the ``fma_<subset>`` folder."""
+
+    def __init__(self, tracks: str, genres: str, audio_root: str, subset: str = "small",
+                 split: str | None = None, task: str = "genre", question: str = DEFAULT_QUESTION,
+                 limit: int | None = None) -> None:
+        if subset not in SUBSETS:
+            raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")
+        if split is not None and split not in SPLITS:
+            raise ValueError(f"split must be one of {list(SPLITS)} or None, got {split!r}")
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        self.tracks, self.genres, self.audio_root = tracks, genres, audio_root
+        self.subset, self.split, self.task, self.question, self.limit = subset, split, task, question, limit
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
+        tree = GenreTree(read_table(self.genres))
+        df = read_tracks(self.tracks)
+        keep = SUBSETS[: SUBSETS.index(self.subset) + 1]
+        n = 0
+        for tid, row in zip(df.index, df.to_dict("records")):
+            if self.limit is not None and n >= self.limit:
+                return
+            subset = text(row.get(("set", "subset")))
+            if self.subset != "full" and subset not in keep:
+                continue
+            split = text(row.get(("set", "split")))
+            if self.split is not None and split != self.split:
+                continue
+            n += 1
+            yield self._item(int(tid), row, tree, subset, split)
+
+    def _item(self, tid: int, row: dict, tree: GenreTree, subset: str | None, split: str | None) -> dict[str, Any]:
+        ids = [g for g in (_id(x) for x in string_list(row.get(("track", "genres")))) if g is not None]
+        paths = {g: tree.path(g) for g in ids}
+        unknown = [g for g, p in paths.items() if not p]
+        genre_top = text(row.get(("track", "genre_top")))
+        if genre_top is None:  # FMA leaves genre_top empty unless the genres share one root
+            roots = {p[0] for p in paths.values() if p}
+            genre_top = roots.pop() if len(roots) == 1 else None
+        if self.task == "genre-node":
+            labels = list(dict.fromkeys(normalize(p[-1], "genre") for p in paths.values() if p)) or None
+        else:
+            labels = [normalize(genre_top, "genre")] if genre_top else None
+        return {
+            "item_id": f"{tid:06d}", "protocol": "factual", "task": self.task,
+            "audio_uri": audio_path(self.audio_root, tid), "question": self.question, "labels": labels,
+            "category": normalize(genre_top, "genre") if genre_top else None,
+            "metadata": json.dumps({
+                "track_id": tid, "subset": subset, "split": split, "genre_top": genre_top,
+                "genre_ids": [int(g) for g in ids],
+                "genre_paths": [[normalize(t, "genre") for t in p] for p in paths.values() if p],
+                "unknown_genre_ids": [int(g) for g in unknown],
+                "title": text(row.get(("track", "title"))), "artist": text(row.get(("artist", "name"))),
+            }),
+        }
+
+
+def _id(v: Any) -> str | None:
+    """A genre id cell ("21", "21.0", 21) as a canonical string, or None."""
+    t = text(v)
+    if t is None:
+        return None
+    try:
+        return str(int(float(t)))
+    except ValueError:
+        return None

@@ -1,0 +1,176 @@
+"""Factual-QA prompt sets (paper App. B) and the derived formats: binary choice and true/false.
+
+* :data:`PROMPTS` — per task, variant name → template for a protocol config's ``variants``. The
+  paper's three phrasings per task plus the "Among {vocabulary}, …" form listing every label.
+  Note: :func:`evalcore.protocols.requests.expand_requests` renders templates without a
+  vocabulary, so use :func:`variants` (which writes the vocabulary into the template) for the
+  "among" form in a run config.
+* :func:`binary_choice_items` — one multiple-choice item per factual item: a ground-truth label vs
+  one random distractor from the vocabulary (not in the ground truth), asked as "Between A and B,
+  …"; the correct label comes first for about half of the items (seeded coin per item) or for
+  exactly half (``balanced=True``, a seeded assignment over the whole list).
+* :func:`true_false_items` — one factual item per (item, vocabulary label), "Is {label} used in
+  this song?", labelled ``["yes"]`` or ``["no"]``. Per-chunk answers are aggregated with
+  :func:`evalcore.metrics.factual_modes.aggregate_answers` (rule ``"any"`` or ``"majority"``),
+  re-exported here as :func:`aggregate_true_false`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Sequence
+
+from evalcore.metrics.factual_modes import aggregate_answers as aggregate_true_false  # noqa: F401  (re-export)
+from evalcore.protocols.seeding import rng
+
+__all__ = ["PROMPTS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS", "TRUE_FALSE_VARIANTS",
+           "prompts_for", "variants", "binary_choice_items", "true_false_items", "aggregate_true_false"]
+
+PROMPTS: dict[str, dict[str, str]] = {
+    "instrument": {  # Table 5
+        "used": "Which instruments are used in this piece of music?",
+        "instrumentation": "Which instruments constitute the instrumentation of this piece?",
+        "playing": "What instruments are playing in this song?",
+        "among": "Among {vocabulary}, which instruments are used in this piece of music?",
+    },
+    "genre": {  # Tables 6 and 14
+        "what-is": "What is the genre of this song?",
+        "infer": "What can you infer about the genre of the music?",
+        "fall-under": "What genre does this piece of music fall under?",
+        "among": "Among {vocabulary}, what is the genre of this song?",
+    },
+    "composer": {  # Table 12
+        "resemble": "Which classical composer's style does this piece resemble the most?",
+        "closely": "Which classical composer's compositional style does this piece most closely resemble?",
+        "sound-like": "Which classical composer's work does this sound like?",
+        "among": "Among {vocabulary}, whose style does this piece of music sound like?",
+    },
+}
+
+#: "Between A and B, …" questions (Tables 7 and 13; the instrument one is ours)
+BINARY_QUESTIONS: dict[str, str] = {
+    "genre": "Between {a} and {b}, what is a better description of the genre of this piece?",
+    "composer": "Between {a} and {b}, whose style does this piece resemble the most?",
+    "instrument": "Between {a} and {b}, which instrument is used in this piece of music?",
+}
+#: true/false questions per label (Tables 8 and 9; genre and composer ones are ours)
+TRUE_FALSE_QUESTIONS: dict[str, str] = {
+    "instrument": "Is {label} used in this song?",
+    "genre": "Is the genre of this song {label}?",
+    "composer": "Does this piece sound like the style of {label}?",
+}
+#: the derived items carry the whole prompt in their question
+BINARY_VARIANTS = {"binary": "{question}"}
+TRUE_FALSE_VARIANTS = {"true-false": "{question}"}
+
+
+def _family(task: str | None) -> str:
+    """"genre-tree"/"genre-node" share the genre prompts."""
+    t = task or ""
+    if t.startswith("genre"):
+        return "genre"
+    if t in PROMPTS:
+        return t
+    raise ValueError(f"no factual prompts for task {task!r}; known: genre[-tree|-node], instrument, composer")
+
+
+def prompts_for(task: str) -> dict[str, str]:
+    """The raw prompt set of ``task`` (templates may contain ``{vocabulary}``)."""
+    return dict(PROMPTS[_family(task)])
+
+
+def variants(task: str, vocabulary: Sequence[str] | None = None, names: Sequence[str] | None = None) -> dict[str, str]:
+    """Prompt variants ready for a protocol config: ``{vocabulary}`` written in as "a, b, c"
+    (default: the task's closed vocabulary); ``names`` keeps a subset, in that order."""
+    from evalcore.judges.vocab import vocabulary as task_vocabulary
+
+    vocab = list(vocabulary) if vocabulary is not None else task_vocabulary(task)
+    listed = ", ".join(vocab).replace("{", "{{").replace("}", "}}")
+    raw = prompts_for(task)
+    unknown = [n for n in (names or ()) if n not in raw]
+    if unknown:
+        raise ValueError(f"unknown prompt variant(s) {unknown}; known: {sorted(raw)}")
+    return {n: raw[n].replace("{vocabulary}", listed) for n in (names or raw)}
+
+
+def _meta(item: dict) -> dict[str, Any]:
+    try:
+        m = json.loads(item.get("metadata") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return m if isinstance(m, dict) else {}
+
+
+def _base(item: dict) -> dict[str, Any]:
+    """The fields a derived item keeps from its source (audio, excerpt, dataset)."""
+    return {k: item[k] for k in ("dataset", "audio_uri", "excerpt_start", "excerpt_end", "difficulty") if k in item}
+
+
+def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, template: str | None = None,
+                        balanced: bool = False) -> list[dict]:
+    """One ``mcq`` item per factual item: a ground-truth label vs one distractor, in seeded order.
+
+    For a multi-label item the ground-truth label is drawn at random (seeded). ``options`` holds
+    the two labels in the asked order and ``correct_option`` the truth's index; the question
+    names them in that order ("Between A and B, …"), so use a template like ``{question}``
+    (:data:`BINARY_VARIANTS`). Draws depend only on (seed, item id), so adding items does not
+    change others; ``balanced=True`` instead puts the truth first for exactly ⌊n/2⌋ items
+    (by a seeded permutation of the list). A factual item without labels, or whose labels cover
+    the vocabulary, yields an item with fewer than two options, which validation reports.
+    """
+    factual = [it for it in items if it.get("protocol") == "factual"]
+    vocab = list(dict.fromkeys(vocab))
+    first: dict[int, bool] = {}
+    if balanced:
+        perm = rng("binary-choice-balance", seed, len(factual)).permutation(len(factual))
+        first = {int(k): pos < len(factual) // 2 for pos, k in enumerate(perm)}
+    out = []
+    for k, it in enumerate(factual):
+        r = rng("binary-choice", seed, it.get("dataset"), it.get("item_id"))
+        truth = list(dict.fromkeys(it.get("labels") or []))
+        pool = [v for v in vocab if v not in truth]
+        correct_first = bool(r.random() < 0.5) if not balanced else first[k]
+        meta = {"source_item_id": it.get("item_id"), "source_task": it.get("task"), "source_labels": truth}
+        row = {**_base(it), "item_id": f"{it.get('item_id')}:binary", "protocol": "mcq",
+               "task": f"{it.get('task')}-binary", "category": it.get("category")}
+        if not truth or not pool:
+            meta["error"] = "no ground-truth label" if not truth else "no distractor outside the ground truth"
+            row.update(question=f"(no binary choice: {meta['error']})", options=truth[:1],
+                       correct_option=0, metadata=json.dumps(meta))
+            out.append(row)
+            continue
+        right = truth[int(r.integers(len(truth)))]
+        wrong = pool[int(r.integers(len(pool)))]
+        options = [right, wrong] if correct_first else [wrong, right]
+        q = template or BINARY_QUESTIONS[_family(it.get("task"))]
+        meta.update(truth=right, distractor=wrong, correct_first=correct_first)
+        row.update(question=q.format(a=options[0], b=options[1]), options=options,
+                   correct_option=0 if correct_first else 1, metadata=json.dumps(meta))
+        out.append(row)
+    return out
+
+
+def true_false_items(items: Iterable[dict], vocab: Sequence[str], template: str | None = None) -> list[dict]:
+    """Per (factual item, vocabulary label) a factual item "Is {label} used in this song?" whose
+    labels are ``["yes"]`` (the label is in the ground truth) or ``["no"]``.
+
+    ``category`` is the asked label (per-label breakdowns); ``metadata`` names the label, the
+    truth and the source item. A source item without labels yields rows without labels (error rows).
+    """
+    vocab = list(dict.fromkeys(vocab))
+    out = []
+    for it in items:
+        if it.get("protocol") != "factual":
+            continue
+        truth = it.get("labels")
+        q = template or TRUE_FALSE_QUESTIONS[_family(it.get("task"))]
+        for label in vocab:
+            present = None if truth is None else label in truth
+            out.append({
+                **_base(it), "item_id": f"{it.get('item_id')}:tf:{label}", "protocol": "factual",
+                "task": f"{it.get('task')}-true-false", "question": q.format(label=label),
+                "labels": None if present is None else ["yes" if present else "no"], "category": label,
+                "metadata": json.dumps({"source_item_id": it.get("item_id"), "source_task": it.get("task"),
+                                        "label": label, "present": present, "source_labels": truth}),
+            })
+    return out

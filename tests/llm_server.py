@@ -4,11 +4,24 @@ Runs ``http.server.ThreadingHTTPServer`` in a thread on 127.0.0.1 (port 0). It a
 ``POST /v1/chat/completions`` deterministically, enforces an RPM and a TPM limit over a
 sliding window (configurable length, 60 s by default), injects faults from a scripted
 schedule, and records every request (Authorization header excluded) for assertions.
+
+It also serves a minimal Files + Batches API so the real ``openai`` client's ``files`` and
+``batches`` resources work against it: ``POST /v1/files`` (multipart upload), ``GET
+/v1/files/{id}`` and ``/v1/files/{id}/content``, ``POST /v1/batches``, ``GET
+/v1/batches/{id}`` (``validating`` → ``in_progress`` → ``completed`` after ``batch_polls``
+retrievals) and ``POST /v1/batches/{id}/cancel``. A batch's lines are answered with the same
+``answer`` function (no rate limit, no fault schedule), the output file lists them in
+*reverse* order (clients must match by ``custom_id``), and ``batch_line_faults`` (0-based
+input line → "error" | "http500" | "missing") injects a line in the error file, a non-200
+line in the output file, or a line missing from both. ``batch_outcome`` "failed"/"expired"
+ends batches in that state instead (an expired batch keeps the output of its first half).
 """
 
 from __future__ import annotations
 
 import bisect
+import email.parser
+import email.policy
 import hashlib
 import json
 import math
@@ -74,6 +87,7 @@ class RecordedRequest:
     auth_sha256: str | None
     status: int = 0
     fault: str | None = None
+    path: str = ""  # "METHOD /path"
 
 
 def default_answer(messages: list[dict]) -> str:
@@ -97,8 +111,16 @@ class LLMServer:
         tpm: int | None = None,
         window_s: float = 60.0,
         faults: FaultSchedule | None = None,
+        batch_polls: int = 2,
+        batch_line_faults: dict[int, str] | None = None,
+        batch_outcome: str = "completed",
     ) -> None:
         self.answer = answer
+        self.batch_polls = batch_polls
+        self.batch_line_faults = dict(batch_line_faults or {})
+        self.batch_outcome = batch_outcome
+        self.files: dict[str, dict[str, Any]] = {}  # id -> metadata + "content" bytes
+        self.batches: dict[str, dict[str, Any]] = {}  # id -> Batch JSON + "_polls"
         self.rpm, self.tpm, self.window_s = rpm, tpm, window_s
         self.faults = faults or FaultSchedule()
         self.requests: list[RecordedRequest] = []
@@ -193,6 +215,74 @@ class LLMServer:
             self._accepted.append((now, tokens))
             return True, 0.0, rem_req - 1, rem_tok - tokens
 
+    def paths(self) -> list[str]:
+        """``METHOD /path`` of every recorded request, in arrival order."""
+        with self._lock:
+            return [r.path for r in self.requests]
+
+    # ---- files + batches ------------------------------------------------------------------
+    def _add_file(self, content: bytes, filename: str, purpose: str) -> dict[str, Any]:
+        with self._lock:
+            fid = f"file-{uuid.uuid4().hex[:24]}"
+            meta = {"id": fid, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                    "filename": filename, "purpose": purpose, "status": "processed"}
+            self.files[fid] = {**meta, "content": content}
+            return meta
+
+    def _batch_step(self, bid: str) -> dict[str, Any]:
+        """One retrieval: advance the status; on the ``batch_polls``-th, produce the output."""
+        with self._lock:
+            b = self.batches[bid]
+            if b["status"] in ("completed", "failed", "expired", "cancelled"):
+                return b
+            b["_polls"] += 1
+            if b["_polls"] < self.batch_polls:
+                b["status"] = "in_progress"
+                b["in_progress_at"] = b["in_progress_at"] or int(time.time())
+                return b
+            lines = self.files[b["input_file_id"]]["content"].decode("utf-8").splitlines()
+        if self.batch_outcome == "failed":
+            with self._lock:
+                b.update(status="failed", failed_at=int(time.time()), errors={"object": "list", "data": [
+                    {"code": "invalid_request", "message": "injected batch failure", "line": None, "param": None}]})
+                return b
+        keep = len(lines) // 2 if self.batch_outcome == "expired" else len(lines)
+        out, err = [], []
+        for i, line in enumerate(lines[:keep]):
+            item = json.loads(line)
+            fault = self.batch_line_faults.get(i)
+            rid = f"batch_req_{uuid.uuid4().hex[:16]}"
+            if fault == "missing":
+                continue
+            if fault == "error":
+                err.append({"id": rid, "custom_id": item["custom_id"], "response": None,
+                            "error": {"code": "injected_error", "message": "injected line failure"}})
+                continue
+            if fault == "http500":
+                out.append({"id": rid, "custom_id": item["custom_id"], "error": None, "response": {
+                    "status_code": 500, "request_id": rid,
+                    "body": json.loads(_error("The server had an error", "server_error"))}})
+                continue
+            req = item["body"]
+            text = self.answer(req["messages"])
+            prompt_tokens = sum(count_tokens(str(m.get("content", ""))) + 4 for m in req["messages"])
+            out.append({"id": rid, "custom_id": item["custom_id"], "error": None, "response": {
+                "status_code": 200, "request_id": rid,
+                "body": _chat_payload(req, text, prompt_tokens, count_tokens(text))}})
+        out.reverse()  # order is not guaranteed by the real API either
+        jsonl = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode()  # noqa: E731
+        out_meta = self._add_file(jsonl(out), f"{bid}_output.jsonl", "batch_output") if out else None
+        err_meta = self._add_file(jsonl(err), f"{bid}_error.jsonl", "batch_output") if err else None
+        now = int(time.time())
+        with self._lock:
+            b.update(status="expired" if self.batch_outcome == "expired" else "completed",
+                     output_file_id=out_meta["id"] if out_meta else None,
+                     error_file_id=err_meta["id"] if err_meta else None,
+                     request_counts={"total": len(lines), "completed": sum(
+                         1 for r in out if r["response"]["status_code"] == 200), "failed": len(err)})
+            b["expired_at" if self.batch_outcome == "expired" else "completed_at"] = now
+            return b
+
     def reset_s(self, now: float) -> float:
         with self._lock:
             return (self._accepted[0][0] + self.window_s - now) if self._accepted else 0.0
@@ -223,12 +313,87 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def _recorded(self) -> tuple[bytes, RecordedRequest]:
         srv = self.server_owner
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
         auth = self.headers.get("Authorization")
         rec = srv._record(headers, body, auth.removeprefix("Bearer ") if auth else None)
+        rec.path = f"{self.command} {self.path}"
+        return body, rec
+
+    def do_GET(self) -> None:  # noqa: N802
+        srv = self.server_owner
+        _, rec = self._recorded()
+        path = self.path.split("?", 1)[0].rstrip("/")
+        parts = path.split("/")
+        rec.status = 200
+        if len(parts) >= 2 and parts[-2] == "batches" and parts[-1] in srv.batches:
+            b = srv._batch_step(parts[-1])
+            return self._send(200, json.dumps({k: v for k, v in b.items() if not k.startswith("_")}).encode())
+        if len(parts) >= 2 and parts[-2] == "files" and parts[-1] in srv.files:
+            meta = {k: v for k, v in srv.files[parts[-1]].items() if k != "content"}
+            return self._send(200, json.dumps(meta).encode())
+        if len(parts) >= 3 and parts[-1] == "content" and parts[-3] == "files" and parts[-2] in srv.files:
+            return self._send(200, srv.files[parts[-2]]["content"], {"Content-Type": "application/octet-stream"})
+        rec.status = 404
+        self._send(404, _error("not found", "not_found"))
+
+    def _post_files(self, body: bytes, rec: RecordedRequest) -> None:
+        ctype = self.headers.get("Content-Type", "")
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in msg.iter_parts() if msg.is_multipart() else []:
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = (part.get_filename(), part.get_payload(decode=True) or b"")
+        if "file" not in fields or "purpose" not in fields:
+            rec.status = 400
+            return self._send(400, _error("file and purpose are required", "invalid_request_error"))
+        filename, content = fields["file"]
+        meta = self.server_owner._add_file(content, filename or "upload.jsonl", fields["purpose"][1].decode())
+        rec.status = 200
+        self._send(200, json.dumps(meta).encode())
+
+    def _post_batches(self, body: bytes, rec: RecordedRequest, path: str) -> None:
+        srv = self.server_owner
+        parts = path.split("/")
+        if parts[-1] == "cancel" and parts[-2] in srv.batches:
+            with srv._lock:
+                b = srv.batches[parts[-2]]
+                if b["status"] not in ("completed", "failed", "expired"):
+                    b.update(status="cancelled", cancelled_at=int(time.time()))
+            rec.status = 200
+            return self._send(200, json.dumps({k: v for k, v in b.items() if not k.startswith("_")}).encode())
+        try:
+            req = json.loads(body)
+            fid, endpoint, window = req["input_file_id"], req["endpoint"], req["completion_window"]
+        except (ValueError, KeyError, TypeError):
+            rec.status = 400
+            return self._send(400, _error("bad request", "invalid_request_error"))
+        if fid not in srv.files or endpoint != "/v1/chat/completions" or window != "24h":
+            rec.status = 400
+            return self._send(400, _error("invalid input_file_id, endpoint or completion_window",
+                                          "invalid_request_error"))
+        now = int(time.time())
+        b = {"id": f"batch_{uuid.uuid4().hex[:24]}", "object": "batch", "endpoint": endpoint,
+             "input_file_id": fid, "completion_window": window, "status": "validating", "created_at": now,
+             "expires_at": now + 86400, "in_progress_at": None, "output_file_id": None, "error_file_id": None,
+             "metadata": req.get("metadata"), "errors": None,
+             "request_counts": {"total": 0, "completed": 0, "failed": 0}, "_polls": 0}
+        with srv._lock:
+            srv.batches[b["id"]] = b
+        rec.status = 200
+        self._send(200, json.dumps({k: v for k, v in b.items() if not k.startswith("_")}).encode())
+
+    def do_POST(self) -> None:  # noqa: N802
+        srv = self.server_owner
+        body, rec = self._recorded()
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith("/files"):
+            return self._post_files(body, rec)
+        if "/batches" in path:
+            return self._post_batches(body, rec, path)
         if not self.path.rstrip("/").endswith("/chat/completions"):
             rec.status = 404
             return self._send(404, b'{"error": {"message": "not found"}}')
@@ -270,24 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
             rec.status = 200
             return self._send(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
 
-        payload = {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.get("model", "test-model"),
-            "system_fingerprint": "fp_test",
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
+        payload = _chat_payload(req, text, prompt_tokens, completion_tokens)
         rec.status = 200
         self._send(200, json.dumps(payload).encode(), {
             "x-ratelimit-limit-requests": str(srv.rpm or 0),
@@ -295,6 +443,27 @@ class _Handler(BaseHTTPRequestHandler):
             "x-ratelimit-remaining-tokens": str(rem_tok),
             "x-ratelimit-reset-requests": f"{srv.reset_s(time.monotonic()):.3f}s",
         })
+
+
+def _chat_payload(req: dict, text: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.get("model", "test-model"),
+        "system_fingerprint": "fp_test",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text, "refusal": None},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 def _error(message: str, code: str) -> bytes:

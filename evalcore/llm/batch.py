@@ -1,0 +1,295 @@
+"""OpenAI Batch API mode (half price, separate limits) through the same response cache.
+
+:func:`run_batch` answers every request whose cache key is already stored from the cache and
+submits only the rest: one JSONL input file (``custom_id`` = the cache key, one line per
+distinct key) uploaded with ``purpose="batch"``, one batch on ``/v1/chat/completions`` with a
+``24h`` completion window, polled until it is completed, failed, expired or cancelled (or
+until ``timeout_s``, then cancelled), and its output and error files downloaded and matched
+back by ``custom_id``. Every successful line is written to the cache with the same record
+as :meth:`LLMClient.complete`, so batch and online runs share answers. A line that failed, a
+non-200 line, or a line missing from both files becomes an error :class:`Completion`;
+nothing is dropped and the result list has one entry per request, in input order.
+
+The API key is read from the environment variable named in the config and sent only as the
+Authorization header of each call, like :class:`~evalcore.llm.client.LLMClient`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence, Union
+
+import openai
+
+from evalcore.llm.cache import RequestLog, ResponseCache, cache_key
+from evalcore.llm.client import _RETRYABLE_STATUS, Completion, EndpointConfig, LLMClient
+
+__all__ = ["run_batch", "BatchRequest", "BatchError", "MAX_LINES_PER_BATCH", "TERMINAL_STATUSES"]
+
+ENDPOINT = "/v1/chat/completions"
+COMPLETION_WINDOW = "24h"
+MAX_LINES_PER_BATCH = 50_000  # the API's per-batch limit
+TERMINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
+
+# one request: a list of messages, or {"messages": [...], "template_version": "...",
+# "params": {...}} (any other key is also taken as a parameter override)
+BatchRequest = Union[list, dict]
+
+
+@dataclass
+class _Item:
+    key: str
+    messages: list[dict]
+    params: dict[str, Any]
+    template_version: str
+
+
+@dataclass
+class _Job:
+    keys: list[str]
+    batch_id: str | None = None
+    status: str = "not submitted"
+    error: str | None = None  # a whole-job failure (every key in it gets it)
+    results: dict[str, Completion] = field(default_factory=dict)
+
+
+class BatchError(RuntimeError):
+    """A Files/Batches API call failed after its retries."""
+
+
+def _normalize(req: Any) -> tuple[list[dict], str, dict[str, Any]]:
+    if isinstance(req, list):
+        return req, "", {}
+    if not isinstance(req, dict) or "messages" not in req:
+        raise TypeError(f"a batch request is a list of messages or a dict with 'messages', not {req!r:.80}")
+    overrides = dict(req.get("params") or {})
+    overrides.update({k: v for k, v in req.items() if k not in ("messages", "template_version", "params")})
+    return req["messages"], str(req.get("template_version") or ""), overrides
+
+
+def run_batch(
+    client_or_config: LLMClient | EndpointConfig,
+    requests: Sequence[BatchRequest],
+    poll_interval_s: float = 30.0,
+    timeout_s: float = 24 * 3600.0,
+    *,
+    cache_root: str | None = None,
+    log: RequestLog | None = None,
+    metadata: dict[str, str] | None = None,
+    max_lines_per_batch: int = MAX_LINES_PER_BATCH,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[Completion]:
+    """One :class:`Completion` per request, in input order (see the module docstring).
+
+    ``client_or_config``: an :class:`LLMClient` (its cache and log are used) or an
+    :class:`EndpointConfig` (then ``cache_root`` / ``log`` give the cache and log; given with a
+    client that has none, they are attached to it).
+    Polling is bounded by ``timeout_s``; the batch is cancelled when it runs out.
+    """
+    if isinstance(client_or_config, LLMClient):
+        client = client_or_config
+    else:
+        client = LLMClient(client_or_config, cache=ResponseCache(cache_root) if cache_root else None, log=log)
+    if client.cache is None and cache_root:
+        client.cache = ResponseCache(cache_root)
+    if log is not None:
+        client.log = log
+    cfg = client.config
+
+    items: list[_Item] = []
+    for req in requests:
+        messages, tv, overrides = _normalize(req)
+        params = client.params(**overrides)
+        items.append(_Item(cache_key(cfg.model, messages, params, tv), messages, params, tv))
+
+    results: dict[str, Completion] = {}
+    todo: dict[str, _Item] = {}  # distinct uncached keys, first occurrence order
+    for it in items:
+        if it.key in results or it.key in todo:
+            continue
+        hit = client.cache.get(it.key) if client.cache is not None else None
+        if hit is not None and hit.get("text") is not None:
+            results[it.key] = Completion(hit["text"], hit.get("usage"), cached=True, attempts=0, key=it.key)
+            client._log(it.key, cached=True, attempt=0, usage=hit.get("usage"), mode="batch")
+        else:
+            todo[it.key] = it
+
+    if todo:
+        results.update(_submit_and_collect(client, todo, poll_interval_s, timeout_s, metadata,
+                                           max(1, max_lines_per_batch), sleep))
+    if client.log is not None:
+        client.log.flush()
+    return [results[it.key] for it in items]
+
+
+def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval_s: float, timeout_s: float,
+                        metadata: dict[str, str] | None, per_batch: int,
+                        sleep: Callable[[float], None]) -> dict[str, Completion]:
+    cfg = client.config
+    api_key = os.environ.get(cfg.api_key_env)
+    if not api_key:
+        err = f"environment variable {cfg.api_key_env} is not set"
+        return {k: Completion(None, None, cached=False, attempts=0, error=err, key=k) for k in todo}
+    api = _Api(client, api_key)
+    keys = list(todo)
+    jobs = [_Job(keys[i:i + per_batch]) for i in range(0, len(keys), per_batch)]
+    deadline = time.monotonic() + timeout_s
+
+    for n, job in enumerate(jobs):
+        lines = "".join(
+            json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT,
+                        "body": {"model": cfg.model, "messages": todo[k].messages, **todo[k].params}},
+                       ensure_ascii=False, sort_keys=True) + "\n"
+            for k in job.keys
+        ).encode("utf-8")
+        try:
+            f = api.call("upload the input file", lambda: api.client.files.create(
+                file=(f"evalcore-batch-{n}.jsonl", lines, "application/jsonl"), purpose="batch",
+                extra_headers=api.auth))
+            b = api.call("create the batch", lambda: api.client.batches.create(
+                input_file_id=f.id, endpoint=ENDPOINT, completion_window=COMPLETION_WINDOW,
+                metadata=metadata, extra_headers=api.auth))
+        except BatchError as e:
+            job.error, job.status = str(e), "not submitted"
+            continue
+        job.batch_id, job.status = b.id, b.status
+        client._log("", mode="batch", event="submitted", batch_id=b.id, lines=len(job.keys))
+
+    # poll every submitted job until it is terminal; bounded by the deadline
+    while True:
+        pending = [j for j in jobs if j.batch_id and j.error is None and j.status not in TERMINAL_STATUSES]
+        for job in pending:
+            try:
+                b = api.call("retrieve the batch", lambda: api.client.batches.retrieve(
+                    job.batch_id, extra_headers=api.auth))
+            except BatchError as e:
+                job.error = str(e)
+                continue
+            job.status = b.status
+            if b.status in TERMINAL_STATUSES:
+                _collect(api, job, b)
+        pending = [j for j in jobs if j.batch_id and j.error is None and j.status not in TERMINAL_STATUSES]
+        if not pending:
+            break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            for job in pending:
+                job.error = f"batch {job.batch_id} not finished after {timeout_s}s (status {job.status}); cancelled"
+                try:
+                    api.call("cancel the batch", lambda: api.client.batches.cancel(
+                        job.batch_id, extra_headers=api.auth), retries=0)
+                except BatchError:
+                    pass
+            break
+        sleep(max(0.0, min(poll_interval_s, left)))
+
+    out: dict[str, Completion] = {}
+    for job in jobs:
+        for k in job.keys:
+            c = job.results.get(k)
+            if c is None:
+                if job.error is not None:
+                    err = job.error
+                elif job.status != "completed":
+                    err = f"batch {job.batch_id} ended {job.status} without an answer for this request"
+                else:
+                    err = f"missing from the output of batch {job.batch_id}"
+                c = Completion(None, None, cached=False, attempts=1 if job.batch_id else 0,
+                               error=err.replace(api_key, "***"), key=k)
+            if c.text is not None and client.cache is not None:
+                it = todo[k]
+                client.cache.put(k, {"model": cfg.model, "template_version": it.template_version,
+                                     "messages": it.messages, "params": it.params, "text": c.text,
+                                     "usage": c.usage})
+            if c.text is not None:
+                client._log(k, cached=False, attempt=1, usage=c.usage, messages=todo[k].messages, text=c.text,
+                            mode="batch", batch_id=job.batch_id)
+            else:
+                client._log(k, cached=False, attempt=c.attempts, error=c.error, messages=todo[k].messages,
+                            mode="batch", batch_id=job.batch_id)
+            out[k] = c
+    return out
+
+
+def _collect(api: "_Api", job: _Job, b: Any) -> None:
+    """Download a terminal batch's output and error files into ``job.results``."""
+    if b.status == "failed":
+        errs = getattr(getattr(b, "errors", None), "data", None) or []
+        msg = "; ".join(f"{getattr(e, 'code', None)}: {getattr(e, 'message', None)}" for e in errs)
+        job.error = f"batch {job.batch_id} failed" + (f": {msg}" if msg else "")
+        return
+    wanted = set(job.keys)
+    for fid in (b.output_file_id, b.error_file_id):
+        if not fid:
+            continue
+        try:
+            raw = api.call("download the batch output", lambda: api.client.files.content(
+                fid, extra_headers=api.auth)).content
+        except BatchError as e:
+            job.error = str(e)
+            return
+        for line in raw.decode("utf-8", errors="replace").splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue  # its key stays missing → an error Completion
+            cid = obj.get("custom_id") if isinstance(obj, dict) else None
+            if cid in wanted and cid not in job.results:
+                job.results[cid] = _line_completion(cid, obj, job.batch_id)
+
+
+def _line_completion(key: str, obj: dict, batch_id: str | None) -> Completion:
+    def err(msg: str) -> Completion:
+        return Completion(None, None, cached=False, attempts=1, error=msg, key=key)
+
+    if obj.get("error"):
+        e = obj["error"]
+        return err(f"batch line error: {e.get('code')}: {e.get('message')}" if isinstance(e, dict) else
+                   f"batch line error: {e}")
+    resp = obj.get("response") or {}
+    status = resp.get("status_code")
+    body = resp.get("body") or {}
+    if status != 200:
+        msg = body.get("error", {}).get("message") if isinstance(body.get("error"), dict) else None
+        return err(f"HTTP {status}: {msg}")
+    try:
+        text = body["choices"][0]["message"]["content"]
+        if text is None:
+            raise ValueError("response has no message content")
+        u = body.get("usage")
+        usage = {k: int(u[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if u else None
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        return err(f"bad response: {type(e).__name__}: {e}")
+    return Completion(text, usage, cached=False, attempts=1, key=key)
+
+
+class _Api:
+    """The client's ``openai.OpenAI`` plus the per-call auth header and bounded retries."""
+
+    def __init__(self, client: LLMClient, api_key: str) -> None:
+        self.owner = client
+        self.client = client.openai_client
+        self.auth = {"Authorization": f"Bearer {api_key}"}
+        self._key = api_key
+
+    def call(self, what: str, fn: Callable[[], Any], retries: int | None = None) -> Any:
+        retries = self.owner.config.max_retries if retries is None else retries
+        for attempt in range(1, retries + 2):
+            try:
+                return fn()
+            except openai.APIStatusError as e:
+                error, retry = f"HTTP {e.status_code}: {e.message}", (
+                    e.status_code in _RETRYABLE_STATUS or e.status_code >= 500)
+            except openai.APITimeoutError:
+                error, retry = f"timeout after {self.owner.config.timeout_s}s", True
+            except openai.APIConnectionError as e:
+                error, retry = f"connection error: {e}", True
+            error = f"could not {what}: {error}".replace(self._key, "***")
+            self.owner._log("", mode="batch", attempt=attempt, error=error)
+            if not retry or attempt > retries:
+                raise BatchError(error)
+            time.sleep(self.owner._backoff(attempt))
+        raise AssertionError("unreachable")

@@ -79,6 +79,7 @@ JUDGMENT = pa.schema(
         pa.field("chunk_index", pa.int32()),
         pa.field("judge", pa.string()),  # name@version
         pa.field("extracted", pa.list_(pa.string())),  # factual: labels found in the text
+        pa.field("dropped", pa.int32()),  # factual: labels a judge proposed outside the vocabulary (not scored)
         pa.field("parsed_index", pa.int32()),  # mcq: -1 = unanswered
         pa.field("embedding_key", pa.string()),  # freeform: key of a cached embedding
         pa.field("error", pa.string()),

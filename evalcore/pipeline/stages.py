@@ -182,7 +182,7 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
             if res.get("error"):
                 _fail(rows[i], "judge", res["error"])
                 continue
-            for k in ("extracted", "parsed_index", "embedding_key"):
+            for k in ("extracted", "dropped", "parsed_index", "embedding_key"):
                 if k in res:
                     rows[i][k] = res[k]
     return _table(rows, JUDGED)

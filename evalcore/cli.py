@@ -41,14 +41,19 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
     """Run an evaluation end to end: items → requests → audio → models → judges → tables → report."""
-    from evalcore.pipeline.run import run as run_pipeline
+    from evalcore.pipeline.run import ErrorBudgetExceeded, run as run_pipeline
 
     cfg = load_or_exit(config, out)
     if quiet:
         cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"progress_bars": False})})
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     typer.echo(f"evalcore: run {cfg.name!r} → {cfg.root}", err=True)
-    result = run_pipeline(cfg)
+    try:
+        result = run_pipeline(cfg)
+    except ErrorBudgetExceeded as e:  # tables and report were written before the budget was checked
+        typer.echo(e.result.report)
+        typer.echo(f"evalcore: {e}", err=True)
+        raise typer.Exit(code=1)
     c = result.counts
     typer.echo(result.report)
     typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} errored; "

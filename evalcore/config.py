@@ -137,6 +137,9 @@ class StorageConfig(_Strict):
     #: where the run writes: a local path or s3://bucket/prefix (default ./runs/<name>)
     root: str | None = None
     s3: S3Config = Field(default_factory=S3Config)
+    #: audio may only be read from under these roots (local paths or s3://bucket/prefix); an item whose
+    #: audio lies elsewhere becomes an error row "not_allowed". None = no restriction.
+    allowed_audio_roots: list[str] | None = None
 
 
 class Seeds(_Strict):
@@ -169,6 +172,9 @@ class RunConfig(_Strict):
     seeds: Seeds = Field(default_factory=Seeds)
     stats: Stats = Field(default_factory=Stats)
     ray: RayConfig = Field(default_factory=RayConfig)
+    #: error budget: the run fails (after writing its tables) when more than this fraction of its
+    #: requests errored, e.g. 0.05. None = no budget.
+    max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "RunConfig":

@@ -33,8 +33,11 @@ _S3 = S3Options(
 
 
 def configure_s3(options: S3Options) -> None:
-    """Set process-wide S3 options (called from the run config)."""
+    """Set process-wide S3 options (called from the run config, and in each Ray task that reads S3,
+    since a worker process does not see the driver's settings). Cheap when nothing changes."""
     global _S3
+    if options == _S3:
+        return
     _S3 = options
     _s3_filesystem.cache_clear()
 
@@ -45,6 +48,8 @@ def s3_options() -> S3Options:
 
 @lru_cache(maxsize=4)
 def _s3_filesystem(options: S3Options) -> pafs.S3FileSystem:
+    # No keys are passed: pyarrow's S3 client takes them from the standard AWS chain
+    # (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE, instance roles).
     kwargs: dict = {}
     endpoint = options.endpoint_override
     if endpoint:
@@ -53,7 +58,7 @@ def _s3_filesystem(options: S3Options) -> pafs.S3FileSystem:
             scheme, endpoint = endpoint.split("://", 1)
         kwargs["endpoint_override"] = endpoint
         kwargs["scheme"] = scheme or "https"
-        kwargs["force_virtual_addressing"] = False
+        kwargs["force_virtual_addressing"] = False  # path-style: http://host:port/bucket/key
     if options.region:
         kwargs["region"] = options.region
     return pafs.S3FileSystem(**kwargs)
@@ -98,15 +103,13 @@ def makedirs(uri: str) -> None:
 def write_bytes(uri: str, data: bytes) -> None:
     """Write ``data`` to ``uri`` atomically where the store allows (local: temp file + rename)."""
     fs, path = resolve(uri)
-    parent = posixpath.dirname(path) if is_s3(uri) else os.path.dirname(path)
-    if parent:
-        fs.create_dir(parent, recursive=True)
     if isinstance(fs, pafs.LocalFileSystem):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp-{uuid.uuid4().hex}"
         with fs.open_output_stream(tmp) as f:
             f.write(data)
         os.replace(tmp, path)
-    else:  # an S3 PUT is atomic per object
+    else:  # an S3 PUT is atomic per object; object stores have no directories to create
         with fs.open_output_stream(path) as f:
             f.write(data)
 
@@ -138,3 +141,67 @@ def list_files(uri: str, suffix: str = "") -> list[str]:
     infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
     prefix = "s3://" if is_s3(uri) else ""
     return sorted(prefix + i.path for i in infos if i.type == pafs.FileType.File and i.path.endswith(suffix))
+
+
+# ----------------------------------------------------------------------------- confinement
+
+
+def _normal(uri: str) -> tuple[str, str] | None:
+    """(store, normalised path) of ``uri``, or None when it cannot be trusted (``..``/``.`` in an S3 key).
+
+    Local paths are made absolute with symlinks resolved; S3 keys are taken literally, so a key with
+    ``.``/``..`` segments (which some clients and servers normalise and others do not) is refused.
+    """
+    if is_s3(uri):
+        path = uri[len("s3://"):]
+        parts = path.split("/")
+        if not parts[0] or any(p in (".", "..") for p in parts):
+            return None
+        return "s3", path.rstrip("/")
+    if "://" in uri and not uri.startswith("file://"):
+        return None  # an unknown scheme is never inside anything
+    if uri.startswith("file://"):
+        uri = uri[len("file://"):]
+    return "file", os.path.realpath(os.path.expanduser(uri))
+
+
+def within(uri: str, root: str) -> bool:
+    """Whether ``uri`` is ``root`` itself or lies under it (same store, whole path segments)."""
+    u, r = _normal(uri), _normal(root)
+    if u is None or r is None or u[0] != r[0]:
+        return False
+    sep = "/" if u[0] == "s3" else os.sep
+    return u[1] == r[1] or u[1].startswith(r[1].rstrip(sep) + sep)
+
+
+def within_any(uri: str, roots: list[str] | None) -> bool:
+    """``roots`` None = no restriction; else ``uri`` must lie under one of them."""
+    return roots is None or any(within(uri, r) for r in roots)
+
+
+class OutsideRoot(PermissionError):
+    """A write outside the run's root was refused."""
+
+
+class RunStorage:
+    """The writes of one run, confined to its root: a path outside it raises :class:`OutsideRoot`."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def check(self, uri: str) -> str:
+        if not within(uri, self.root):
+            raise OutsideRoot(f"refusing to write {uri!r}: outside the run root {self.root!r}")
+        return uri
+
+    def makedirs(self, uri: str) -> None:
+        makedirs(self.check(uri))
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        write_bytes(self.check(uri), data)
+
+    def write_text(self, uri: str, text: str) -> None:
+        write_text(self.check(uri), text)
+
+    def write_parquet(self, table: pa.Table, uri: str) -> None:
+        write_parquet(table, self.check(uri))

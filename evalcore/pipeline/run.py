@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import logging
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -42,6 +43,46 @@ class RunResult:
     root: str
     counts: dict[str, Any]
     report: str
+
+
+class ErrorBudgetExceeded(RuntimeError):
+    """More requests errored than ``max_error_rate`` allows. Raised after the tables and report are
+    written (``.result`` holds the run's counts and report); the CLI exits non-zero with the message."""
+
+    def __init__(self, rate: float, limit: float, reasons: list[tuple[str, int]], result: RunResult) -> None:
+        top = ", ".join(f"{r} ×{n}" for r, n in reasons) or "none"
+        c = result.counts
+        super().__init__(f"error budget exceeded: {c['requests_errored']} of {c['requests_in']} requests errored "
+                         f"({rate:.1%}) > max_error_rate {limit:.1%}; top reasons: {top}. "
+                         f"Tables and report are in {result.root}")
+        self.rate, self.limit, self.reasons, self.result = rate, limit, reasons, result
+
+
+def error_reason(row: dict) -> str:
+    """``stage/tag`` of an error row, e.g. ``decode/missing`` (the tag is the error's text up to ':')."""
+    return f"{row.get('error_stage') or '?'}/{(row.get('error') or '').split(':', 1)[0].strip() or '?'}"
+
+
+def check_error_budget(result: RunResult, rows: list[dict], limit: float | None, top: int = 3) -> None:
+    """Raise :class:`ErrorBudgetExceeded` when errored requests / requests in > ``limit``."""
+    c = result.counts
+    if limit is None or not c["requests_in"]:
+        return
+    rate = c["requests_errored"] / c["requests_in"]
+    if rate > limit:
+        reasons = Counter(error_reason(r) for r in rows if r.get("error") is not None).most_common(top)
+        raise ErrorBudgetExceeded(rate, limit, reasons, result)
+
+
+def reject_disallowed_audio(requests: list[dict], roots: list[str] | None) -> int:
+    """Mark requests whose audio lies outside ``roots`` as error rows ``not_allowed`` (before any read)."""
+    n = 0
+    for r in requests:
+        uri = r.get("audio_uri")
+        if roots is not None and r["error"] is None and uri is not None and not storage.within_any(uri, roots):
+            r.update(error=f"not_allowed: audio {uri} is outside storage.allowed_audio_roots", error_stage="decode")
+            n += 1
+    return n
 
 
 # ----------------------------------------------------------------------------- stages on the driver
@@ -105,7 +146,16 @@ def _blocks(table: pa.Table) -> list[pa.Table]:
     return [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
 
 
-def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 1.0):
+def _decode_task(batch: pa.Table, s3: dict | None, **kwargs) -> pa.Table:
+    """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys),
+    which a worker process would not otherwise see: the driver sets them in its own process only.
+    Keys come from the worker's environment / AWS chain, as on the driver."""
+    if s3 is not None:
+        storage.configure_s3(storage.S3Options(**s3))
+    return decode_batch(batch, **kwargs)
+
+
+def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 1.0, s3: dict | None = None):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool."""
     import ray.data
 
@@ -116,7 +166,8 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
-    ds = ds.map_batches(decode_batch, fn_kwargs={"sample_rate": sr, "window_s": window, "long_audio": model.long_audio},
+    ds = ds.map_batches(_decode_task, fn_kwargs={"sample_rate": sr, "window_s": window, "long_audio": model.long_audio,
+                                                 "s3": s3},
                         batch_size=model.resources.batch_size, batch_format="pyarrow",
                         num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, window))
     r = model.resources
@@ -137,7 +188,8 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
         by_model[r["model"]].append(r)
     res = ray.cluster_resources()
     for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0)):
-        branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus) for m in group if by_model[m.name]]
+        s3 = cfg.storage.s3.model_dump()
+        branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus, s3) for m in group if by_model[m.name]]
         if not branches:
             continue
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
@@ -166,16 +218,20 @@ def run(cfg: RunConfig) -> RunResult:
     """Run the whole evaluation described by ``cfg``; returns where it wrote and its counts."""
     root = cfg.root
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
-    storage.makedirs(root)
-    storage.write_text(storage.join(root, "config.yaml"), yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    out = storage.RunStorage(root)  # every write of the run goes through it: nothing lands outside the root
+    out.makedirs(root)
+    out.write_text(storage.join(root, "config.yaml"), yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
 
     # 1. items
     items, item_errors, n_items_in = read_items(cfg)
-    storage.write_parquet(conform(items, ITEM), storage.join(root, "items", "part-00000.parquet"))
+    out.write_parquet(conform(items, ITEM), storage.join(root, "items", "part-00000.parquet"))
     log.info("items: %d read, %d valid, %d errored", n_items_in, len(items), len(item_errors))
 
     # 2. requests
     requests = expand_requests(cfg, items)
+    n_outside = reject_disallowed_audio(requests, cfg.storage.allowed_audio_roots)
+    if n_outside:
+        log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", n_outside)
     ready = [r for r in requests if r["error"] is None]
     judged: list[dict] = [r for r in requests if r["error"] is not None]  # unformable requests: error rows
     log.info("requests: %d (%d could not be formed)", len(requests), len(judged))
@@ -190,8 +246,10 @@ def run(cfg: RunConfig) -> RunResult:
         writer.add(rows)
     writer.flush()
 
-    # 6. score and report
-    return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
+    # 6. score and report, then the error budget (the tables and report are written either way)
+    result = finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
+    check_error_budget(result, merge_chunks(judged), cfg.max_error_rate)
+    return result
 
 
 class _ShardWriter:
@@ -199,6 +257,7 @@ class _ShardWriter:
 
     def __init__(self, root: str) -> None:
         self.root = root
+        self.out = storage.RunStorage(root)
         self.buf: list[dict] = []
         self.n = 0
 
@@ -211,8 +270,8 @@ class _ShardWriter:
         if not self.buf:
             return
         name = f"part-{self.n:05d}.parquet"
-        storage.write_parquet(conform(self.buf, RESPONSE), storage.join(self.root, "responses", name))
-        storage.write_parquet(conform(self.buf, JUDGMENT), storage.join(self.root, "judgments", name))
+        self.out.write_parquet(conform(self.buf, RESPONSE), storage.join(self.root, "responses", name))
+        self.out.write_parquet(conform(self.buf, JUDGMENT), storage.join(self.root, "judgments", name))
         self.n += 1
         self.buf = []
 
@@ -220,14 +279,15 @@ class _ShardWriter:
 def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict]) -> RunResult:
     """Stage 6: per-item and summary tables, errors, run.json and report.md."""
     root = cfg.root
+    out = storage.RunStorage(root)
     merged = merge_chunks(judged)
     per_item = per_item_table(merged)
     summary = summary_table(per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence, cfg.seeds.bootstrap)
     errors = conform(item_errors + error_rows(merged), ERRORS)
     tables = storage.join(root, "tables")
-    storage.write_parquet(pa.Table.from_pandas(per_item, preserve_index=False), storage.join(tables, "per_item.parquet"))
-    storage.write_parquet(summary, storage.join(tables, "summary.parquet"))
-    storage.write_parquet(errors, storage.join(tables, "errors.parquet"))
+    out.write_parquet(pa.Table.from_pandas(per_item, preserve_index=False), storage.join(tables, "per_item.parquet"))
+    out.write_parquet(summary, storage.join(tables, "summary.parquet"))
+    out.write_parquet(errors, storage.join(tables, "errors.parquet"))
     c = counts(items_in, len(item_errors), merged)
     models = {}
     for r in judged:
@@ -237,9 +297,9 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "models": models}
-    storage.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c}, indent=2))
+    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c}, indent=2))
     report = markdown.render(meta, c, summary.to_pandas(), errors.to_pandas())
-    storage.write_text(storage.join(root, "report.md"), report)
+    out.write_text(storage.join(root, "report.md"), report)
     return RunResult(root=root, counts=c, report=report)
 
 

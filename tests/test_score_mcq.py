@@ -226,8 +226,16 @@ def test_parser_choice_changes_a_trap(tmp_path: Path) -> None:
 
 def test_argument_errors_exit_nonzero(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", example_rows())
-    res = run(src, "--out", str(tmp_path / "o"), "--parser", "llm")
-    assert res.exit_code != 0 and "unknown parser 'llm'" in res.stderr
+    res = run(src, "--out", str(tmp_path / "o"), "--parser", "fuzzy")
+    assert res.exit_code == 2 and "unknown parser 'fuzzy'" in res.stderr
+    res = run(src, "--out", str(tmp_path / "o"), "--parser", "llm", "--llm-model", "m")
+    assert res.exit_code == 2 and "--llm-base-url" in res.stderr
+    res = run(src, "--out", str(tmp_path / "o"), "--parser", "llm", "--llm-base-url", "http://127.0.0.1:9/v1")
+    assert res.exit_code == 2 and "--llm-model" in res.stderr
+    res = run(src, "--out", str(tmp_path / "o"), "--breakdown", "nope")
+    assert res.exit_code == 2 and "--breakdown" in res.stderr and "nope" in res.stderr
+    res = run(src, "--out", str(tmp_path / "o"), "--group-by", "model", "--breakdown", "model")
+    assert res.exit_code == 2 and "both --group-by and --breakdown" in res.stderr
     res = run(src, "--out", str(tmp_path / "o"), "--group-by", "nope")
     assert res.exit_code != 0 and "nope" in res.stderr
     res = run(str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"))
@@ -236,3 +244,98 @@ def test_argument_errors_exit_nonzero(tmp_path: Path) -> None:
     res = run(missing_col, "--out", str(tmp_path / "o"))
     assert res.exit_code != 0 and "missing required column" in res.stderr
     assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------- breakdowns and parser agreement
+
+CATEGORY = {"q1": "instrument", "q2": "mood", "q3": "mood"}
+DIFFICULTY = {"q1": "easy", "q2": "easy", "q3": "hard"}
+SECONDARY = {"q1": ["timbre", "texture"], "q2": ["texture"], "q3": []}  # q3: no value, counted nowhere
+# Hand computation per breakdown value (per-order accuracies over that value's questions):
+# m1 category=instrument (q1): orders 1, 1, 1 → mean 1, SD 0; consistency 1; IFR 1
+# m1 category=mood (q2, q3): orders (✓✓)=1, (✗✗)=0, (✓,unanswered)=1/2 → mean 1/2, SD 1/2; consistency 0; IFR 5/6
+# m2 category=instrument (q1): 0, 0, 0 → mean 0, SD 0; consistency 1; IFR 1
+# m2 category=mood (q2, q3): 1, 1/2, 1/2 → mean 2/3, deviations 1/3, -1/6, -1/6 → var 1/12; consistency 1/2
+# m1 difficulty=easy (q1, q2): 1, 1/2, 1 → mean 5/6, var (1/36 + 4/36 + 1/36)/2 = 1/12; consistency 1/2
+# m1 difficulty=hard (q3): 1, 0, 0 → mean 1/3, var (4/9 + 1/9 + 1/9)/2 = 1/3; consistency 0; IFR 2/3
+# secondary (list column, one row per value): texture = q1, q2 (= easy); timbre = q1 (= instrument)
+BREAKDOWN = {
+    ("m1", "category=instrument"): dict(accuracy_mean=1.0, accuracy_sd=0.0, consistency=1.0, ifr=1.0, n=1),
+    ("m1", "category=mood"): dict(accuracy_mean=0.5, accuracy_sd=0.5, consistency=0.0, ifr=5 / 6, n=2),
+    ("m2", "category=instrument"): dict(accuracy_mean=0.0, accuracy_sd=0.0, consistency=1.0, ifr=1.0, n=1),
+    ("m2", "category=mood"): dict(accuracy_mean=2 / 3, accuracy_sd=math.sqrt(1 / 12), consistency=0.5, ifr=1.0,
+                                  n=2),
+    ("m1", "difficulty=easy"): dict(accuracy_mean=5 / 6, accuracy_sd=math.sqrt(1 / 12), consistency=0.5, ifr=1.0,
+                                    n=2),
+    ("m1", "difficulty=hard"): dict(accuracy_mean=1 / 3, accuracy_sd=math.sqrt(1 / 3), consistency=0.0,
+                                    ifr=2 / 3, n=1),
+    ("m1", "secondary=texture"): dict(accuracy_mean=5 / 6, accuracy_sd=math.sqrt(1 / 12), consistency=0.5,
+                                      ifr=1.0, n=2),
+    ("m1", "secondary=timbre"): dict(accuracy_mean=1.0, accuracy_sd=0.0, consistency=1.0, ifr=1.0, n=1),
+}
+
+
+def breakdown_rows() -> list[dict]:
+    return [dict(r, category=CATEGORY[r["question_id"]], difficulty=DIFFICULTY[r["question_id"]],
+                 secondary=SECONDARY[r["question_id"]]) for r in example_rows()]
+
+
+def test_breakdown_rows_by_hand(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", breakdown_rows())
+    out = tmp_path / "out"
+    res = run(src, "--out", str(out), "--breakdown", "category, difficulty,secondary", "--resamples", "50")
+    assert res.exit_code == 0, res.output
+    s = pd.read_parquet(out / "summary.parquet")
+    # breakdown columns are not default group columns; the main rows are unchanged
+    assert list(s.columns) == ["model", "condition", "breakdown", "metric", "value", "ci_low", "ci_high", "n",
+                               "definition"]
+    main = s[s["breakdown"] == "all"]
+    assert len(main) == 8
+    for r in main.itertuples(index=False):
+        assert r.value == pytest.approx(EXPECTED[r.model][r.metric]), (r.model, r.metric)
+    assert set(s["breakdown"]) == {"all", "category=instrument", "category=mood", "difficulty=easy",
+                                   "difficulty=hard", "secondary=texture", "secondary=timbre"}
+    assert len(s) == 8 * 7  # 2 models x 7 blocks x 4 metrics
+    got = {(r.model, r.breakdown, r.metric): r for r in s.itertuples(index=False)}
+    for (model, bd), metrics in BREAKDOWN.items():
+        n = metrics.pop("n")
+        for metric, value in metrics.items():
+            assert got[model, bd, metric].value == pytest.approx(value), (model, bd, metric)
+            assert got[model, bd, metric].n == n
+        metrics["n"] = n
+    report = (out / "report.md").read_text()
+    assert "| model=m1, condition=correct | 3 | 0.667 ± 0.333 | 0.333 | 0.889 |" in report
+    assert "| model=m1, condition=correct, category=mood | 2 | 0.500 ± 0.500 | 0.000 | 0.833 |" in report
+    assert "| model=m2, condition=correct, category=mood | 2 | 0.667 ± 0.289 | 0.500 | 1.000 |" in report
+
+
+def test_breakdown_without_groups_and_with_no_scored_rows(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", breakdown_rows())
+    res = run(src, "--out", str(tmp_path / "o"), "--group-by", "", "--breakdown", "difficulty", "--resamples", "20")
+    assert res.exit_code == 0, res.output
+    s = pd.read_parquet(tmp_path / "o" / "summary.parquet").set_index(["breakdown", "metric"])
+    # both models pooled: hard = q3 over 2 models; m1 q3 = 1/3, m2 q3 = 1/3 → 1/3; IFR 5/6
+    assert s.loc[("difficulty=hard", "accuracy_mean"), "value"] == pytest.approx(1 / 3)
+    assert s.loc[("difficulty=hard", "ifr"), "value"] == pytest.approx(5 / 6)
+    assert s.loc[("all", "ifr"), "value"] == pytest.approx(17 / 18)
+    assert "| difficulty=hard |" in (tmp_path / "o" / "report.md").read_text()
+    bad = [dict(r, response=None) for r in breakdown_rows()[:2]]
+    res = run(write_jsonl(tmp_path / "bad.jsonl", bad), "--out", str(tmp_path / "b"), "--breakdown", "category",
+              "--resamples", "20")
+    assert res.exit_code == 0, res.output
+    assert pd.read_parquet(tmp_path / "b" / "summary.parquet").empty
+
+
+def test_report_has_strict_vs_muchomusic_agreement(tmp_path: Path) -> None:
+    rows = example_rows()
+    rows[0] = dict(rows[0], response="A guitar plays the main melody.")  # strict: unanswered; muchomusic: A
+    rows.append(dict(rows[1], response=None))  # an input error: not compared
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    for parser in ("strict", "muchomusic"):
+        out = tmp_path / parser
+        res = run(src, "--out", str(out), "--parser", parser, "--resamples", "20")
+        assert res.exit_code == 0, res.output
+        # 17 of the 18 valid responses parse alike ("(A)" forms agree; "I cannot tell." is -1 for both)
+        assert "- parser agreement strict vs muchomusic: 0.944 over 18 responses" in (out / "report.md").read_text()
+    res = run(write_jsonl(tmp_path / "bad.jsonl", [rows[-1]]), "--out", str(tmp_path / "b"), "--resamples", "20")
+    assert "- parser agreement strict vs muchomusic: – over 0 responses" in (tmp_path / "b" / "report.md").read_text()

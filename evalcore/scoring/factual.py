@@ -2,11 +2,20 @@
 
 INPUT rows carry ``response`` (the model's text) and ``labels`` (ground-truth strings); every other
 scalar column is a grouping column by default (``item_id``, when present, is instead the bootstrap
-unit). Labels are extracted with the deterministic lexicon extractor against the task's closed
-vocabulary (:mod:`evalcore.judges.vocab`), ground-truth labels are normalised to the same canonical
-forms, and FMA genre tasks compare them under a hierarchy mode
+unit). Labels are extracted with the deterministic lexicon extractor (default) or the
+``llm_extractor`` judge (``--extractor llm``) against the task's closed vocabulary
+(:mod:`evalcore.judges.vocab`; the lexicon's labels, or ``--vocab``), ground-truth labels are
+normalised to the same canonical forms, and FMA genre tasks compare them under a hierarchy mode
 (:mod:`evalcore.metrics.factual_modes`): ``genre`` → top, ``genre-tree`` → same-tree,
 ``genre-node`` → same-node; instruments and composers are compared exactly.
+
+With ``--extractor llm`` the LLM's out-of-vocabulary terms are dropped (never scored) and counted
+(per-item ``dropped``, total in ``report.md``); a row whose API call fails gets that failure as its
+``error`` (counted, excluded from the metrics). ``--agreement`` then also runs the lexicon extractor
+on the same responses and writes ``agreement.parquet`` (both label lists, exact set match, Jaccard;
+two empty lists agree with Jaccard 1) and a summary line: share of exact matches, mean Jaccard and
+the micro F1 of the LLM labels against the lexicon labels (pooled over rows; undefined when neither
+extractor found any label).
 """
 
 from __future__ import annotations
@@ -89,24 +98,47 @@ def row_error(row: dict[str, Any]) -> str | None:
     return None
 
 
-def score_rows(df: pd.DataFrame, task: str, lexicon: Lexicon, tree: dict[str, str]) -> pd.DataFrame:
-    """Input rows + ``truth``, ``extracted``, TP/FP/FN, P/R/F1 and ``error`` (metrics NaN on errors)."""
+def llm_extract(df: pd.DataFrame, judge: Any) -> list[dict | None]:
+    """The LLM judge's result per row (None for rows that are invalid anyway); one batched judge call."""
+    rows = df.to_dict("records")
+    todo = [i for i, row in enumerate(rows) if row_error(row) is None]
+    results = judge.judge([rows[i]["response"] for i in todo], [None] * len(todo)) if todo else []
+    out: list[dict | None] = [None] * len(rows)
+    for i, r in zip(todo, results):
+        out[i] = r
+    return out
+
+
+def score_rows(df: pd.DataFrame, task: str, lexicon: Lexicon, tree: dict[str, str],
+               llm: list[dict | None] | None = None) -> pd.DataFrame:
+    """Input rows + ``truth``, ``extracted``, TP/FP/FN, P/R/F1 and ``error`` (metrics NaN on errors).
+
+    ``llm`` (one judge result per row, from :func:`llm_extract`) replaces the lexicon extractor and
+    adds the ``dropped`` column; a judge error becomes the row's ``error``.
+    """
     mode = MODE_OF_TASK[task]
     out = []
-    for row in df.to_dict("records"):
+    for i, row in enumerate(df.to_dict("records")):
         err = row_error(row)
+        result = llm[i] if llm is not None else None
+        if err is None and result is not None and result.get("error") is not None:
+            err = f"llm extractor: {result['error']}"
         rec: dict[str, Any] = {k: v for k, v in row.items() if k != "_input_error"}
         if err is not None:
             if not isinstance(rec.get("response"), str):
                 rec["response"] = None
             rec["labels"] = _label_list(rec.get("labels"))
             rec.update(truth=None, extracted=None, **{c: float("nan") for c in METRIC_COLUMNS}, error=err)
+            if llm is not None:
+                rec["dropped"] = None
         else:
             labels = _label_list(row["labels"]) or []
             truth = list(dict.fromkeys(normalize(x, task) for x in labels))
-            extracted = extract(row["response"], lexicon)
+            extracted = list(result["extracted"]) if result is not None else extract(row["response"], lexicon)
             pred, gold = apply_mode(extracted, truth, tree, mode)
             rec.update(labels=labels, truth=truth, extracted=extracted, **set_scores(pred, gold), error=None)
+            if llm is not None:
+                rec["dropped"] = int(result.get("dropped", 0)) if result is not None else 0
             rec["_pred"], rec["_gold"] = pred, gold
         out.append(rec)
     return pd.DataFrame(out)
@@ -124,13 +156,50 @@ def per_label_table(scored: pd.DataFrame, group_cols: list[str]) -> pd.DataFrame
     return pd.DataFrame(rows, columns=cols)
 
 
+def agreement_table(scored: pd.DataFrame, lexicon: Lexicon, group_cols: list[str]) -> pd.DataFrame:
+    """Per scored row: LLM and lexicon labels on the same response, exact set match and Jaccard."""
+    keep = [c for c in ("item_id", *group_cols) if c in scored.columns]
+    keep = list(dict.fromkeys(keep))
+    rows = []
+    for row in scored.to_dict("records"):
+        llm_labels = list(row["extracted"])
+        lex_labels = extract(row["response"], lexicon)
+        a, b = set(llm_labels), set(lex_labels)
+        union = a | b
+        rows.append({**{c: row[c] for c in keep}, "response": row["response"], "llm_labels": llm_labels,
+                     "lexicon_labels": lex_labels, "exact_match": a == b,
+                     "jaccard": len(a & b) / len(union) if union else 1.0})
+    return pd.DataFrame(rows, columns=[*keep, "response", "llm_labels", "lexicon_labels", "exact_match", "jaccard"])
+
+
+def agreement_summary(agreement: pd.DataFrame) -> dict[str, float]:
+    """n, share of exact matches, mean Jaccard, micro P/R/F1 of the LLM labels vs the lexicon labels."""
+    tp = fp = fn = 0
+    for llm_labels, lex_labels in zip(agreement["llm_labels"], agreement["lexicon_labels"]):
+        a, b = set(llm_labels), set(lex_labels)
+        tp, fp, fn = tp + len(a & b), fp + len(a - b), fn + len(b - a)
+    n = len(agreement)
+    nan = float("nan")
+    return {"n": n, "exact": float(agreement["exact_match"].mean()) if n else nan,
+            "jaccard": float(agreement["jaccard"].mean()) if n else nan,
+            "precision": tp / (tp + fp) if tp + fp else nan, "recall": tp / (tp + fn) if tp + fn else nan,
+            "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else nan}
+
+
 def render_report(task: str, extractor: str, counts: dict[str, int], summary: pd.DataFrame,
-                  group_cols: list[str], labels: pd.DataFrame) -> str:
+                  group_cols: list[str], labels: pd.DataFrame, dropped: int | None = None,
+                  agreement: dict[str, float] | None = None) -> str:
     """A short Markdown report: counts, the summary table and the per-label table."""
     lines = [f"# Factual QA — task `{task}`, extractor `{extractor}`", "",
-             f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", "",
-             f"| {' | '.join([*group_cols, 'metric', 'value', '95% CI', 'n'])} |",
-             "|" + "---|" * (len(group_cols) + 4)]
+             f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", ""]
+    if dropped is not None:
+        lines += [f"out-of-vocabulary labels dropped by the LLM extractor (not scored): {dropped}", ""]
+    if agreement is not None:
+        lines += [f"agreement llm vs lexicon on {agreement['n']} rows: exact match {fmt(agreement['exact'])}, "
+                  f"mean Jaccard {fmt(agreement['jaccard'])}, micro F1 {fmt(agreement['f1'])} "
+                  f"(P {fmt(agreement['precision'])}, R {fmt(agreement['recall'])}; lexicon as reference)", ""]
+    lines += [f"| {' | '.join([*group_cols, 'metric', 'value', '95% CI', 'n'])} |",
+              "|" + "---|" * (len(group_cols) + 4)]
     for r in summary.to_dict("records"):
         cells = [str(r[c]) for c in group_cols]
         ci = f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
@@ -157,15 +226,32 @@ def factual(
                                            "(default: every scalar column but response/labels/item_id)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="OpenAI-compatible endpoint "
+                                               "(…/v1) for --extractor llm."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="Model name for --extractor llm."),
+    llm_key_env: str = typer.Option("OPENAI_API_KEY", "--llm-key-env", help="Environment variable holding "
+                                    "the API key (its name, never the key)."),
+    llm_cache: Optional[str] = typer.Option(None, "--llm-cache", help="Response cache directory (default: "
+                                            "$EVALCORE_LLM_CACHE, else ./.evalcore-llm-cache)."),
+    llm_rpm: int = typer.Option(500, "--llm-rpm", help="Requests per minute for the LLM endpoint."),
+    llm_tpm: int = typer.Option(200_000, "--llm-tpm", help="Tokens per minute for the LLM endpoint."),
+    llm_max_retries: int = typer.Option(5, "--llm-max-retries", help="Retries per request before the row "
+                                        "gets an error."),
+    llm_timeout: float = typer.Option(60.0, "--llm-timeout", help="Seconds per LLM request."),
+    agreement: bool = typer.Option(False, "--agreement", help="With --extractor llm: also run the lexicon "
+                                   "extractor and write agreement.parquet and an agreement line in report.md."),
 ) -> None:
     """Extract labels from each response and score precision/recall/F1 against its ground-truth labels."""
     if task not in TASKS:
         fail("factual", f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
+    if extractor not in ("lexicon", "llm"):
+        fail("factual", f"unknown --extractor {extractor!r}; choose lexicon or llm")
     if extractor == "llm":
-        fail("factual", "the LLM extractor needs the LLM judge layer, which is not built yet; "
-             "use --extractor lexicon")
-    if extractor != "lexicon":
-        fail("factual", f"unknown --extractor {extractor!r}; choose lexicon (or llm, not built yet)")
+        missing = [opt for opt, val in (("--llm-base-url", llm_base_url), ("--llm-model", llm_model)) if not val]
+        if missing:
+            fail("factual", f"--extractor llm (the LLM judge layer) needs {' and '.join(missing)}")
+    elif agreement:
+        fail("factual", "--agreement compares the LLM extractor with the lexicon extractor; use --extractor llm")
     try:
         genre_tree = read_tree(tree, task) if tree is not None else {}
         lexicon = build_lexicon(task, vocab, genre_tree)
@@ -183,7 +269,20 @@ def factual(
     if unknown:
         fail("factual", f"--group-by: no such grouping column(s) {unknown}; columns: {list(df.columns)}")
 
-    per_item = score_rows(df, task, lexicon, genre_tree)
+    llm_results = None
+    if extractor == "llm":
+        from evalcore.judges.llm_judges import LLMExtractorJudge
+
+        try:
+            category = lexicon_name(task).rsplit("_", 1)[-1]
+            judge = LLMExtractorJudge(vocabulary=list(lexicon.labels), category=category,
+                                      base_url=llm_base_url, model=llm_model, api_key_env=llm_key_env,
+                                      rpm=llm_rpm, tpm=llm_tpm, timeout_s=llm_timeout,
+                                      max_retries=llm_max_retries, cache_root=llm_cache)
+        except ValueError as e:
+            fail("factual", f"--extractor llm: {e}")
+        llm_results = llm_extract(df, judge)
+    per_item = score_rows(df, task, lexicon, genre_tree, llm_results)
     ok = per_item["error"].isna()
     scored = per_item[ok].copy()
     unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
@@ -194,11 +293,26 @@ def factual(
     labels_table = per_label_table(scored if len(scored) else pd.DataFrame(columns=[*groups, "_pred", "_gold"]),
                                    groups)
     counts = {"in": len(per_item), "scored": int(ok.sum()), "errored": int((~ok).sum())}
-    report = render_report(task, extractor, counts, summary, groups, labels_table)
-    per_item = arrow_safe(per_item.drop(columns=["_pred", "_gold"], errors="ignore"))
+    dropped = int(scored["dropped"].sum()) if extractor == "llm" and len(scored) else (0 if extractor == "llm"
+                                                                                        else None)
+    agree_table = agree = None
+    if agreement:
+        agree_table = agreement_table(scored, lexicon, groups)
+        agree = agreement_summary(agree_table)
+    report = render_report(task, extractor, counts, summary, groups, labels_table, dropped, agree)
+    per_item = arrow_safe(per_item.drop(columns=["_pred", "_gold"], errors="ignore"), int_columns=["dropped"])
     write_outputs(out, per_item, summary, report)
     storage.write_parquet(pa.Table.from_pandas(labels_table, preserve_index=False),
                           storage.join(out, "per_label.parquet"))
+    written = "per_item.parquet, summary.parquet, per_label.parquet, report.md"
+    if agree_table is not None:
+        storage.write_parquet(pa.Table.from_pandas(arrow_safe(agree_table), preserve_index=False),
+                              storage.join(out, "agreement.parquet"))
+        written += ", agreement.parquet"
+        typer.echo(f"agreement llm vs lexicon: exact {fmt(agree['exact'])}, mean Jaccard {fmt(agree['jaccard'])}, "
+                   f"micro F1 {fmt(agree['f1'])}", err=True)
+    if dropped:
+        typer.echo(f"note: {dropped} out-of-vocabulary label(s) dropped by the LLM extractor", err=True)
 
     vocab_set = set(lexicon.labels)
     outside = sum(t not in vocab_set for ts in scored["truth"] for t in ts) if len(scored) else 0
@@ -206,6 +320,6 @@ def factual(
         typer.echo(f"note: {outside} ground-truth label(s) outside the vocabulary (they can only be misses)",
                    err=True)
     typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
-    typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, per_label.parquet, report.md", err=True)
+    typer.echo(f"wrote {out}/{written}", err=True)
     if not counts["scored"]:
         fail("factual", "no row could be scored", code=1)

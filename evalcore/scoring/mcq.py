@@ -1,4 +1,12 @@
-"""``evalcore score mcq``: multiple-choice responses → parsed answers, per-order metrics, report."""
+"""``evalcore score mcq``: multiple-choice responses → parsed answers, per-order metrics, report.
+
+Parsers: ``strict`` and ``muchomusic`` (offline) and ``llm`` (the registered ``mcq_llm`` judge
+against an OpenAI-compatible endpoint, with a response cache; a failed API call makes that row
+an ``error``, counted and excluded like any bad row). ``--breakdown COL[,COL…]`` adds summary
+rows per value of each column (column ``breakdown`` = ``"all"`` for the main rows, else
+``"<col>=<value>"``; a list-valued column counts a row under each of its values). The report
+always carries the strict-vs-muchomusic parser agreement (and llm-vs-each with ``--parser llm``).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +18,16 @@ import typer
 
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
-from evalcore.metrics.mcq_orders import METRICS, summarize_orders
+from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, is_missing, read_rows,
                                  write_outputs)
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
 PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {"strict": parse_choice, "muchomusic": parse_muchomusic}
-_OWN = {*REQUIRED, "_input_error", "parsed_index", "correct", "error"}
+PARSER_NAMES = (*PARSERS, "llm")
+_OWN = {*REQUIRED, "_input_error", "parsed_index", "correct", "error", "breakdown"}
+ALL = "all"
 
 
 def _options(v: Any) -> list[str] | None:
@@ -60,22 +70,32 @@ def row_error(row: dict[str, Any]) -> str | None:
     return None
 
 
-def score_rows(df: pd.DataFrame, parser: str) -> pd.DataFrame:
-    """Input rows + ``parsed_index`` (-1 = unanswered, null on error), ``correct``, ``error``."""
-    parse = PARSERS[parser]
-    parsed: list[Any] = []
-    correct: list[Any] = []
-    errors: list[str | None] = []
-    for row in df.to_dict("records"):
-        err = row_error(row)
-        errors.append(err)
-        if err is None:
-            p = parse(row["response"], _options(row["options"]))  # type: ignore[arg-type]
-            parsed.append(p)
-            correct.append(p == _index(row["correct_index"]))
-        else:
-            parsed.append(None)
-            correct.append(None)
+def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame:
+    """Input rows + ``parsed_index`` (-1 = unanswered, null on error), ``correct``, ``error``.
+
+    ``parser`` "llm" needs ``judge`` (an ``mcq_llm`` judge): the valid rows go to it in one call
+    and a row whose call failed gets ``error`` = "llm parser: <reason>"."""
+    records = df.to_dict("records")
+    errors: list[str | None] = [row_error(r) for r in records]
+    parsed: list[Any] = [None] * len(records)
+    if parser == "llm":
+        if judge is None:
+            raise ValueError("parser 'llm' needs a judge")
+        todo = [i for i, e in enumerate(errors) if e is None]
+        results = judge.judge([records[i]["response"] for i in todo], [_options(records[i]["options"]) for i in todo])
+        for i, r in zip(todo, results):
+            if r.get("error") is not None or r.get("parsed_index") is None:
+                errors[i] = f"llm parser: {r.get('error') or 'no result'}"
+            else:
+                parsed[i] = int(r["parsed_index"])
+    else:
+        parse = PARSERS[parser]
+        for i, (row, err) in enumerate(zip(records, errors)):
+            if err is None:
+                parsed[i] = parse(row["response"], _options(row["options"]))  # type: ignore[arg-type]
+    correct = [None if e is not None else p == _index(r["correct_index"])
+               for r, p, e in zip(records, parsed, errors)]
+    parsed = [None if e is not None else p for p, e in zip(parsed, errors)]
     out = df.drop(columns=["_input_error"], errors="ignore").copy()
     out["parsed_index"] = pd.array(parsed, dtype="Int64")
     out["correct"] = pd.array(correct, dtype="boolean")
@@ -83,26 +103,85 @@ def score_rows(df: pd.DataFrame, parser: str) -> pd.DataFrame:
     return out
 
 
-def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tuple[int, int, int]) -> str:
-    """A short Markdown report: one row per group."""
+def parser_agreement(df: pd.DataFrame, per_item: pd.DataFrame, parser: str) -> list[tuple[str, str, float, int]]:
+    """(parser a, parser b, agreement, responses): strict vs muchomusic over every row without an
+    input error (offline, always), and with ``parser`` "llm" the llm parse vs each of them over the
+    rows the llm parsed."""
+    records = df.to_dict("records")
+    valid = [i for i, r in enumerate(records) if row_error(r) is None]
+    offline = {name: [fn(records[i]["response"], _options(records[i]["options"])) for i in valid]  # type: ignore[arg-type]
+               for name, fn in PARSERS.items()}
+    out = [("strict", "muchomusic", agreement(offline["strict"], offline["muchomusic"]), len(valid))]
+    if parser == "llm":
+        llm = per_item["parsed_index"].tolist()
+        keep = [k for k, i in enumerate(valid) if not is_missing(llm[i])]
+        got = [int(llm[valid[k]]) for k in keep]
+        for name in PARSERS:
+            out.append(("llm", name, agreement(got, [offline[name][k] for k in keep]), len(keep)))
+    return out
+
+
+def breakdown_summary(scored: pd.DataFrame, by: list[str], breakdown: list[str], *, resamples: int,
+                      seed: int) -> pd.DataFrame:
+    """The main summary (``breakdown`` = "all") followed by one block per value of each breakdown column."""
+    main = summarize_orders(scored, by, resamples=resamples, seed=seed)
+    main.insert(len(by), "breakdown", ALL)
+    parts = [main]
+    for col in breakdown:
+        work = scored
+        if any(isinstance(v, (list, tuple, np.ndarray)) for v in work[col]):
+            work = work.assign(**{col: [list(v) if isinstance(v, (list, tuple, np.ndarray)) else v
+                                        for v in work[col]]}).explode(col)
+            work = work[work[col].notna()]
+        part = summarize_orders(work, [*by, col], resamples=resamples, seed=seed)
+        label = [f"{col}=<missing>" if is_missing(v) else f"{col}={v}" for v in part[col]]
+        part = part.drop(columns=[col])
+        part.insert(len(by), "breakdown", pd.Series(label, index=part.index, dtype=object))
+        parts.append(part)
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return main
+    return pd.concat(parts, ignore_index=True)
+
+
+def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tuple[int, int, int],
+                  agreements: Sequence[tuple[str, str, float, int]] = ()) -> str:
+    """A short Markdown report: one row per group (and per breakdown value), then parser agreement."""
     n_in, n_ok, n_err = counts
     lines = ["# Multiple-choice scores", "",
              f"Parser: `{parser}`. Rows: {n_in} in = {n_ok} scored + {n_err} errored.", "",
              "| group | questions | accuracy (mean ± SD over orders) | consistency | IFR |",
              "|---|---|---|---|---|"]
+    agree = ["", "Parser agreement (share of responses parsed to the same index; both unanswered = agree):", ""]
+    agree += [f"- parser agreement {a} vs {b}: {fmt(v)} over {n} responses" for a, b, v, n in agreements]
     if summary.empty:
-        return "\n".join([*lines, "| (no scored rows) | | | | |", ""])
-    keyed = summary.assign(_k=[tuple(r) for r in summary[by].itertuples(index=False)] if by else [()] * len(summary))
+        return "\n".join([*lines, "| (no scored rows) | | | | |", *agree, ""])
+    keys = [*by, "breakdown"] if "breakdown" in summary.columns else list(by)
+    keyed = summary.assign(_k=[tuple(r) for r in summary[keys].itertuples(index=False)])
     for key, g in keyed.groupby("_k", sort=False):
         v = dict(zip(g["metric"], g["value"]))
         n = int(g["n"].iloc[0])
-        name = ", ".join(f"{c}={k}" for c, k in zip(by, key)) or "all"
+        parts = [f"{c}={k}" for c, k in zip(by, key)]
+        if len(key) > len(by) and key[-1] != ALL:
+            parts.append(str(key[-1]))
+        name = ", ".join(parts) or "all"
         lines.append(f"| {name} | {n} | {fmt(v['accuracy_mean'])} ± {fmt(v['accuracy_sd'])} "
                      f"| {fmt(v['consistency'])} | {fmt(v['ifr'])} |")
+    lines += agree
     lines += ["", "Definitions:", ""]
     defs = summary.drop_duplicates("metric").set_index("metric")["definition"]
     lines += [f"- **{m}**: {defs[m]}" for m in METRICS if m in defs.index]
     return "\n".join([*lines, ""])
+
+
+def build_llm_judge(base_url: str, model: str, key_env: str, cache: str | None, rpm: int, tpm: int,
+                    max_retries: int, timeout_s: float) -> Any:
+    """The registered ``mcq_llm`` judge for these endpoint options."""
+    import evalcore.judges  # noqa: F401  (registers the judges)
+    from evalcore.registry import JUDGES
+
+    return JUDGES.build("mcq_llm", base_url=base_url, model=model, api_key_env=key_env, cache_root=cache,
+                        rpm=rpm, tpm=tpm, max_retries=max_retries, timeout_s=timeout_s)
 
 
 @score_app.command("mcq")
@@ -110,35 +189,68 @@ def score_mcq(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL rows: question_id, order_id, "
                                     "options, correct_index (0-based), response, plus grouping columns."),
     out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
-    parser: str = typer.Option("strict", "--parser", help="Answer parser: strict | muchomusic."),
+    parser: str = typer.Option("strict", "--parser", help="Answer parser: strict | muchomusic | llm."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated group columns "
-                                           "(default: every non-required scalar column; '' = no groups)."),
+                                           "(default: every non-required scalar column not in --breakdown; "
+                                           "'' = no groups)."),
+    breakdown: Optional[str] = typer.Option(None, "--breakdown", help="Comma-separated columns: extra summary "
+                                            "rows per value of each (e.g. category,difficulty,genre)."),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="--parser llm: OpenAI-compatible "
+                                               "base URL (…/v1)."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="--parser llm: matcher model name."),
+    llm_key_env: str = typer.Option("OPENAI_API_KEY", "--llm-key-env", help="--parser llm: name of the "
+                                    "environment variable holding the API key."),
+    llm_cache: Optional[str] = typer.Option(None, "--llm-cache", metavar="DIR", help="--parser llm: response "
+                                            "cache (default $EVALCORE_LLM_CACHE, else ./.evalcore-llm-cache)."),
+    llm_rpm: int = typer.Option(500, "--llm-rpm", help="--parser llm: requests per minute."),
+    llm_tpm: int = typer.Option(1_000_000, "--llm-tpm", help="--parser llm: tokens per minute."),
+    llm_max_retries: int = typer.Option(5, "--llm-max-retries", help="--parser llm: retries per request."),
+    llm_timeout: float = typer.Option(60.0, "--llm-timeout", help="--parser llm: seconds per request."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
 ) -> None:
     """Parse multiple-choice answers and score accuracy over option orders, consistency and IFR."""
-    if parser not in PARSERS:
-        fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSERS)}")
+    if parser not in PARSER_NAMES:
+        fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSER_NAMES)}")
+    if parser == "llm":
+        for name, value in (("--llm-base-url", llm_base_url), ("--llm-model", llm_model)):
+            if not value:
+                fail("mcq", f"--parser llm needs {name}")
+        if llm_rpm < 1 or llm_tpm < 1 or llm_max_retries < 0 or llm_timeout <= 0:
+            fail("mcq", "--llm-rpm/--llm-tpm must be at least 1, --llm-max-retries >= 0, --llm-timeout > 0")
     if resamples < 1:
         fail("mcq", f"--resamples must be at least 1, got {resamples}")
     try:
         df = read_rows(input_uri, REQUIRED)
     except InputError as e:
         fail("mcq", str(e), code=1)
+    bd = [c.strip() for c in (breakdown or "").split(",") if c.strip()]
+    unknown = [c for c in bd if c not in df.columns or c in _OWN]
+    if unknown:
+        fail("mcq", f"--breakdown: not input column(s) {unknown}; columns are "
+                    f"{[c for c in df.columns if c != '_input_error']}")
     if group_by is None:
-        by = default_group_by(df, _OWN)
+        by = default_group_by(df, _OWN | set(bd))
     else:
         by = [c.strip() for c in group_by.split(",") if c.strip()]
         unknown = [c for c in by if c not in df.columns or c in _OWN]
         if unknown:
             fail("mcq", f"--group-by: not input grouping column(s) {unknown}; columns are {list(df.columns)}")
-    per_item = score_rows(df, parser)
+        both = [c for c in bd if c in by]
+        if both:
+            fail("mcq", f"column(s) {both} are in both --group-by and --breakdown")
+    judge = None
+    if parser == "llm":
+        judge = build_llm_judge(llm_base_url, llm_model, llm_key_env, llm_cache, llm_rpm,  # type: ignore[arg-type]
+                                llm_tpm, llm_max_retries, llm_timeout)
+    per_item = score_rows(df, parser, judge)
+    agreements = parser_agreement(df, per_item, parser)
     ok = per_item[per_item["error"].isna()]
     scored = ok.assign(parsed_index=ok["parsed_index"].astype(int), correct=ok["correct"].astype(bool))
-    summary = summarize_orders(scored, by, resamples=resamples, seed=seed)
+    summary = breakdown_summary(scored, by, bd, resamples=resamples, seed=seed)
     n_in, n_ok = len(per_item), len(scored)
     counts = (n_in, n_ok, n_in - n_ok)
     per_item = arrow_safe(per_item, int_columns=("question_id", "order_id", "correct_index"))
-    write_outputs(out, per_item, summary, render_report(summary, by, parser, counts))
+    write_outputs(out, per_item, summary, render_report(summary, by, parser, counts, agreements))
     typer.echo(f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored", err=True)
     typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, report.md", err=True)

@@ -35,6 +35,7 @@ from evalcore.judges.lexicon import LEXICONS, Lexicon, extract
 from evalcore.judges.vocab import TASKS, lexicon_name, normalize, read_vocab_file, restrict, vocabulary
 from evalcore.metrics.factual import FactualScorer, set_scores
 from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
+from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, is_missing, read_rows, summarize,
                                  write_outputs)
@@ -226,18 +227,14 @@ def factual(
                                            "(default: every scalar column but response/labels/item_id)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
-    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="OpenAI-compatible endpoint "
-                                               "(…/v1) for --extractor llm."),
-    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="Model name for --extractor llm."),
-    llm_key_env: str = typer.Option("OPENAI_API_KEY", "--llm-key-env", help="Environment variable holding "
-                                    "the API key (its name, never the key)."),
-    llm_cache: Optional[str] = typer.Option(None, "--llm-cache", help="Response cache directory (default: "
-                                            "$EVALCORE_LLM_CACHE, else ./.evalcore-llm-cache)."),
-    llm_rpm: int = typer.Option(500, "--llm-rpm", help="Requests per minute for the LLM endpoint."),
-    llm_tpm: int = typer.Option(200_000, "--llm-tpm", help="Tokens per minute for the LLM endpoint."),
-    llm_max_retries: int = typer.Option(5, "--llm-max-retries", help="Retries per request before the row "
-                                        "gets an error."),
-    llm_timeout: float = typer.Option(60.0, "--llm-timeout", help="Seconds per LLM request."),
+    llm_base_url: Optional[str] = llm.BASE_URL,
+    llm_model: Optional[str] = llm.MODEL,
+    llm_key_env: str = llm.KEY_ENV,
+    llm_cache: Optional[str] = llm.CACHE,
+    llm_rpm: int = llm.RPM,
+    llm_tpm: int = llm.TPM,
+    llm_max_retries: int = llm.MAX_RETRIES,
+    llm_timeout: float = llm.TIMEOUT,
     agreement: bool = typer.Option(False, "--agreement", help="With --extractor llm: also run the lexicon "
                                    "extractor and write agreement.parquet and an agreement line in report.md."),
 ) -> None:
@@ -246,11 +243,7 @@ def factual(
         fail("factual", f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
     if extractor not in ("lexicon", "llm"):
         fail("factual", f"unknown --extractor {extractor!r}; choose lexicon or llm")
-    if extractor == "llm":
-        missing = [opt for opt, val in (("--llm-base-url", llm_base_url), ("--llm-model", llm_model)) if not val]
-        if missing:
-            fail("factual", f"--extractor llm (the LLM judge layer) needs {' and '.join(missing)}")
-    elif agreement:
+    if extractor != "llm" and agreement:
         fail("factual", "--agreement compares the LLM extractor with the lexicon extractor; use --extractor llm")
     try:
         genre_tree = read_tree(tree, task) if tree is not None else {}
@@ -271,16 +264,10 @@ def factual(
 
     llm_results = None
     if extractor == "llm":
-        from evalcore.judges.llm_judges import LLMExtractorJudge
-
-        try:
-            category = lexicon_name(task).rsplit("_", 1)[-1]
-            judge = LLMExtractorJudge(vocabulary=list(lexicon.labels), category=category,
-                                      base_url=llm_base_url, model=llm_model, api_key_env=llm_key_env,
-                                      rpm=llm_rpm, tpm=llm_tpm, timeout_s=llm_timeout,
-                                      max_retries=llm_max_retries, cache_root=llm_cache)
-        except ValueError as e:
-            fail("factual", f"--extractor llm: {e}")
+        judge = llm.build_judge("factual", "--extractor llm", "llm_extractor", base_url=llm_base_url,
+                                model=llm_model, key_env=llm_key_env, cache=llm_cache, rpm=llm_rpm, tpm=llm_tpm,
+                                max_retries=llm_max_retries, timeout_s=llm_timeout,
+                                vocabulary=list(lexicon.labels), category=lexicon_name(task).rsplit("_", 1)[-1])
         llm_results = llm_extract(df, judge)
     per_item = score_rows(df, task, lexicon, genre_tree, llm_results)
     ok = per_item["error"].isna()

@@ -19,6 +19,7 @@ import typer
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
 from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
+from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, is_missing, read_rows,
                                  write_outputs)
@@ -174,16 +175,6 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tup
     return "\n".join([*lines, ""])
 
 
-def build_llm_judge(base_url: str, model: str, key_env: str, cache: str | None, rpm: int, tpm: int,
-                    max_retries: int, timeout_s: float) -> Any:
-    """The registered ``mcq_llm`` judge for these endpoint options."""
-    import evalcore.judges  # noqa: F401  (registers the judges)
-    from evalcore.registry import JUDGES
-
-    return JUDGES.build("mcq_llm", base_url=base_url, model=model, api_key_env=key_env, cache_root=cache,
-                        rpm=rpm, tpm=tpm, max_retries=max_retries, timeout_s=timeout_s)
-
-
 @score_app.command("mcq")
 def score_mcq(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL rows: question_id, order_id, "
@@ -195,29 +186,20 @@ def score_mcq(
                                            "'' = no groups)."),
     breakdown: Optional[str] = typer.Option(None, "--breakdown", help="Comma-separated columns: extra summary "
                                             "rows per value of each (e.g. category,difficulty,genre)."),
-    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="--parser llm: OpenAI-compatible "
-                                               "base URL (…/v1)."),
-    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="--parser llm: matcher model name."),
-    llm_key_env: str = typer.Option("OPENAI_API_KEY", "--llm-key-env", help="--parser llm: name of the "
-                                    "environment variable holding the API key."),
-    llm_cache: Optional[str] = typer.Option(None, "--llm-cache", metavar="DIR", help="--parser llm: response "
-                                            "cache (default $EVALCORE_LLM_CACHE, else ./.evalcore-llm-cache)."),
-    llm_rpm: int = typer.Option(500, "--llm-rpm", help="--parser llm: requests per minute."),
-    llm_tpm: int = typer.Option(1_000_000, "--llm-tpm", help="--parser llm: tokens per minute."),
-    llm_max_retries: int = typer.Option(5, "--llm-max-retries", help="--parser llm: retries per request."),
-    llm_timeout: float = typer.Option(60.0, "--llm-timeout", help="--parser llm: seconds per request."),
+    llm_base_url: Optional[str] = llm.BASE_URL,
+    llm_model: Optional[str] = llm.MODEL,
+    llm_key_env: str = llm.KEY_ENV,
+    llm_cache: Optional[str] = llm.CACHE,
+    llm_rpm: int = llm.RPM,
+    llm_tpm: int = llm.TPM,
+    llm_max_retries: int = llm.MAX_RETRIES,
+    llm_timeout: float = llm.TIMEOUT,
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
 ) -> None:
     """Parse multiple-choice answers and score accuracy over option orders, consistency and IFR."""
     if parser not in PARSER_NAMES:
         fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSER_NAMES)}")
-    if parser == "llm":
-        for name, value in (("--llm-base-url", llm_base_url), ("--llm-model", llm_model)):
-            if not value:
-                fail("mcq", f"--parser llm needs {name}")
-        if llm_rpm < 1 or llm_tpm < 1 or llm_max_retries < 0 or llm_timeout <= 0:
-            fail("mcq", "--llm-rpm/--llm-tpm must be at least 1, --llm-max-retries >= 0, --llm-timeout > 0")
     if resamples < 1:
         fail("mcq", f"--resamples must be at least 1, got {resamples}")
     try:
@@ -241,8 +223,9 @@ def score_mcq(
             fail("mcq", f"column(s) {both} are in both --group-by and --breakdown")
     judge = None
     if parser == "llm":
-        judge = build_llm_judge(llm_base_url, llm_model, llm_key_env, llm_cache, llm_rpm,  # type: ignore[arg-type]
-                                llm_tpm, llm_max_retries, llm_timeout)
+        judge = llm.build_judge("mcq", "--parser llm", "mcq_llm", base_url=llm_base_url, model=llm_model,
+                                key_env=llm_key_env, cache=llm_cache, rpm=llm_rpm, tpm=llm_tpm,
+                                max_retries=llm_max_retries, timeout_s=llm_timeout)
     per_item = score_rows(df, parser, judge)
     agreements = parser_agreement(df, per_item, parser)
     ok = per_item[per_item["error"].isna()]

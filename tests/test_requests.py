@@ -141,3 +141,17 @@ def test_vocabulary_placeholder_lists_the_lexicon():
     assert req["prompt"] == "Among piano, violin, which instruments play?"
     with pytest.raises(Exception, match="unknown vocabulary"):
         parse_config({**cfg.model_dump(), "protocols": [{"name": "factual", "vocabulary": "nope"}]})
+
+
+def test_factual_and_mcq_get_a_default_judge():
+    from evalcore.pipeline.run import protocol_judges
+
+    cfg = parse_config({
+        "name": "t", "datasets": [{"name": "d", "kind": "items_file", "params": {"path": "x.jsonl"}}],
+        "models": [{"name": "m1", "kind": "null"}],
+        "protocols": [{"name": "factual"}, {"name": "mcq", "judge": {"kind": "mcq_muchomusic"}},
+                      {"name": "freeform"}],
+    })
+    judges = protocol_judges(cfg)
+    assert judges["factual"][0] == "lexicon" and judges["mcq"][0] == "mcq_muchomusic"
+    assert "freeform" not in judges

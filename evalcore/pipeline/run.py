@@ -22,7 +22,7 @@ import yaml
 
 import evalcore
 from evalcore import storage
-from evalcore.config import ModelConfig, RunConfig
+from evalcore.config import JudgeConfig, ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table
@@ -33,6 +33,11 @@ from evalcore.reports.tables import counts, error_rows, merge_chunks, per_item_t
 from evalcore.schema import ERRORS, ITEM, JUDGMENT, RESPONSE, conform
 
 log = logging.getLogger("evalcore")
+
+#: the judge of a protocol whose config names none: never leave factual or MCQ answers unjudged
+#: (they would score as empty predictions / unanswered without any error)
+DEFAULT_JUDGES = {"factual": JudgeConfig(kind="lexicon", params={"vocabulary": "instrument"}),
+                  "mcq": JudgeConfig(kind="mcq_string")}
 
 BLOCK_ROWS = 16  # requests per Ray block: enough blocks for parallel decode, few enough to be cheap
 SHARD_ROWS = 5000  # rows per written Parquet shard
@@ -177,12 +182,17 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
                           num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency))
 
 
+def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
+    """protocol → (judge kind, params JSON): the configured judge, else the protocol's default."""
+    return {p.name: (j.kind, json.dumps(j.params, sort_keys=True))
+            for p in cfg.protocols if (j := p.judge or DEFAULT_JUDGES.get(p.name)) is not None}
+
+
 def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
     """Stages 3–5 on Ray: yields judged response rows (one per chunk) as they complete."""
     import ray
 
-    judges = {p.name: (p.judge.kind, json.dumps(p.judge.params, sort_keys=True))
-              for p in cfg.protocols if p.judge is not None}
+    judges = protocol_judges(cfg)
     by_model: dict[str, list[dict]] = {m.name: [] for m in cfg.models}
     for r in requests:
         by_model[r["model"]].append(r)
@@ -246,10 +256,8 @@ def run(cfg: RunConfig) -> RunResult:
         writer.add(rows)
     writer.flush()
 
-    # 6. score and report, then the error budget (the tables and report are written either way)
-    result = finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
-    check_error_budget(result, merge_chunks(judged), cfg.max_error_rate)
-    return result
+    # 6. score and report; the error budget is checked after both are written
+    return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
 
 
 class _ShardWriter:
@@ -300,7 +308,9 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c}, indent=2))
     report = markdown.render(meta, c, summary.to_pandas(), errors.to_pandas())
     out.write_text(storage.join(root, "report.md"), report)
-    return RunResult(root=root, counts=c, report=report)
+    result = RunResult(root=root, counts=c, report=report)
+    check_error_budget(result, merged, cfg.max_error_rate)  # after the tables and report are written
+    return result
 
 
 def rerender(root: str) -> str:

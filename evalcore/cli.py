@@ -35,21 +35,34 @@ def load_or_exit(config: Optional[Path], out: Optional[str]):
 
 @app.command()
 def run(
-    config: Optional[Path] = typer.Argument(None, help="Run config (YAML). Omit to run the embedded offline demo."),
+    config: Optional[Path] = typer.Argument(None, help="Run config (YAML). Omit to run the embedded offline demo "
+                                            "(or, with --resume, to use the run's own config)."),
     out: Optional[str] = typer.Option(None, "--out", help="Run root: a local path or s3://bucket/prefix "
                                       "(default: the config's storage.root, else ./runs/<name>)."),
+    resume: Optional[str] = typer.Option(None, "--resume", metavar="RUN_URI",
+                                         help="Finish the killed or failed run at RUN_URI with its own config.yaml: "
+                                         "committed rows are kept and not computed again."),
+    commit_every: float = typer.Option(10.0, "--commit-every", min=0.0, metavar="SECONDS",
+                                       help="Commit finished rows to the run root at least this often."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
     """Run an evaluation end to end: items → requests → audio → models → judges → tables → report."""
+    from evalcore.pipeline.commit import RunStateError
     from evalcore.pipeline.run import ErrorBudgetExceeded, run as run_pipeline
 
-    cfg = load_or_exit(config, out)
+    if resume is None:
+        cfg = load_or_exit(config, out)
+    else:
+        cfg = resume_or_exit(resume, config, out)
     if quiet:
         cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"progress_bars": False})})
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    typer.echo(f"evalcore: run {cfg.name!r} → {cfg.root}", err=True)
+    typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
     try:
-        result = run_pipeline(cfg)
+        result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every)
+    except RunStateError as e:
+        typer.echo(f"evalcore: {e}", err=True)
+        raise typer.Exit(code=2)
     except ErrorBudgetExceeded as e:  # tables and report were written before the budget was checked
         typer.echo(e.result.report)
         typer.echo(f"evalcore: {e}", err=True)
@@ -59,6 +72,25 @@ def run(
     typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} errored; "
                f"items: {c['items_in']} in, {c['items_errored']} errored", err=True)
     typer.echo(f"wrote {result.root}/report.md and {result.root}/tables/", err=True)
+
+
+def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
+    """The config of the run at RUN_URI; a CONFIG given too must agree with it. Problems exit 2."""
+    from evalcore import storage
+    from evalcore.pipeline.commit import RunStateError
+    from evalcore.pipeline.resume import resume_config
+
+    if out is not None and out.rstrip("/") != run_uri.rstrip("/"):
+        typer.echo(f"--out {out} and --resume {run_uri} name different run roots; give only --resume", err=True)
+        raise typer.Exit(code=2)
+    given = load_or_exit(config, None) if config is not None else None
+    if given is not None:  # reach the run root with the given config's S3 options (endpoint) to read its own
+        storage.configure_s3(storage.S3Options(**given.storage.s3.model_dump()))
+    try:
+        return resume_config(run_uri, given)
+    except RunStateError as e:
+        typer.echo(f"evalcore: {e}", err=True)
+        raise typer.Exit(code=2)
 
 
 @app.command()

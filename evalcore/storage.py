@@ -105,7 +105,8 @@ def write_bytes(uri: str, data: bytes) -> None:
     fs, path = resolve(uri)
     if isinstance(fs, pafs.LocalFileSystem):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        # a hidden name: readers of the directory (pyarrow skips "." and "_" names) never see a half-written file
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}")
         with fs.open_output_stream(tmp) as f:
             f.write(data)
         os.replace(tmp, path)
@@ -132,6 +133,16 @@ def read_parquet(uri: str) -> pa.Table:
     """Read one Parquet file or a directory of them."""
     fs, path = resolve(uri)
     return pq.read_table(path, filesystem=fs)
+
+
+def delete(uri: str) -> bool:
+    """Delete one file/object; False if it did not exist."""
+    fs, path = resolve(uri)
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def list_files(uri: str, suffix: str = "") -> list[str]:
@@ -205,3 +216,6 @@ class RunStorage:
 
     def write_parquet(self, table: pa.Table, uri: str) -> None:
         write_parquet(table, self.check(uri))
+
+    def delete(self, uri: str) -> bool:
+        return delete(self.check(uri))

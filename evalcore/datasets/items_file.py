@@ -43,7 +43,12 @@ class ItemsFile(Dataset):
 
     @staticmethod
     def _jsonl(data: bytes) -> Iterator[Any]:
-        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        for n, raw in enumerate(data.splitlines(), 1):
+            try:  # per line, so one line of another encoding is that line's error, not mangled text
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield BadLine(f"line {n}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})")
+                continue
             if not line.strip():
                 continue
             try:

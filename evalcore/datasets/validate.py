@@ -1,4 +1,9 @@
-"""Item validation: a malformed item row becomes an error row with its reason, never a crash."""
+"""Item validation: a malformed item row becomes an error row with its reason, never a crash.
+
+Beyond fields and types, text must be valid Unicode that encodes as UTF-8 (a JSON ``\\ud800`` escape
+gives a lone surrogate that no Parquet/Arrow writer accepts) and of bounded length: ids and URIs
+(``MAX_ID_CHARS``) and every other text (``MAX_TEXT_CHARS``, e.g. a 1 MB question is an error row).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,20 @@ from evalcore.schema import ITEM, PROTOCOLS
 
 _STR_FIELDS = ("item_id", "task", "audio_uri", "question", "reference", "category", "difficulty", "metadata")
 _FLOAT_FIELDS = ("excerpt_start", "excerpt_end")
+MAX_ID_CHARS = 1024  # item_id, audio_uri
+MAX_TEXT_CHARS = 65_536  # question, reference, each label and option, metadata, ...
+
+
+def _text_problem(field: str, v: str) -> str | None:
+    """Why the text ``v`` of ``field`` cannot be used (too long, not encodable as UTF-8), or None."""
+    limit = MAX_ID_CHARS if field in ("item_id", "audio_uri") else MAX_TEXT_CHARS
+    if len(v) > limit:
+        return f"field {field!r} is too long ({len(v)} characters > {limit})"
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"field {field!r} is not valid UTF-8 text ({e.reason} at character {e.start})"
+    return None
 
 
 def _check(row: dict[str, Any]) -> str | None:
@@ -19,6 +38,8 @@ def _check(row: dict[str, Any]) -> str | None:
         v = row.get(f)
         if v is not None and not isinstance(v, str):
             return f"field {f!r} must be a string, got {type(v).__name__}"
+        if v is not None and (problem := _text_problem(f, v)):
+            return problem
     if not row.get("item_id"):
         return "missing item_id"
     if row.get("protocol") not in PROTOCOLS:
@@ -41,11 +62,21 @@ def _check(row: dict[str, Any]) -> str | None:
         v = row.get(f)
         if v is not None and (not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v)):
             return f"field {f!r} must be a list of strings"
+        for x in v or ():
+            if problem := _text_problem(f, x):
+                return problem
     if proto == "freeform" and not isinstance(row.get("reference"), str):
         return "free-form item needs a reference answer (string)"
     if proto == "factual" and row.get("labels") is None:
         return "factual item needs labels (a list of strings)"
-    if proto == "mcq":
+    if proto == "true_false":
+        if row.get("labels") not in (["yes"], ["no"]):
+            return "true/false item needs labels ['yes'] or ['no']"
+        if not row.get("options") or len(row["options"]) != 1:
+            return "true/false item needs options = [the asked label]"
+    if proto == "binary_choice" and len(row.get("options") or ()) != 2:
+        return "binary-choice item needs exactly 2 options"
+    if proto in ("mcq", "binary_choice"):
         opts, ci = row.get("options"), row.get("correct_option")
         if not opts or len(opts) < 2:
             return "multiple-choice item needs at least 2 options"
@@ -73,7 +104,8 @@ def validate_items(dataset: str, rows: Iterable[Any]) -> tuple[list[dict], list[
             reason = _check(row)
         except Exception as e:  # a row so odd that checking it fails is still just a bad row
             reason = f"unreadable item row: {type(e).__name__}: {e}"
-        item_id = row.get("item_id") if isinstance(row.get("item_id"), str) else f"#{i}"
+        rid = row.get("item_id")
+        item_id = rid if isinstance(rid, str) and rid and _text_problem("item_id", rid) is None else f"#{i}"
         if reason is None and item_id in seen:
             reason = f"duplicate item_id {item_id!r}"
         if reason is not None:

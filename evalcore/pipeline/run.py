@@ -1,10 +1,12 @@
 """The evaluation pipeline, as a list of stages.
 
     read items → expand requests → [per model] fetch+decode+chunk → model actor pool
-    → judge → write responses/judgments (Parquet shards) → score → summary → report
+    → judge → commit responses/judgments (Parquet shards) → score → summary → report
 
 Ray Data streams requests through decode, model and judge stages; decoded audio exists
-only between the decode stage and the model's actor pool.
+only between the decode stage and the model's actor pool. Items and judged rows are committed
+as they come (:mod:`evalcore.pipeline.commit`), so ``run(cfg, resume=True)`` finishes a killed
+run without repeating committed work (:mod:`evalcore.pipeline.resume`).
 """
 
 from __future__ import annotations
@@ -18,29 +20,30 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import pyarrow as pa
-import yaml
 
 import evalcore
 from evalcore import storage
 from evalcore.config import JudgeConfig, ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
+from evalcore.pipeline import commit
+from evalcore.pipeline.resume import open_run
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table
 from evalcore.protocols import expand_requests
 from evalcore.registry import DATASETS, MODELS
-from evalcore.reports import markdown
+from evalcore.reports import factual_agreement, markdown
 from evalcore.reports.tables import counts, error_rows, merge_chunks, per_item_table, summary_table
-from evalcore.schema import ERRORS, ITEM, JUDGMENT, RESPONSE, conform
+from evalcore.schema import ERRORS, conform
 
 log = logging.getLogger("evalcore")
 
 #: the judge of a protocol whose config names none: never leave factual or MCQ answers unjudged
 #: (they would score as empty predictions / unanswered without any error)
 DEFAULT_JUDGES = {"factual": JudgeConfig(kind="lexicon", params={"vocabulary": "instrument"}),
-                  "mcq": JudgeConfig(kind="mcq_string")}
+                  "mcq": JudgeConfig(kind="mcq_string"), "true_false": JudgeConfig(kind="true_false"),
+                  "binary_choice": JudgeConfig(kind="binary_choice")}
 
 BLOCK_ROWS = 16  # requests per Ray block: enough blocks for parallel decode, few enough to be cheap
-SHARD_ROWS = 5000  # rows per written Parquet shard
 
 
 @dataclass
@@ -115,6 +118,8 @@ def audio_spec(model: ModelConfig) -> tuple[int, float | None]:
     import evalcore.models  # noqa: F401  (registers the models)
 
     cls = MODELS.get(model.kind)
+    if callable(getattr(cls, "audio_spec", None)):  # MusicLM.audio_spec: params, class defaults or the checkpoint
+        return cls.audio_spec(dict(model.params))
     sr = int(model.params.get("sample_rate", getattr(cls, "sample_rate", 16_000)))
     window = model.params.get("max_audio_seconds", getattr(cls, "max_audio_seconds", None))
     return sr, (float(window) if window is not None else None)
@@ -160,6 +165,13 @@ def _decode_task(batch: pa.Table, s3: dict | None, **kwargs) -> pa.Table:
     return decode_batch(batch, **kwargs)
 
 
+def chunk_window(model: ModelConfig, window: float | None) -> float | None:
+    """Seconds per decoded chunk: the model's window, or ``chunk_seconds`` when shorter (or no window)."""
+    if model.chunk_seconds is None:
+        return window
+    return model.chunk_seconds if window is None else min(window, model.chunk_seconds)
+
+
 def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 1.0, s3: dict | None = None):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool."""
     import ray.data
@@ -171,15 +183,19 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
-    ds = ds.map_batches(_decode_task, fn_kwargs={"sample_rate": sr, "window_s": window, "long_audio": model.long_audio,
+    chunk_s = chunk_window(model, window)
+    ds = ds.map_batches(_decode_task, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
                                                  "s3": s3},
                         batch_size=model.resources.batch_size, batch_format="pyarrow",
-                        num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, window))
+                        num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, chunk_s))
     r = model.resources
+    # a model with its own runtime_env (conflicting pins: pip / conda / container / py_executable) gets it
+    # for its actors only; the run's S3 options let an actor copy an s3:// checkpoint
+    extra = {"runtime_env": model.runtime_env} if model.runtime_env else {}
     return ds.map_batches(ModelRunner, fn_constructor_kwargs={"kind": model.kind, "params": model.params,
-                                                                  "audio_spec": (sr, window)},
+                                                                  "audio_spec": (sr, window), "s3": s3},
                           batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
-                          num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency))
+                          num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency), **extra)
 
 
 def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
@@ -224,64 +240,73 @@ def init_ray(cfg: RunConfig) -> None:
     ctx.print_on_execution_start = False
 
 
-def run(cfg: RunConfig) -> RunResult:
-    """Run the whole evaluation described by ``cfg``; returns where it wrote and its counts."""
-    root = cfg.root
+def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COMMIT_SECONDS) -> RunResult:
+    """Run the whole evaluation described by ``cfg``; returns where it wrote and its counts.
+
+    Outputs are committed shard by shard (:mod:`evalcore.pipeline.commit`). ``resume`` continues a killed
+    run at ``cfg.root``: committed requests are not sent to any model or judge again."""
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
-    out = storage.RunStorage(root)  # every write of the run goes through it: nothing lands outside the root
-    out.makedirs(root)
-    out.write_text(storage.join(root, "config.yaml"), yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    out = open_run(cfg, resume)  # every write of the run goes through it: nothing lands outside the root
 
-    # 1. items
-    items, item_errors, n_items_in = read_items(cfg)
-    out.write_parquet(conform(items, ITEM), storage.join(root, "items", "part-00000.parquet"))
-    log.info("items: %d read, %d valid, %d errored", n_items_in, len(items), len(item_errors))
+    # 1. items (read once per run: a resumed run uses the committed items)
+    items, item_errors, n_items_in = items_stage(cfg, out)
 
-    # 2. requests
+    # 2. requests, minus those an earlier attempt committed
     requests = expand_requests(cfg, items)
     n_outside = reject_disallowed_audio(requests, cfg.storage.allowed_audio_roots)
     if n_outside:
         log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", n_outside)
-    ready = [r for r in requests if r["error"] is None]
-    judged: list[dict] = [r for r in requests if r["error"] is not None]  # unformable requests: error rows
-    log.info("requests: %d (%d could not be formed)", len(requests), len(judged))
+    done = commit.load_committed(cfg.root).request_ids if resume else set()
+    todo = pending_requests(requests, done, cfg.root)
+    ready = [r for r in todo if r["error"] is None]
+    unformed = [{**r, "chunk_index": 0, "n_chunks": 1} for r in todo if r["error"] is not None]
+    log.info("requests: %d (%d could not be formed; %d committed earlier, %d to run)",
+             len(requests), len(unformed), len(done), len(ready))
 
-    # 3–5. decode → model → judge on Ray, written as they stream in
-    init_ray(cfg)
-    writer = _ShardWriter(root)
-    writer.add(judged)
-    for batch in judged_batches(cfg, ready):
-        rows = batch.to_pylist()
-        judged += rows
-        writer.add(rows)
-    writer.flush()
+    # 3–5. decode → model → judge on Ray, committed in shards as they stream in
+    with commit.ShardWriter(out, every_s=commit_every_s) as writer:
+        writer.add(unformed)
+        if ready:
+            init_ray(cfg)
+            for batch in judged_batches(cfg, ready):
+                writer.add(batch.to_pylist())
+    judged = account_for_all(requests, out)
 
-    # 6. score and report; the error budget is checked after both are written
+    # 6. score and report over every committed row; the error budget is checked after both are written
     return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
 
 
-class _ShardWriter:
-    """Writes judged rows to responses/ and judgments/ in numbered Parquet shards."""
+def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], list[dict], int]:
+    """Stage 1 with its commit: the committed items of the run if any, else read, validate and commit."""
+    loaded = commit.load_items(cfg.root)
+    if loaded is None:
+        loaded = read_items(cfg)
+        commit.commit_items(out, *loaded)
+    items, item_errors, n_items_in = loaded
+    log.info("items: %d read, %d valid, %d errored", n_items_in, len(items), len(item_errors))
+    return items, item_errors, n_items_in
 
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.out = storage.RunStorage(root)
-        self.buf: list[dict] = []
-        self.n = 0
 
-    def add(self, rows: list[dict]) -> None:
-        self.buf += rows
-        if len(self.buf) >= SHARD_ROWS:
-            self.flush()
+def pending_requests(requests: list[dict], done: set[str], root: str) -> list[dict]:
+    """The requests not committed yet; committed ids the run cannot produce mean the run changed."""
+    ids = {r["request_id"] for r in requests}
+    foreign = done - ids
+    if foreign:
+        raise commit.RunStateError(f"{root}: {len(foreign)} committed request(s) are not requests of this run's "
+                                   "config and items (was the run changed?); refusing to mix them")
+    return [r for r in requests if r["request_id"] not in done]
 
-    def flush(self) -> None:
-        if not self.buf:
-            return
-        name = f"part-{self.n:05d}.parquet"
-        self.out.write_parquet(conform(self.buf, RESPONSE), storage.join(self.root, "responses", name))
-        self.out.write_parquet(conform(self.buf, JUDGMENT), storage.join(self.root, "judgments", name))
-        self.n += 1
-        self.buf = []
+
+def account_for_all(requests: list[dict], out: storage.RunStorage) -> list[dict]:
+    """Every committed row; a request the pipeline never returned is committed as an error row first."""
+    committed = commit.load_committed(out.root)
+    lost = [r for r in requests if r["request_id"] not in committed.request_ids]
+    if lost:
+        log.error("pipeline: %d request(s) came back without any row; recorded as error rows", len(lost))
+        commit.commit_shard(out, [{**r, "chunk_index": 0, "n_chunks": 1, "error_stage": "pipeline",
+                                   "error": "lost: no row came back from the pipeline"} for r in lost])
+        committed = commit.load_committed(out.root)
+    return committed.rows
 
 
 def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict]) -> RunResult:
@@ -293,6 +318,11 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     summary = summary_table(per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence, cfg.seeds.bootstrap)
     errors = conform(item_errors + error_rows(merged), ERRORS)
     tables = storage.join(root, "tables")
+    agree, agree_rows, agree_left_out = factual_agreement.agreement(cfg, judged, merged)  # agreement_judge, if any
+    if agree_rows:
+        summary = pa.concat_tables([summary, pa.Table.from_pylist(agree_rows, schema=summary.schema)])
+        out.write_parquet(pa.Table.from_pandas(agree, preserve_index=False), storage.join(tables, "agreement.parquet"))
+        log.info("agreement: %d requests compared, %d left out (second judgment failed)", len(agree), agree_left_out)
     out.write_parquet(pa.Table.from_pandas(per_item, preserve_index=False), storage.join(tables, "per_item.parquet"))
     out.write_parquet(summary, storage.join(tables, "summary.parquet"))
     out.write_parquet(errors, storage.join(tables, "errors.parquet"))

@@ -1,0 +1,239 @@
+"""Committed shards: how a run's outputs are written so that a killed run can resume without loss or repeats.
+
+Layout under the run root::
+
+    items/part-00000.parquet         item_errors/part-00000.parquet     _commits/items.json
+    responses/<key>.parquet          judgments/<key>.parquet            _commits/shard-<key>.json
+
+A shard holds the rows (one per chunk) of *complete* requests only: every chunk of a request is in
+the same shard. ``<key>`` is derived from its content (a hash of its ``request_id``/``chunk_index``
+pairs). The commit is atomic: the data files are written first (locally to a hidden temporary name,
+then renamed; on S3 each PUT is atomic), and the small marker ``_commits/shard-<key>.json`` last. A
+data file without a marker is not part of the run: readers skip it and :func:`clean_uncommitted`
+deletes it. The items stage is committed the same way by ``_commits/items.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from evalcore import storage
+from evalcore.schema import ERRORS, ITEM, JUDGMENT, RESPONSE, conform
+
+log = logging.getLogger("evalcore")
+
+COMMITS = "_commits"
+ITEMS_MARKER = "items.json"
+SHARD_ROWS = 5000  # rows per shard at most (a shard is committed once it has this many rows ...)
+COMMIT_SECONDS = 10.0  # ... or once this long has passed since the last commit
+FORMAT = 1
+_JUDGMENT_ONLY = [f.name for f in JUDGMENT if f.name not in RESPONSE.names]
+
+
+class RunStateError(RuntimeError):
+    """The run root cannot be used as asked (unfinished run, damaged commit, changed config)."""
+
+
+def _commits(root: str, name: str = "") -> str:
+    return storage.join(root, COMMITS, name) if name else storage.join(root, COMMITS)
+
+
+def shard_key(rows: Iterable[dict]) -> str:
+    """A content-derived shard name: a hash of the sorted (request_id, chunk_index) pairs."""
+    ids = sorted(f"{r['request_id']}:{r.get('chunk_index') or 0}" for r in rows)
+    return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:24]
+
+
+def commit_shard(out: storage.RunStorage, rows: list[dict]) -> str:
+    """Write ``rows`` (complete requests) as one shard, data first, marker last; returns its key."""
+    rows = sorted(rows, key=lambda r: (r["request_id"], r.get("chunk_index") or 0))
+    key = shard_key(rows)
+    files = {"responses": f"responses/{key}.parquet", "judgments": f"judgments/{key}.parquet"}
+    out.write_parquet(conform(rows, RESPONSE), storage.join(out.root, files["responses"]))
+    out.write_parquet(conform(rows, JUDGMENT), storage.join(out.root, files["judgments"]))
+    marker = {"format": FORMAT, "key": key, "rows": len(rows), "requests": len({r["request_id"] for r in rows}),
+              "files": files}
+    out.write_text(_commits(out.root, f"shard-{key}.json"), json.dumps(marker, sort_keys=True))
+    return key
+
+
+@dataclass
+class ShardWriter:
+    """Collects judged rows as they stream in and commits complete requests as shards.
+
+    A request is complete once all its ``n_chunks`` chunks arrived. Complete requests are committed
+    when ``shard_rows`` of them are waiting or ``every_s`` seconds passed since the last commit, and
+    by :meth:`close`. Used as a context manager, complete requests are committed even when the
+    stream fails; :meth:`close` turns requests still missing chunks into error rows (never dropped).
+    """
+
+    out: storage.RunStorage
+    shard_rows: int = SHARD_ROWS
+    every_s: float = COMMIT_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    shards: list[str] = field(default_factory=list)
+    rows_committed: int = 0
+    _pending: dict[str, dict[int, dict]] = field(default_factory=dict)
+    _ready: list[dict] = field(default_factory=list)
+    _last: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._last = self.clock()
+
+    def add(self, rows: Iterable[dict]) -> None:
+        for r in rows:
+            parts = self._pending.setdefault(r["request_id"], {})
+            parts[int(r.get("chunk_index") or 0)] = r
+            if len(parts) >= int(r.get("n_chunks") or 1):
+                self._ready += self._pending.pop(r["request_id"]).values()
+        if self._ready and (len(self._ready) >= self.shard_rows or self.clock() - self._last >= self.every_s):
+            self.commit()
+
+    def commit(self) -> None:
+        """Commit the complete requests waiting, if any."""
+        if not self._ready:
+            return
+        self.shards.append(commit_shard(self.out, self._ready))
+        self.rows_committed += len(self._ready)
+        self._ready = []
+        self._last = self.clock()
+
+    def close(self) -> None:
+        """End of the stream: requests with missing chunks become error rows, then the last commit."""
+        for parts in self._pending.values():
+            first = dict(min(parts.items())[1])
+            n = int(first.get("n_chunks") or 1)
+            first.update(chunk_index=0, n_chunks=1, text=None, error_stage="pipeline",
+                         error=f"incomplete: {len(parts)} of {n} chunks came back from the pipeline")
+            self._ready.append(first)
+        self._pending = {}
+        self.commit()
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # keep what is complete; the rest is redone by --resume
+            self.commit()
+
+
+# ----------------------------------------------------------------------------- items stage
+
+
+def commit_items(out: storage.RunStorage, items: list[dict], errors: list[dict], items_in: int) -> None:
+    """Write the items stage (valid items, item error rows), then its marker."""
+    root = out.root
+    out.write_parquet(conform(items, ITEM), storage.join(root, "items", "part-00000.parquet"))
+    out.write_parquet(conform(errors, ERRORS), storage.join(root, "item_errors", "part-00000.parquet"))
+    marker = {"format": FORMAT, "items": len(items), "errors": len(errors), "items_in": items_in}
+    out.write_text(_commits(root, ITEMS_MARKER), json.dumps(marker, sort_keys=True))
+
+
+def load_items(root: str) -> tuple[list[dict], list[dict], int] | None:
+    """The committed items stage → (items, item error rows, rows read), or None if not committed."""
+    marker = _commits(root, ITEMS_MARKER)
+    if not storage.exists(marker):
+        return None
+    m = json.loads(storage.read_text(marker))
+    items = storage.read_parquet(storage.join(root, "items", "part-00000.parquet")).to_pylist()
+    errors = storage.read_parquet(storage.join(root, "item_errors", "part-00000.parquet")).to_pylist()
+    if (len(items), len(errors)) != (m["items"], m["errors"]):
+        raise RunStateError(f"{root}: committed items stage is damaged: marker says {m['items']} items and "
+                            f"{m['errors']} errors, files hold {len(items)} and {len(errors)}")
+    return items, [{k: v for k, v in e.items() if v is not None} for e in errors], int(m["items_in"])
+
+
+# ----------------------------------------------------------------------------- reading committed shards
+
+
+@dataclass
+class Committed:
+    """What earlier attempts of a run committed: rows (one per chunk) and their request ids."""
+
+    rows: list[dict]
+    shards: list[str]
+
+    @property
+    def request_ids(self) -> set[str]:
+        return {r["request_id"] for r in self.rows}
+
+
+def shard_markers(root: str) -> list[dict]:
+    """The shard commit markers of the run, by key."""
+    out = []
+    for uri in storage.list_files(_commits(root), ".json"):
+        name = uri.rsplit("/", 1)[-1]
+        if name.startswith("shard-"):
+            out.append(json.loads(storage.read_text(uri)))
+    return sorted(out, key=lambda m: m["key"])
+
+
+def load_committed(root: str) -> Committed:
+    """Every committed row (responses joined with judgments), sorted by (request_id, chunk_index).
+
+    Only files named by a marker are read. Raises :class:`RunStateError` if a shard's files do not
+    match its marker, a chunk is committed twice, or a committed request lacks some of its chunks.
+    """
+    rows: list[dict] = []
+    markers = shard_markers(root)
+    for m in markers:
+        resp = storage.read_parquet(storage.join(root, m["files"]["responses"])).to_pylist()
+        judg = storage.read_parquet(storage.join(root, m["files"]["judgments"])).to_pylist()
+        if not len(resp) == len(judg) == m["rows"]:
+            raise RunStateError(f"{root}: committed shard {m['key']} is damaged: marker says {m['rows']} rows, "
+                                f"files hold {len(resp)} responses and {len(judg)} judgments")
+        by_key = {(j["request_id"], j["chunk_index"]): j for j in judg}
+        for r in resp:
+            j = by_key.get((r["request_id"], r["chunk_index"]), {})
+            rows.append({**r, **{k: j.get(k) for k in _JUDGMENT_ONLY}})
+    rows.sort(key=lambda r: (r["request_id"], r["chunk_index"] or 0))
+    chunks: dict[str, list[int]] = {}
+    for r in rows:
+        chunks.setdefault(r["request_id"], []).append(r["chunk_index"] or 0)
+    for rid, got in chunks.items():
+        if len(set(got)) != len(got):
+            raise RunStateError(f"{root}: request {rid} has a chunk committed twice (chunks {got})")
+    n_of = {r["request_id"]: int(r["n_chunks"] or 1) for r in rows}
+    broken = sorted(rid for rid, got in chunks.items() if sorted(got) != list(range(n_of[rid])))
+    if broken:
+        raise RunStateError(f"{root}: {len(broken)} committed request(s) lack some chunks, e.g. {broken[0]}")
+    return Committed(rows=rows, shards=[m["key"] for m in markers])
+
+
+def clean_uncommitted(out: storage.RunStorage) -> list[str]:
+    """Delete data files no marker names (left by a killed attempt, e.g. mid-commit); returns them."""
+    root = out.root
+    keep = set()
+    for m in shard_markers(root):
+        keep |= {storage.join(root, f) for f in m["files"].values()}
+    dirs = ["responses", "judgments"]
+    if storage.exists(_commits(root, ITEMS_MARKER)):
+        keep |= {storage.join(root, "items", "part-00000.parquet"),
+                 storage.join(root, "item_errors", "part-00000.parquet")}
+    dirs += ["items", "item_errors"]
+    keep = {_canon(u) for u in keep}
+    gone = []
+    for d in dirs:
+        for uri in storage.list_files(storage.join(root, d)):
+            if _canon(uri) not in keep:
+                out.delete(uri)
+                gone.append(uri)
+    for uri in storage.list_files(_commits(root)):  # half-written markers (local temporary files)
+        if uri.rsplit("/", 1)[-1].startswith("."):
+            out.delete(uri)
+            gone.append(uri)
+    if gone:
+        log.info("resume: removed %d uncommitted file(s) of an earlier attempt", len(gone))
+    return gone
+
+
+def _canon(uri: str) -> str:
+    fs, path = storage.resolve(uri)
+    return ("s3://" if storage.is_s3(uri) else "") + path

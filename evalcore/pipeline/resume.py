@@ -1,0 +1,98 @@
+"""Starting or resuming a run at its root: which config applies and what an earlier attempt left.
+
+* A fresh run refuses a root holding an *unfinished* run (committed shards, no ``run.json``): that
+  work would be lost silently. A *finished* run at the root is replaced (its outputs are removed).
+* ``evalcore run --resume RUN_URI`` takes the run's own ``config.yaml``; a config given as well
+  must agree with it (only ``storage.root`` and the ``ray`` section may differ), else it refuses
+  naming the differing fields. Uncommitted files of the killed attempt are deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import yaml
+
+from evalcore import storage
+from evalcore.config import ConfigError, RunConfig, parse_config
+from evalcore.pipeline.commit import COMMITS, RunStateError, clean_uncommitted, shard_markers
+
+log = logging.getLogger("evalcore")
+
+#: config fields that may differ between the attempts of one run (where it runs, not what it computes)
+_MAY_DIFFER = (("storage", "root"), ("ray",))
+_OUTPUTS = (COMMITS, "responses", "judgments", "items", "item_errors", "tables")  # markers first
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Dotted paths at which two config dumps differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for k in sorted(set(a) | set(b), key=str):
+            out += differences(a.get(k), b.get(k), f"{path}.{k}" if path else str(k))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}.{i}")]
+    return [] if a == b else [path or "(top level)"]
+
+
+def _comparable(cfg: RunConfig) -> dict:
+    data = cfg.model_dump(mode="json")
+    for keys in _MAY_DIFFER:
+        d = data
+        for k in keys[:-1]:
+            d = d[k]
+        d.pop(keys[-1], None)
+    return data
+
+
+def resume_config(run_uri: str, given: RunConfig | None = None) -> RunConfig:
+    """The config of the run at ``run_uri`` (its ``config.yaml``), rooted there.
+
+    ``given`` (a config passed on the command line too) must agree with it except for ``storage.root``
+    and ``ray``; its ``ray`` section then applies. Raises :class:`RunStateError` otherwise."""
+    path = storage.join(run_uri, "config.yaml")
+    try:
+        text = storage.read_text(path)
+    except FileNotFoundError:
+        raise RunStateError(f"cannot resume {run_uri}: it holds no run ({path} not found)") from None
+    try:
+        saved = parse_config(yaml.safe_load(text))
+    except (ConfigError, yaml.YAMLError) as e:
+        raise RunStateError(f"cannot resume {run_uri}: its config.yaml is not valid: {e}") from None
+    if given is not None:
+        diff = differences(_comparable(saved), _comparable(given))
+        if diff:
+            raise RunStateError(f"cannot resume {run_uri}: the given config differs from the run's own config.yaml "
+                                f"at {', '.join(diff)}; resume without a config to use the run's own, or start a "
+                                "new run with --out")
+        saved = saved.model_copy(update={"ray": given.ray})
+    return saved.model_copy(update={"storage": saved.storage.model_copy(update={"root": run_uri})})
+
+
+def open_run(cfg: RunConfig, resume: bool) -> storage.RunStorage:
+    """Prepare the run root: on resume drop uncommitted files; fresh, refuse an unfinished run and
+    replace a finished one, then write ``config.yaml``. Returns the run's confined storage."""
+    root = cfg.root
+    out = storage.RunStorage(root)
+    if resume:
+        clean_uncommitted(out)
+        return out
+    if not storage.exists(storage.join(root, "run.json")):
+        n = len(shard_markers(root))
+        if n:
+            raise RunStateError(f"{root} holds an unfinished run ({n} shard(s) committed): resume it with "
+                                f"`evalcore run --resume {root}`, or remove it or choose another --out")
+    removed = 0
+    for d in _OUTPUTS:  # markers first: if this is interrupted, what remains is uncommitted
+        for uri in storage.list_files(storage.join(root, d)):
+            out.delete(uri)
+            removed += 1
+    for name in ("run.json", "report.md"):
+        removed += out.delete(storage.join(root, name))
+    if removed:
+        log.info("run root %s: replaced the outputs of an earlier run (%d files)", root, removed)
+    out.makedirs(root)
+    out.write_text(storage.join(root, "config.yaml"), yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    return out

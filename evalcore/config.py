@@ -18,6 +18,9 @@ from evalcore.schema import CONDITIONS, PROTOCOLS
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
 assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
 
+#: the chunk length of the factual-QA paper's chunked models (§4.2): ``chunk_seconds: 60``
+CHUNK_SECONDS_PAPER = 60.0
+
 #: placeholders a prompt template may use
 PROMPT_FIELDS = {"question", "options", "letters", "vocabulary"}
 
@@ -67,6 +70,12 @@ class ModelConfig(_Strict):
     resources: Resources = Field(default_factory=Resources)
     #: audio longer than the model's window: "chunk" into windows or "truncate" to the first
     long_audio: Literal["chunk", "truncate"] = "chunk"
+    #: cut audio into chunks of this many seconds (at most the model's window) and unite their labels;
+    #: CHUNK_SECONDS_PAPER (60) is the chunked-model setting of the factual-QA paper. None = the model's window
+    chunk_seconds: float | None = Field(None, gt=0)
+    #: a Ray runtime_env for this model's actors only (pip / conda / container / working_dir / py_executable),
+    #: for research models whose pins conflict with the driver's; see docs/models.md
+    runtime_env: dict[str, Any] | None = None
 
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
 
@@ -79,18 +88,34 @@ class JudgeConfig(_Strict):
 
 
 class ProtocolConfig(_Strict):
-    name: Literal["freeform", "factual", "mcq"]
+    name: Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
     conditions: list[Condition] = Field(default_factory=lambda: ["correct", "random"], min_length=1)
     #: prompt variants: name → template using {question}, {options}, {letters}, {vocabulary};
     #: None = the protocol's default (evalcore.protocols.prompts.DEFAULT_VARIANTS)
     variants: dict[str, str] | None = Field(None, min_length=1)
     judge: JudgeConfig | None = None
+    #: a second judge applied to the same responses after the run; its agreement with ``judge`` goes into
+    #: tables/agreement.parquet and the summary (evalcore.reports.factual_agreement)
+    agreement_judge: JudgeConfig | None = None
     #: number of seeded option orders per multiple-choice question
     option_orders: int = Field(1, ge=1, le=24)
     #: dataset names to run on (None = every dataset)
     datasets: list[str] | None = None
     #: labels for the {vocabulary} placeholder: a lexicon name (evalcore.judges.lexicon.LEXICONS) or a list
     vocabulary: str | list[str] | None = None
+    #: multiple choice: named prompt template set(s) (evalcore.protocols.templates), one for every model or
+    #: model name → set ("default" for the rest); the set's name is the prompt variant. Not with ``variants``.
+    templates: str | dict[str, str] | None = None
+    #: multiple choice: in-context examples (0–5) before each question, drawn seeded from its dataset's other items
+    icl_examples: int = Field(0, ge=0, le=5)
+
+    @field_validator("templates")
+    @classmethod
+    def _template_sets(cls, v: str | dict[str, str] | None) -> str | dict[str, str] | None:
+        from evalcore.protocols.templates import check_templates
+
+        check_templates(v)
+        return v
 
     @field_validator("vocabulary")
     @classmethod
@@ -124,6 +149,10 @@ class ProtocolConfig(_Strict):
             raise ValueError("conditions must include 'correct' (the other conditions are compared to it)")
         if len(set(self.conditions)) != len(self.conditions):
             raise ValueError("conditions must not repeat")
+        if self.templates is not None and self.variants is not None:
+            raise ValueError("give either variants or templates, not both")
+        if (self.templates is not None or self.icl_examples) and self.name != "mcq":
+            raise ValueError("templates and icl_examples apply to the mcq protocol only")
         return self
 
 
@@ -148,6 +177,7 @@ class Seeds(_Strict):
     derangement: int = 0  # random-audio pairing
     noise: int = 0  # Gaussian-noise condition
     options: int = 0  # option shuffles
+    icl: int = 0  # in-context example draws
     bootstrap: int = 0  # confidence intervals
 
 
@@ -188,6 +218,10 @@ class RunConfig(_Strict):
             for d in p.datasets or []:
                 if d not in known:
                     raise ValueError(f"protocols.{i}.datasets: unknown dataset {d!r}")
+            unknown = sorted(set(p.templates if isinstance(p.templates, dict) else ())
+                             - {m.name for m in self.models} - {"default"})
+            if unknown:
+                raise ValueError(f"protocols.{i}.templates: unknown model(s) {unknown}")
         return self
 
     @property

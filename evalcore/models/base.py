@@ -16,11 +16,16 @@ import numpy as np
 
 @dataclass(frozen=True)
 class AudioPrompt:
-    """One model input: mono float32 audio at ``sample_rate`` (None = text only) and a prompt."""
+    """One model input: mono float32 audio at ``sample_rate`` (None = text only) and a prompt.
+
+    ``reference``: the request's reference answer, for reference-based systems only (the
+    paraphrase skyline / adversarial rewrite); a Music LM backend must never read it.
+    """
 
     audio: np.ndarray | None
     sample_rate: int
     prompt: str
+    reference: str | None = None
 
 
 class MusicLM(ABC):
@@ -30,6 +35,17 @@ class MusicLM(ABC):
     sample_rate: int = 16_000
     #: longest audio window in seconds; longer audio is chunked (None = no limit)
     max_audio_seconds: float | None = None
+
+    @classmethod
+    def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:
+        """(sample rate, longest window in s) the driver prepares audio for, without building the model.
+
+        Default: ``params`` ``sample_rate`` / ``max_audio_seconds``, else the class attributes. A backend
+        whose rate and window live in its checkpoint overrides this with a cheap read of that checkpoint;
+        the built model must then report the same values (the model actor checks it)."""
+        sr = int(params.get("sample_rate", cls.sample_rate))
+        window = params.get("max_audio_seconds", cls.max_audio_seconds)
+        return sr, (float(window) if window is not None else None)
 
     def generation_settings(self) -> dict[str, Any]:
         """Generation parameters, recorded with every response."""
@@ -47,4 +63,5 @@ class MusicLM(ABC):
 
     @abstractmethod
     def generate(self, batch: Sequence[AudioPrompt]) -> list[str]:
-        """One answer text per input, in order."""
+        """One answer text per input, in order (an exception instance in place of the text of an
+        input that failed makes that row an error row with the reason; the other rows are kept)."""

@@ -97,10 +97,14 @@ class Decoder:
 class ModelRunner:
     """A Ray Data actor holding one loaded Music LM; generates one text per chunk row."""
 
-    def __init__(self, kind: str, params: dict[str, Any], audio_spec: tuple[int, float | None]) -> None:
+    def __init__(self, kind: str, params: dict[str, Any], audio_spec: tuple[int, float | None],
+                 s3: dict | None = None) -> None:
         import evalcore.models  # noqa: F401  (registers the models)
+        from evalcore import storage
         from evalcore.registry import MODELS
 
+        if s3 is not None:  # the run's S3 options (never keys), e.g. for an s3:// checkpoint
+            storage.configure_s3(storage.S3Options(**s3))
         self.model = MODELS.build(kind, **params)
         # the decode stage prepared audio for the rate and window read from the model's class and params
         if (self.model.sample_rate, self.model.max_audio_seconds) != tuple(audio_spec):
@@ -117,7 +121,7 @@ class ModelRunner:
         for i in todo:
             a = col[i]
             x = None if not a.is_valid else a.values.to_numpy(zero_copy_only=False)
-            inputs.append(AudioPrompt(x, self.model.sample_rate, rows[i]["prompt"] or ""))
+            inputs.append(AudioPrompt(x, self.model.sample_rate, rows[i]["prompt"] or "", rows[i].get("reference")))
         texts = self._generate(inputs, [rows[i] for i in todo])
         for i, text in zip(todo, texts):
             rows[i]["model_info"] = self.info
@@ -173,8 +177,10 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
         if not idx:
             continue
         label = f"{kind}@{getattr(judge, 'version', '0')}"
+        # a judge declaring uses_tasks (e.g. lexicon with vocabulary "auto") also gets each row's task
+        extra = {"tasks": [rows[i]["task"] for i in idx]} if getattr(judge, "uses_tasks", False) else {}
         try:
-            results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx])
+            results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx], **extra)
         except Exception as e:  # noqa: BLE001
             results = [{"error": f"{type(e).__name__}: {e}"}] * len(idx)
         for i, res in zip(idx, results):

@@ -1,0 +1,241 @@
+"""Audio LMs that ship with transformers, run locally (``hf_audio_lm``): Qwen2-Audio, Audio Flamingo 3,
+Music Flamingo (see ``docs/models.md`` for the families that cannot run here and why).
+
+Loads a checkpoint (local directory or ``s3://`` prefix, see :mod:`evalcore.models.checkpoint`)
+once per model actor with ``AutoProcessor`` and the family's model class, then answers batches:
+
+* prompts go through the checkpoint's own chat template (``processor.apply_chat_template``), one
+  user turn of ``[audio, text]`` (text only when there is no audio), optional system prompt;
+* a batch is tokenized with **left padding** and its attention mask, so the last position of every
+  row is its own last token and greedy generation of a row does not depend on its batch mates;
+  rows with audio and text-only rows are generated as two sub-batches (several processors need
+  exactly one audio per text);
+* only the newly generated tokens are decoded.
+
+The sample rate is the feature extractor's; the longest window is the processor's ``max_audio_len``
+(Audio Flamingo 3 / Music Flamingo split longer audio into 30 s windows internally up to it), else
+the feature extractor's ``chunk_length`` (Whisper-style encoders: 30 s; the extractor truncates
+anything longer). The driver reads both from the checkpoint's processor config without loading the
+model (:meth:`HFAudioLM.audio_spec`); a smaller ``max_audio_seconds`` may be configured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
+from evalcore.registry import MODELS
+
+
+@dataclass(frozen=True)
+class Family:
+    """How to load one family of transformers audio LMs."""
+
+    name: str
+    model_types: tuple[str, ...]  # config.json model_type values of this family
+    model_class: str  # transformers class that generates text
+    submodule: str | None = None  # generate with this attribute of the loaded model (e.g. a thinker)
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("qwen2_audio", ("qwen2_audio",), "Qwen2AudioForConditionalGeneration"),
+    Family("audioflamingo3", ("audioflamingo3",), "AudioFlamingo3ForConditionalGeneration"),
+    Family("musicflamingo", ("musicflamingo",), "MusicFlamingoForConditionalGeneration"),
+)}
+
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+
+
+class HFAudioParams(BaseModel):
+    """The ``params`` of an ``hf_audio_lm`` model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    checkpoint: str = Field(min_length=1)  # local directory or s3:// prefix
+    family: str | None = None  # None: from config.json model_type
+    revision: str | None = None  # recorded instead of the content hash when given
+    cache_dir: str | None = None  # local copies of s3:// checkpoints
+    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
+    device: str = "auto"  # "auto" = cuda if available, else cpu; or "cpu", "cuda", "cuda:1"
+    attn_implementation: str | None = None  # e.g. "sdpa", "eager"
+    max_new_tokens: int = Field(256, ge=1)
+    generation: dict[str, Any] = Field(default_factory=dict)  # other generate() settings (greedy by default)
+    seed: int = 0  # torch seed before each batch (matters only when sampling)
+    system_prompt: str | None = None
+    sample_rate: int | None = Field(None, gt=0)  # must equal the feature extractor's when given
+    max_audio_seconds: float | None = Field(None, gt=0)  # at most the model's window when given
+
+
+def parse_params(params: dict[str, Any]) -> HFAudioParams:
+    """Validated params; a mistake raises ``ValueError`` naming the field (``hf_audio_lm params.dtype: ...``)."""
+    try:
+        p = HFAudioParams.model_validate(params)
+    except ValidationError as e:
+        lines = [f"hf_audio_lm params.{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()]
+        raise ValueError("; ".join(lines)) from None
+    if p.family is not None and p.family not in FAMILIES:
+        raise ValueError(f"hf_audio_lm params.family: unknown family {p.family!r}; known: {', '.join(FAMILIES)}")
+    if "max_new_tokens" in p.generation:
+        raise ValueError("hf_audio_lm params.generation.max_new_tokens: set it as the top-level param max_new_tokens")
+    return p
+
+
+def family_of(model_type: str | None, family: str | None = None) -> Family:
+    """The family named in params, else the one whose ``model_type`` matches config.json."""
+    if family is not None:
+        return FAMILIES[family]
+    for f in FAMILIES.values():
+        if model_type in f.model_types:
+            return f
+    raise ValueError(f"hf_audio_lm: checkpoint model_type {model_type!r} is not a supported family; "
+                     f"supported: {', '.join(t for f in FAMILIES.values() for t in f.model_types)}")
+
+
+def processor_audio_spec(processor_config: dict | None, preprocessor_config: dict | None) -> tuple[int, float | None]:
+    """(feature extractor rate, longest window) from ``processor_config.json`` (transformers 5 keeps the
+    feature extractor inside it) or the older ``preprocessor_config.json``."""
+    proc = processor_config or {}
+    fe = proc.get("feature_extractor") or preprocessor_config or {}
+    if "sampling_rate" not in fe:
+        raise ValueError("hf_audio_lm: the checkpoint's processor has no feature extractor sampling_rate "
+                         "(processor_config.json / preprocessor_config.json)")
+    sr = int(fe["sampling_rate"])
+    if proc.get("max_audio_len"):
+        return sr, float(proc["max_audio_len"])
+    if fe.get("chunk_length"):
+        return sr, float(fe["chunk_length"])
+    if fe.get("n_samples"):
+        return sr, float(fe["n_samples"]) / sr
+    return sr, None
+
+
+def _window(p: HFAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
+    sr, window = spec
+    if p.sample_rate is not None and p.sample_rate != sr:
+        raise ValueError(f"hf_audio_lm params.sample_rate: {p.sample_rate} differs from the checkpoint's "
+                         f"feature extractor rate {sr}; leave it out")
+    if p.max_audio_seconds is not None:
+        if window is not None and p.max_audio_seconds > window:
+            raise ValueError(f"hf_audio_lm params.max_audio_seconds: {p.max_audio_seconds} is longer than the "
+                             f"model's window {window} s")
+        window = p.max_audio_seconds
+    return sr, window
+
+
+@MODELS.register("hf_audio_lm")
+class HFAudioLM(MusicLM):
+    """A transformers audio LM (Qwen2-Audio, Audio Flamingo 3, Music Flamingo; see FAMILIES)."""
+
+    #: left: a decoder-only model continues every row from its own last token (the tests flip it to
+    #: "right" as a negative control: answers then depend on the batch)
+    padding_side = "left"
+
+    @classmethod
+    def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:
+        p = parse_params(params)
+        spec = processor_audio_spec(read_checkpoint_json(p.checkpoint, "processor_config.json"),
+                                    read_checkpoint_json(p.checkpoint, "preprocessor_config.json"))
+        return _window(p, spec)
+
+    def __init__(self, **params: Any) -> None:
+        import torch
+        import transformers
+
+        p = self.params = parse_params(params)
+        self.ckpt = resolve_checkpoint(p.checkpoint, p.revision, p.cache_dir)
+        local = self.ckpt.local_dir
+        config = read_checkpoint_json(local, "config.json") or {}
+        self.family = family_of(config.get("model_type"), p.family)
+        self.sample_rate, self.max_audio_seconds = _window(p, processor_audio_spec(
+            read_checkpoint_json(local, "processor_config.json"), read_checkpoint_json(local, "preprocessor_config.json")))
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if p.device == "auto" else p.device
+        dtype = "auto" if p.dtype == "auto" else getattr(torch, p.dtype)
+        self.processor = transformers.AutoProcessor.from_pretrained(local, local_files_only=True)
+        self.tokenizer = getattr(self.processor, "tokenizer", None)
+        if self.tokenizer is None:
+            raise ValueError(f"hf_audio_lm: the processor of {p.checkpoint} has no tokenizer")
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        cls = getattr(transformers, self.family.model_class)
+        kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True}
+        if p.attn_implementation:
+            kwargs["attn_implementation"] = p.attn_implementation
+        model = cls.from_pretrained(local, **kwargs)
+        if self.family.submodule:
+            model = getattr(model, self.family.submodule)
+        self.model = model.to(self.device).eval()
+
+    # ---------------------------------------------------------------- identity
+
+    def generation_settings(self) -> dict[str, Any]:
+        g = {"max_new_tokens": self.params.max_new_tokens, "do_sample": False, "num_beams": 1,
+             **self.params.generation}
+        if g.get("do_sample"):
+            g["seed"] = self.params.seed
+        return g
+
+    def info(self) -> dict[str, Any]:
+        import torch
+        import transformers
+
+        return {**super().info(), "checkpoint": self.ckpt.identity(), "family": self.family.name,
+                "model_class": self.family.model_class, "dtype": str(self.model.dtype).removeprefix("torch."),
+                "device": self.device, "system_prompt": self.params.system_prompt,
+                "transformers": transformers.__version__, "torch": torch.__version__}
+
+    # ---------------------------------------------------------------- generation
+
+    def conversation(self, inp: AudioPrompt) -> list[dict]:
+        """The chat of one input: optional system turn, then one user turn of [audio, text]."""
+        content: list[dict] = [{"type": "audio"}] if inp.audio is not None else []
+        content.append({"type": "text", "text": inp.prompt})
+        conv = [{"role": "user", "content": content}]
+        if self.params.system_prompt is not None:
+            conv.insert(0, {"role": "system", "content": [{"type": "text", "text": self.params.system_prompt}]})
+        return conv
+
+    def encode(self, batch: Sequence[AudioPrompt]) -> Any:
+        """Processor inputs of a batch (all with audio, or all text only), left-padded, as tensors."""
+        texts = [self.processor.apply_chat_template([self.conversation(inp)], tokenize=False,
+                                                    add_generation_prompt=True)[0] for inp in batch]
+        # padding for the text only: audio features keep their extractor's own padding (Whisper: 30 s)
+        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt",
+                                  "text_kwargs": {"padding": True, "padding_side": self.padding_side}}
+        audios = [inp.audio for inp in batch if inp.audio is not None]
+        if audios:
+            for inp in batch:
+                if inp.sample_rate != self.sample_rate:
+                    raise ValueError(f"audio at {inp.sample_rate} Hz, the model takes {self.sample_rate} Hz")
+            kwargs["audio"] = [np.asarray(a, dtype=np.float32) for a in audios]
+            kwargs["sampling_rate"] = self.sample_rate
+        return self.processor(**kwargs)
+
+    def _generate(self, batch: Sequence[AudioPrompt]) -> list[str]:
+        import torch
+
+        enc = self.encode(batch)
+        inputs = {k: (v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device))
+                  for k, v in enc.items() if isinstance(v, torch.Tensor)}
+        settings = {k: v for k, v in self.generation_settings().items() if k != "seed"}
+        if settings.get("do_sample"):
+            torch.manual_seed(self.params.seed)
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **settings, pad_token_id=self.tokenizer.pad_token_id)
+        new = out[:, inputs["input_ids"].shape[1]:]  # only the new tokens (all rows' prompts end at this column)
+        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+    def generate(self, batch: Sequence[AudioPrompt]) -> list[str]:
+        out: list[str | None] = [None] * len(batch)
+        for want_audio in (True, False):
+            idx = [i for i, inp in enumerate(batch) if (inp.audio is not None) == want_audio]
+            if idx:
+                texts = self._generate([batch[i] for i in idx])
+                for i, t in zip(idx, texts):
+                    out[i] = t
+        return [t if t is not None else "" for t in out]

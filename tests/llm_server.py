@@ -15,6 +15,9 @@ retrievals) and ``POST /v1/batches/{id}/cancel``. A batch's lines are answered w
 input line → "error" | "http500" | "missing") injects a line in the error file, a non-200
 line in the output file, or a line missing from both. ``batch_outcome`` "failed"/"expired"
 ends batches in that state instead (an expired batch keeps the output of its first half).
+``response_formats`` (e.g. ``("json_object",)``) lists the ``response_format`` types a chat
+request may carry; any other type is refused with HTTP 400, like a server without that
+feature (None: every type is accepted and ignored).
 """
 
 from __future__ import annotations
@@ -114,11 +117,13 @@ class LLMServer:
         batch_polls: int = 2,
         batch_line_faults: dict[int, str] | None = None,
         batch_outcome: str = "completed",
+        response_formats: tuple[str, ...] | None = None,
     ) -> None:
         self.answer = answer
         self.batch_polls = batch_polls
         self.batch_line_faults = dict(batch_line_faults or {})
         self.batch_outcome = batch_outcome
+        self.response_formats = response_formats
         self.files: dict[str, dict[str, Any]] = {}  # id -> metadata + "content" bytes
         self.batches: dict[str, dict[str, Any]] = {}  # id -> Batch JSON + "_polls"
         self.rpm, self.tpm, self.window_s = rpm, tpm, window_s
@@ -404,6 +409,12 @@ class _Handler(BaseHTTPRequestHandler):
             rec.status = 400
             return self._send(400, b'{"error": {"message": "bad request", "type": "invalid_request_error"}}')
 
+        rf = req.get("response_format")
+        rf_type = rf.get("type") if isinstance(rf, dict) else None
+        if rf_type is not None and srv.response_formats is not None and rf_type not in srv.response_formats:
+            rec.status = 400
+            return self._send(400, _error(f"response_format of type {rf_type!r} is not supported",
+                                          "invalid_request_error"))
         text = srv.answer(messages)
         prompt_tokens = sum(count_tokens(str(m.get("content", ""))) + 4 for m in messages)
         completion_tokens = count_tokens(text)

@@ -157,7 +157,10 @@ def test_api_key_appears_in_no_file_written(tmp_path):
     assert sum(o.error is not None for o in out) == sum(o.error is not None for o in again) == 2
     secret = KEY.encode()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.suffix == ".jsonl" for p in files) and len([p for p in files if p.suffix == ".json"]) == 3
+    assert any(p.suffix == ".jsonl" for p in files)
+    assert len([p for p in files if p.suffix == ".json" and "llm-cache" in p.parts]) == 3
+    states = [json.loads(p.read_text()) for p in files if "llm-batches" in p.parts]
+    assert len(states) == 2 and all(s["status"] == "collected" for s in states)  # one record per batch
     assert not [p for p in files if secret in p.read_bytes()]
     assert not [u for u in uploaded if secret in u]
     for r in recorded:  # the key reached the server only as the Authorization header

@@ -1,12 +1,15 @@
 """LLM judges: label extraction against a closed vocabulary and MCQ answer matching.
 
-Both call an OpenAI-compatible endpoint through :class:`evalcore.llm.client.LLMClient` with
+Both call an OpenAI-compatible endpoint through :class:`evalcore.llm.runner.LLMRunner` with
 the versioned prompt templates of :mod:`evalcore.llm.prompts` (the template tag is part of
 every cache key), the content-addressed response cache (``cache_root``: the param, else
-``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``) and, when ``budget`` names one, a
-shared :class:`~evalcore.llm.budget.RayBudget` actor (otherwise each process has its own
-in-process budget with the configured ``rpm``/``tpm``). The items of one ``judge`` call run
-concurrently with :func:`~evalcore.llm.actors.complete_many`.
+``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``), a request/response log under
+``<log_root or cache_root>/llm-log/`` and, when ``budget`` names one, a shared
+:class:`~evalcore.llm.budget.RayBudget` actor (otherwise each process has its own
+in-process budget with the configured ``rpm``/``tpm``). ``mode: online`` (default) runs the
+items of one ``judge`` call concurrently; ``mode: batch`` sends them through the OpenAI Batch
+API (``batch_poll_s``, ``batch_timeout_s``; a restarted run resumes polling a batch it had
+already submitted instead of submitting it again).
 
 The judges hold only their constructor params (no key: the key's *variable name* is a
 param, the key is read at call time) and build the client lazily, so they pickle cheaply and
@@ -18,6 +21,10 @@ can be built from config params inside Ray workers.
   terms). An answer of "none" or an empty answer is ``[]``.
 * ``mcq_llm`` → ``{"parsed_index": i}``: the option letter A–D the matcher chose, ``-1`` for
   "none", anything unclear, or a letter beyond the item's options. At most four options.
+  ``output: json`` asks for structured output ``{"choice": "A".."D" | "none"}`` (the
+  ``mcq_match_json`` template; ``response_format`` json_schema where the server supports it,
+  validated, bounded retries on invalid JSON, then an error); ``output: text`` (default) is
+  the one-letter text answer.
 
 A failed API call (after the client's bounded retries) gives ``{"error": reason}`` (with
 ``extracted``/``parsed_index`` None), like a missing response; nothing is dropped.
@@ -25,26 +32,20 @@ A failed API call (after the client's bounded retries) gives ``{"error": reason}
 
 from __future__ import annotations
 
-import os
 import re
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
-from evalcore import storage
-from evalcore.llm.actors import complete_many
+from pydantic import BaseModel
+
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient
-from evalcore.llm.prompts import LABEL_EXTRACTION, MCQ_MATCH, PromptTemplate, parse_letter
+from evalcore.llm.prompts import LABEL_EXTRACTION, MCQ_MATCH, MCQ_MATCH_JSON, McqChoice, PromptTemplate, parse_letter
+from evalcore.llm.runner import CACHE_ENV, DEFAULT_CACHE_ROOT, LLMRunner, default_cache_root
 from evalcore.registry import JUDGES
 
-__all__ = ["LLMExtractorJudge", "McqLLMJudge", "validate_labels", "default_cache_root"]
+__all__ = ["LLMExtractorJudge", "McqLLMJudge", "validate_labels", "default_cache_root", "CACHE_ENV",
+           "DEFAULT_CACHE_ROOT"]
 
-DEFAULT_CACHE_ROOT = "./.evalcore-llm-cache"
-CACHE_ENV = "EVALCORE_LLM_CACHE"
 _NONE_ANSWERS = {"", "none", "no labels", "n/a", "empty", "nothing", '""', "''"}
-
-
-def default_cache_root() -> str:
-    root = os.environ.get(CACHE_ENV) or DEFAULT_CACHE_ROOT
-    return root if storage.is_s3(root) else os.path.abspath(os.path.expanduser(root))
 
 
 def validate_labels(output: str | None, vocabulary: Sequence[str]) -> tuple[list[str], int]:
@@ -73,33 +74,32 @@ class _LLMJudge:
     name = "llm"
     judge_version = "1"
     template: PromptTemplate
+    schema: type[BaseModel] | None = None
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        rpm: int,
-        tpm: int,
-        api_key_env: str = "OPENAI_API_KEY",
-        timeout_s: float = 60.0,
-        max_retries: int = 5,
-        cache_root: str | None = None,
-        budget: str | None = None,
-        threads: int = 8,
-        log_root: str | None = None,
-        **endpoint: Any,
-    ) -> None:
-        cache_root = cache_root or default_cache_root()
-        self.config = EndpointConfig(base_url=base_url, model=model, rpm=rpm, tpm=tpm, api_key_env=api_key_env,
-                                     timeout_s=timeout_s, max_retries=max_retries, **endpoint)
-        self.cache_root = cache_root
-        self.budget_name = budget
-        self.threads = max(1, int(threads))
-        self.log_root = log_root
-        self._params = dict(base_url=base_url, model=model, rpm=rpm, tpm=tpm, api_key_env=api_key_env,
-                            timeout_s=timeout_s, max_retries=max_retries, cache_root=cache_root, budget=budget,
-                            threads=threads, log_root=log_root, **endpoint)
-        self._client: LLMClient | None = None
+    def __init__(self, mode: Literal["online", "batch"] = "online", **params: Any) -> None:
+        self.runner = LLMRunner(api=mode, log_name=self.name, **params)
+        self._params = {**self.runner.params, "mode": mode}
+        del self._params["api"], self._params["log_name"]
+
+    @property
+    def config(self) -> EndpointConfig:
+        return self.runner.config
+
+    @property
+    def cache_root(self) -> str:
+        return self.runner.cache_root
+
+    @property
+    def mode(self) -> str:
+        return self.runner.api
+
+    @property
+    def _client(self) -> LLMClient | None:
+        return self.runner._client
+
+    @property
+    def client(self) -> LLMClient:
+        return self.runner.client
 
     @property
     def version(self) -> str:
@@ -112,24 +112,11 @@ class _LLMJudge:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state["params"])  # type: ignore[misc]
-        if state.get("template") is not None and state["template"] != type(self).template:
+        if state.get("template") is not None and state["template"] != self.template:
             self.template = state["template"]
 
-    @property
-    def client(self) -> LLMClient:
-        if self._client is None:
-            from evalcore.llm.budget import RayBudget, TokenBucketBudget
-            from evalcore.llm.cache import RequestLog, ResponseCache
-
-            cfg = self.config
-            budget = (RayBudget(self.budget_name, rpm=cfg.rpm, tpm=cfg.tpm) if self.budget_name
-                      else TokenBucketBudget(cfg.rpm, cfg.tpm))
-            log = RequestLog.for_run(self.log_root, self.name) if self.log_root else None
-            self._client = LLMClient(cfg, budget, cache=ResponseCache(self.cache_root), log=log)
-        return self._client
-
     def _complete(self, requests: list[list[dict]]) -> list[Completion]:
-        return complete_many(self.client, requests, self.threads, self.template.tag)
+        return self.runner.run(requests, self.template.tag, self.schema)
 
     @staticmethod
     def _check(texts: list, options: list) -> None:
@@ -193,10 +180,16 @@ class McqLLMJudge(_LLMJudge):
     max_options = 4
     missing_option = "(no such option)"
 
-    def __init__(self, question: str = "(not shown; classify the answer by the options)", **params: Any) -> None:
+    def __init__(self, question: str = "(not shown; classify the answer by the options)",
+                 output: Literal["text", "json"] = "text", **params: Any) -> None:
+        if output not in ("text", "json"):
+            raise ValueError(f"output must be text or json, not {output!r}")
         super().__init__(**params)
         self.question = question
-        self._params.update(question=question)
+        self.output = output
+        if output == "json":
+            self.template, self.schema = MCQ_MATCH_JSON, McqChoice
+        self._params.update(question=question, output=output)
 
     def messages(self, text: str, options: Sequence[str], question: str | None = None) -> list[dict]:
         opts = [*options, *[self.missing_option] * (self.max_options - len(options))]
@@ -223,7 +216,7 @@ class McqLLMJudge(_LLMJudge):
             if c.error is not None or c.text is None:
                 out[i] = {"parsed_index": None, "error": c.error or "no completion"}
                 continue
-            letter = parse_letter(c.text)
-            idx = ord(letter) - 65 if letter else -1
+            letter = c.data["choice"] if self.schema is not None else parse_letter(c.text)
+            idx = ord(letter) - 65 if letter in ("A", "B", "C", "D") else -1
             out[i] = {"parsed_index": idx if 0 <= idx < len(options[i]) else -1}  # type: ignore[arg-type]
         return out

@@ -9,16 +9,22 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from pydantic import BaseModel
+
 from evalcore.llm.client import Completion, LLMClient
 
 
 def complete_many(client: LLMClient, requests: list[list[dict]], threads: int = 8,
-                  template_version: str = "", **params: Any) -> list[Completion]:
-    """One :class:`Completion` per request, in input order (never fewer: nothing is dropped)."""
+                  template_version: str = "", schema: type[BaseModel] | None = None,
+                  **params: Any) -> list[Completion]:
+    """One :class:`Completion` per request, in input order (never fewer: nothing is dropped).
+
+    ``schema``: structured output validated against this pydantic model (``Completion.data``).
+    """
     if not requests:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(requests)))) as pool:
-        futures = [pool.submit(client.complete, m, template_version, **params) for m in requests]
+        futures = [pool.submit(client.complete, m, template_version, schema=schema, **params) for m in requests]
         return [f.result() for f in futures]
 
 

@@ -10,6 +10,20 @@ as :meth:`LLMClient.complete`, so batch and online runs share answers. A line th
 non-200 line, or a line missing from both files becomes an error :class:`Completion`;
 nothing is dropped and the result list has one entry per request, in input order.
 
+A request may carry ``"schema"`` (a pydantic model): its line asks for structured output
+(``response_format`` in the client's current wire format) and its answer is validated; an
+invalid answer is an error ``invalid output: ...`` and is not cached. Its cache key is the
+one :meth:`LLMClient.complete_json` uses, so online and batch runs share answers.
+
+Resuming: with a cache, every submitted batch is recorded under
+``<cache root>/llm-batches/<batch id>.json`` (batch id, endpoint, model, status and the cache
+keys it answers; nothing secret) right after it is created, and updated when it ends. A
+later call (e.g. after the polling process was killed) first looks for recorded batches of
+the same endpoint and model that are not yet collected and answer some of its keys, and
+polls and collects those instead of submitting their keys again. A recorded batch that the
+server no longer knows, or that failed or was cancelled, is marked so and its keys are
+submitted anew. Two processes may poll the same batch; both collect the same answers.
+
 The API key is read from the environment variable named in the config and sent only as the
 Authorization header of each call, like :class:`~evalcore.llm.client.LLMClient`.
 """
@@ -23,9 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Union
 
 import openai
+from pydantic import BaseModel
 
-from evalcore.llm.cache import RequestLog, ResponseCache, cache_key
-from evalcore.llm.client import _RETRYABLE_STATUS, Completion, EndpointConfig, LLMClient
+from evalcore import storage
+from evalcore.llm.cache import RequestLog, ResponseCache, canonical_json
+from evalcore.llm.client import (_RETRYABLE_STATUS, Completion, EndpointConfig, LLMClient, parse_json_output,
+                                 response_format, schema_of)
 
 __all__ = ["run_batch", "BatchRequest", "BatchError", "MAX_LINES_PER_BATCH", "TERMINAL_STATUSES"]
 
@@ -34,8 +51,12 @@ COMPLETION_WINDOW = "24h"
 MAX_LINES_PER_BATCH = 50_000  # the API's per-batch limit
 TERMINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
 
+STATE_DIR = "llm-batches"
+#: recorded batches in these states are not resumed (their keys are submitted anew)
+_NOT_RESUMABLE = ("collected", "failed", "cancelled", "not_found")
+
 # one request: a list of messages, or {"messages": [...], "template_version": "...",
-# "params": {...}} (any other key is also taken as a parameter override)
+# "schema": PydanticModel, "params": {...}} (any other key is also taken as a parameter override)
 BatchRequest = Union[list, dict]
 
 
@@ -45,6 +66,7 @@ class _Item:
     messages: list[dict]
     params: dict[str, Any]
     template_version: str
+    schema: type[BaseModel] | None = None
 
 
 @dataclass
@@ -54,20 +76,22 @@ class _Job:
     status: str = "not submitted"
     error: str | None = None  # a whole-job failure (every key in it gets it)
     results: dict[str, Completion] = field(default_factory=dict)
+    state_uri: str | None = None  # where this batch is recorded (None: no cache, not recorded)
+    resumed: bool = False
 
 
 class BatchError(RuntimeError):
     """A Files/Batches API call failed after its retries."""
 
 
-def _normalize(req: Any) -> tuple[list[dict], str, dict[str, Any]]:
+def _normalize(req: Any) -> tuple[list[dict], str, type[BaseModel] | None, dict[str, Any]]:
     if isinstance(req, list):
-        return req, "", {}
+        return req, "", None, {}
     if not isinstance(req, dict) or "messages" not in req:
         raise TypeError(f"a batch request is a list of messages or a dict with 'messages', not {req!r:.80}")
     overrides = dict(req.get("params") or {})
-    overrides.update({k: v for k, v in req.items() if k not in ("messages", "template_version", "params")})
-    return req["messages"], str(req.get("template_version") or ""), overrides
+    overrides.update({k: v for k, v in req.items() if k not in ("messages", "template_version", "params", "schema")})
+    return req["messages"], str(req.get("template_version") or ""), req.get("schema"), overrides
 
 
 def run_batch(
@@ -101,9 +125,9 @@ def run_batch(
 
     items: list[_Item] = []
     for req in requests:
-        messages, tv, overrides = _normalize(req)
-        params = client.params(**overrides)
-        items.append(_Item(cache_key(cfg.model, messages, params, tv), messages, params, tv))
+        messages, tv, schema, overrides = _normalize(req)
+        key, params = client.request_key(messages, tv, schema, **overrides)
+        items.append(_Item(key, messages, params, tv, schema))
 
     results: dict[str, Completion] = {}
     todo: dict[str, _Item] = {}  # distinct uncached keys, first occurrence order
@@ -112,7 +136,13 @@ def run_batch(
             continue
         hit = client.cache.get(it.key) if client.cache is not None else None
         if hit is not None and hit.get("text") is not None:
-            results[it.key] = Completion(hit["text"], hit.get("usage"), cached=True, attempts=0, key=it.key)
+            try:
+                data = parse_json_output(hit["text"], it.schema) if it.schema is not None else None
+            except ValueError:
+                todo[it.key] = it  # a stale record that no longer validates: ask again
+                continue
+            results[it.key] = Completion(hit["text"], hit.get("usage"), cached=True, attempts=0, key=it.key,
+                                         data=data)
             client._log(it.key, cached=True, attempt=0, usage=hit.get("usage"), mode="batch")
         else:
             todo[it.key] = it
@@ -134,17 +164,16 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
         err = f"environment variable {cfg.api_key_env} is not set"
         return {k: Completion(None, None, cached=False, attempts=0, error=err, key=k) for k in todo}
     api = _Api(client, api_key)
-    keys = list(todo)
-    jobs = [_Job(keys[i:i + per_batch]) for i in range(0, len(keys), per_batch)]
+    states = _StateStore(client)
     deadline = time.monotonic() + timeout_s
-
-    for n, job in enumerate(jobs):
-        lines = "".join(
-            json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT,
-                        "body": {"model": cfg.model, "messages": todo[k].messages, **todo[k].params}},
-                       ensure_ascii=False, sort_keys=True) + "\n"
-            for k in job.keys
-        ).encode("utf-8")
+    jobs = _resume(api, states, todo)
+    claimed = {k for j in jobs for k in j.keys}
+    keys = [k for k in todo if k not in claimed]
+    wire = client.wire_format()
+    for n, i in enumerate(range(0, len(keys), per_batch)):
+        job = _Job(keys[i:i + per_batch])
+        jobs.append(job)
+        lines = "".join(_line(cfg.model, todo[k], wire) for k in job.keys).encode("utf-8")
         try:
             f = api.call("upload the input file", lambda: api.client.files.create(
                 file=(f"evalcore-batch-{n}.jsonl", lines, "application/jsonl"), purpose="batch",
@@ -156,6 +185,7 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
             job.error, job.status = str(e), "not submitted"
             continue
         job.batch_id, job.status = b.id, b.status
+        job.state_uri = states.record(b.id, b.status, job.keys)  # before anything else can fail
         client._log("", mode="batch", event="submitted", batch_id=b.id, lines=len(job.keys))
 
     # poll every submitted job until it is terminal; bounded by the deadline
@@ -183,6 +213,7 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
                         job.batch_id, extra_headers=api.auth), retries=0)
                 except BatchError:
                     pass
+                states.update(job, "cancelled")
             break
         sleep(max(0.0, min(poll_interval_s, left)))
 
@@ -199,11 +230,18 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
                     err = f"missing from the output of batch {job.batch_id}"
                 c = Completion(None, None, cached=False, attempts=1 if job.batch_id else 0,
                                error=err.replace(api_key, "***"), key=k)
+            it = todo[k]
+            if c.text is not None and it.schema is not None:
+                try:
+                    c = Completion(c.text, c.usage, cached=False, attempts=1, key=k,
+                                   data=parse_json_output(c.text, it.schema))
+                except ValueError as e:
+                    c = Completion(None, None, cached=False, attempts=1, error=f"invalid output: {e}", key=k)
             if c.text is not None and client.cache is not None:
-                it = todo[k]
+                schema_fields = {"output_schema": schema_of(it.schema), "wire": wire} if it.schema else {}
                 client.cache.put(k, {"model": cfg.model, "template_version": it.template_version,
                                      "messages": it.messages, "params": it.params, "text": c.text,
-                                     "usage": c.usage})
+                                     "usage": c.usage, **schema_fields})
             if c.text is not None:
                 client._log(k, cached=False, attempt=1, usage=c.usage, messages=todo[k].messages, text=c.text,
                             mode="batch", batch_id=job.batch_id)
@@ -211,7 +249,95 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
                 client._log(k, cached=False, attempt=c.attempts, error=c.error, messages=todo[k].messages,
                             mode="batch", batch_id=job.batch_id)
             out[k] = c
+    for job in jobs:  # only now that the answers are cached: the batch need not be collected again
+        if job.status in TERMINAL_STATUSES:
+            states.update(job, "collected" if job.status in ("completed", "expired") else job.status)
     return out
+
+
+def _line(model: str, it: _Item, wire: str) -> str:
+    """One JSONL line of the batch input file (``custom_id`` = the cache key)."""
+    body: dict[str, Any] = {"model": model, "messages": it.messages, **it.params}
+    rf = response_format(it.schema, wire) if it.schema is not None else None
+    if rf is not None:
+        body["response_format"] = rf
+    return json.dumps({"custom_id": it.key, "method": "POST", "url": ENDPOINT, "body": body},
+                      ensure_ascii=False, sort_keys=True) + "\n"
+
+
+class _StateStore:
+    """Records of submitted batches under ``<cache root>/llm-batches`` (none without a cache)."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.root = storage.join(client.cache.root, STATE_DIR) if client.cache is not None else None
+        self.endpoint = {"base_url": client.config.base_url, "model": client.config.model}
+
+    def record(self, batch_id: str, status: str, keys: list[str]) -> str | None:
+        if self.root is None:
+            return None
+        uri = storage.join(self.root, f"{batch_id}.json")
+        self._write(uri, {"batch_id": batch_id, "status": status, "keys": keys, **self.endpoint,
+                          "submitted": round(time.time(), 3), "updated": round(time.time(), 3)})
+        return uri
+
+    def update(self, job: _Job, status: str) -> None:
+        if job.state_uri is None:
+            return
+        state = self.read(job.state_uri) or {"batch_id": job.batch_id, "keys": job.keys, **self.endpoint}
+        self._write(job.state_uri, {**state, "status": status, "updated": round(time.time(), 3)})
+
+    def read(self, uri: str) -> dict[str, Any] | None:
+        try:
+            state = json.loads(storage.read_bytes(uri))
+        except (FileNotFoundError, OSError, ValueError):
+            return None
+        return state if isinstance(state, dict) else None
+
+    def pending(self) -> list[tuple[str, dict[str, Any]]]:
+        """(uri, record) of this endpoint's recorded batches that may still be collected, oldest first."""
+        if self.root is None:
+            return []
+        out = []
+        for uri in storage.list_files(self.root, ".json"):
+            state = self.read(uri)
+            if (state is not None and state.get("status") not in _NOT_RESUMABLE and state.get("batch_id")
+                    and all(state.get(k) == v for k, v in self.endpoint.items())):
+                out.append((uri, state))
+        return sorted(out, key=lambda x: x[1].get("submitted", 0))
+
+    @staticmethod
+    def _write(uri: str, state: dict[str, Any]) -> None:
+        storage.write_bytes(uri, canonical_json(state).encode("utf-8"))
+
+
+def _resume(api: "_Api", states: _StateStore, todo: dict[str, _Item]) -> list[_Job]:
+    """Jobs for recorded, uncollected batches that answer keys of ``todo`` (see the module docstring)."""
+    jobs: list[_Job] = []
+    claimed: set[str] = set()
+    for uri, state in states.pending():
+        keys = [k for k in state.get("keys", []) if k in todo and k not in claimed]
+        if not keys:
+            continue
+        job = _Job(keys, batch_id=state["batch_id"], status=str(state.get("status")), state_uri=uri, resumed=True)
+        try:
+            b = api.call("retrieve the batch", lambda: api.client.batches.retrieve(
+                job.batch_id, extra_headers=api.auth))
+        except BatchError as e:
+            if "HTTP 404" in str(e):  # the server does not know it (any more): submit its keys anew
+                states.update(job, "not_found")
+                continue
+            job.error = str(e)
+        else:
+            job.status = b.status
+            if b.status in ("failed", "cancelled"):  # an old failure: submit its keys anew
+                states.update(job, b.status)
+                continue
+            if b.status in TERMINAL_STATUSES:  # finished while nobody polled: collect it now
+                _collect(api, job, b)
+        claimed.update(keys)
+        jobs.append(job)
+        api.owner._log("", mode="batch", event="resumed", batch_id=job.batch_id, lines=len(keys))
+    return jobs
 
 
 def _collect(api: "_Api", job: _Job, b: Any) -> None:

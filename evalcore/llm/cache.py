@@ -13,6 +13,7 @@ import json
 import os
 import threading
 import time
+import uuid
 from typing import Any
 
 from evalcore import storage
@@ -54,41 +55,58 @@ class ResponseCache:
 class RequestLog:
     """JSONL log of requests and responses for one run (no keys, no headers).
 
-    Local paths are appended line by line; ``s3://`` logs are buffered and written whole by
-    :meth:`flush` / :meth:`close` (S3 objects cannot be appended to). Give each process its
-    own file, e.g. ``RequestLog.for_run(root, run_id)``.
+    Local paths are appended line by line. S3 objects cannot be appended to, so ``s3://``
+    logs are buffered and each :meth:`flush` (also automatic every ``flush_lines`` lines, and
+    :meth:`close`) writes the buffer as a new part ``<name>-<instance>-<n>.jsonl`` next to the
+    URI; read the log by listing its folder. Give each process its own log, e.g.
+    ``RequestLog.for_run(root, run_id)`` (the name holds the pid and a random suffix).
     """
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, flush_lines: int = 1000) -> None:
         self.uri = uri
+        self.flush_lines = max(1, flush_lines)
         self._lock = threading.Lock()
         self._lines: list[str] = []
+        self._parts = 0
+        self._token = uuid.uuid4().hex[:8]  # per instance: unpickled copies never overwrite each other's parts
         if not storage.is_s3(uri):
             os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
 
     @classmethod
     def for_run(cls, root: str, run_id: str) -> "RequestLog":
-        return cls(storage.join(root, "llm-log", f"{run_id}-{os.getpid()}.jsonl"))
+        return cls(storage.join(root, "llm-log", f"{run_id}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"))
+
+    def part_uri(self, n: int) -> str:
+        """The ``n``-th part of an ``s3://`` log."""
+        stem = self.uri[:-len(".jsonl")] if self.uri.endswith(".jsonl") else self.uri
+        return f"{stem}-{self._token}-{n:05d}.jsonl"
 
     def write(self, event: dict[str, Any]) -> None:
         line = canonical_json({"ts": round(time.time(), 3), **event}) + "\n"
         with self._lock:
             if storage.is_s3(self.uri):
                 self._lines.append(line)
+                if len(self._lines) >= self.flush_lines:
+                    self._flush_locked()
             else:
                 with open(self.uri, "a", encoding="utf-8") as f:
                     f.write(line)
 
     def flush(self) -> None:
         with self._lock:
-            if storage.is_s3(self.uri) and self._lines:
-                storage.write_bytes(self.uri, "".join(self._lines).encode("utf-8"))
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if storage.is_s3(self.uri) and self._lines:
+            storage.write_bytes(self.part_uri(self._parts), "".join(self._lines).encode("utf-8"))
+            self._parts += 1
+            self._lines = []
 
     def close(self) -> None:
         self.flush()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"uri": self.uri}
+        return {"uri": self.uri, "flush_lines": self.flush_lines}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["uri"])  # type: ignore[misc]
+        self.__init__(state["uri"], state.get("flush_lines", 1000))  # type: ignore[misc]

@@ -6,6 +6,15 @@ client, logging or caching can never leak it. The ``openai`` client's own retrie
 (``max_retries=0``); this module retries with jittered exponential backoff that honours
 ``retry-after-ms`` / ``Retry-After``. :meth:`LLMClient.complete` never raises for a failed
 item: after the last attempt it returns a :class:`Completion` with ``error`` set.
+
+Structured output (:meth:`LLMClient.complete_json`): the answer must be a JSON object valid
+against a pydantic model. The request carries ``response_format`` ``json_schema`` (strict);
+a server that refuses it (HTTP 400/422) is asked again with ``json_object``, then with no
+``response_format`` at all (the prompt itself must ask for JSON), and the client remembers
+the step down. Every answer is validated; an invalid one is retried at most ``json_retries``
+times and never cached, then the item is an error ``invalid output: ...``. The cache key
+holds the *schema* rather than the wire format, so the same request hits the cache whatever
+format the server accepted.
 """
 
 from __future__ import annotations
@@ -13,9 +22,10 @@ from __future__ import annotations
 import os
 import random
 import re
+import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +35,8 @@ from evalcore.llm.cache import RequestLog, ResponseCache, cache_key
 
 _PLACEHOLDER_KEY = "key-is-sent-per-request"
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+#: wire formats of structured output, strongest first (``prompt`` = no ``response_format``)
+STRUCTURED_FORMATS = ("json_schema", "json_object", "prompt")
 
 
 class EndpointConfig(BaseModel):
@@ -45,11 +57,15 @@ class EndpointConfig(BaseModel):
     backoff_base_s: float = Field(0.5, ge=0)
     backoff_max_s: float = Field(30.0, ge=0)
     max_budget_wait_s: float = Field(600.0, gt=0)
+    #: structured output wire format: ``auto`` tries json_schema → json_object → prompt
+    structured: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    #: extra tries for an answer that is not valid JSON for the schema (bounded, never cached)
+    json_retries: int = Field(2, ge=0)
 
 
 @dataclass(frozen=True)
 class Completion:
-    """One item's outcome: ``text`` or ``error`` (never both None)."""
+    """One item's outcome: ``text`` or ``error`` (never both None); ``data``: the validated JSON."""
 
     text: str | None
     usage: dict[str, int] | None
@@ -57,6 +73,7 @@ class Completion:
     attempts: int
     error: str | None = None
     key: str = ""
+    data: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +112,37 @@ def retry_after_s(headers: Any) -> float | None:
         return None
 
 
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a pydantic model (part of the cache key of a structured request)."""
+    return model.model_json_schema()
+
+
+def response_format(model: type[BaseModel], wire: str) -> dict[str, Any] | None:
+    """The ``response_format`` request field for ``wire`` (None for ``prompt``)."""
+    if wire == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": model.__name__, "schema": schema_of(model),
+                                                       "strict": True}}
+    return {"type": "json_object"} if wire == "json_object" else None
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
+
+
+def parse_json_output(text: str, model: type[BaseModel]) -> dict[str, Any]:
+    """Validate ``text`` (a JSON object, optionally in a Markdown code fence) → the model's dict.
+
+    Raises ``ValueError`` with a short reason when it is not valid JSON for ``model``.
+    """
+    m = _FENCE.match(text or "")
+    body = m.group(1) if m else (text or "")
+    try:
+        return model.model_validate_json(body).model_dump(mode="json")
+    except Exception as e:  # pydantic.ValidationError (bad JSON or wrong shape)
+        first = e.errors()[0] if hasattr(e, "errors") else {"msg": str(e)}  # type: ignore[union-attr]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "(root)"
+        raise ValueError(f"{where}: {first.get('msg')} in {body[:80]!r}") from None
+
+
 class LLMClient:
     """Chat completions against one endpoint, sharing ``budget``; thread-safe and picklable."""
 
@@ -111,6 +159,9 @@ class LLMClient:
         self.log = log
         self._rng = random.Random()
         self._client: openai.OpenAI | None = None
+        # structured output: the strongest wire format this endpoint accepted so far
+        self._wire = config.structured if config.structured != "auto" else STRUCTURED_FORMATS[0]
+        self._wire_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config, "budget": self.budget, "cache": self.cache, "log": self.log}
@@ -130,47 +181,105 @@ class LLMClient:
         cfg = self.config
         return {"temperature": cfg.temperature, "seed": cfg.seed, "max_tokens": cfg.max_tokens, **overrides}
 
-    def complete(self, messages: list[dict], template_version: str = "", **overrides: Any) -> Completion:
-        """One chat completion; cached if possible; an error row (not an exception) on failure."""
+    def request_key(self, messages: list[dict], template_version: str = "",
+                    schema: type[BaseModel] | None = None, **overrides: Any) -> tuple[str, dict[str, Any]]:
+        """(cache key, request parameters without ``response_format``) of one request."""
         params = self.params(**overrides)
-        key = cache_key(self.config.model, messages, params, template_version)
+        key_params = {**params, "output_schema": schema_of(schema)} if schema is not None else params
+        return cache_key(self.config.model, messages, key_params, template_version), params
+
+    def wire_format(self) -> str:
+        """The structured-output wire format the next structured request uses."""
+        return self._wire
+
+    def _step_down(self, failed: str) -> bool:
+        """After a refused ``response_format``: use the next weaker format (``auto`` only)."""
+        if self.config.structured != "auto" or failed == STRUCTURED_FORMATS[-1]:
+            return False
+        with self._wire_lock:
+            if self._wire == failed:
+                self._wire = STRUCTURED_FORMATS[STRUCTURED_FORMATS.index(failed) + 1]
+        return True
+
+    def complete_json(self, messages: list[dict], schema: type[BaseModel], template_version: str = "",
+                      **overrides: Any) -> Completion:
+        """A structured completion: ``data`` is the answer validated against ``schema`` (see module doc)."""
+        return self.complete(messages, template_version, schema=schema, **overrides)
+
+    def complete(self, messages: list[dict], template_version: str = "", *,
+                 schema: type[BaseModel] | None = None, **overrides: Any) -> Completion:
+        """One chat completion; cached if possible; an error row (not an exception) on failure.
+
+        With ``schema`` the answer must be JSON valid for it (see :meth:`complete_json`).
+        """
+        cfg = self.config
+        key, params = self.request_key(messages, template_version, schema, **overrides)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and hit.get("text") is not None:
-                self._log(key, cached=True, attempt=0, usage=hit.get("usage"))
-                return Completion(hit["text"], hit.get("usage"), cached=True, attempts=0, key=key)
+                try:
+                    data = parse_json_output(hit["text"], schema) if schema is not None else None
+                except ValueError:
+                    pass  # a stale record that no longer validates: ask again
+                else:
+                    self._log(key, cached=True, attempt=0, usage=hit.get("usage"))
+                    return Completion(hit["text"], hit.get("usage"), cached=True, attempts=0, key=key, data=data)
 
-        api_key = os.environ.get(self.config.api_key_env)
+        api_key = os.environ.get(cfg.api_key_env)
         if not api_key:
-            err = f"environment variable {self.config.api_key_env} is not set"
+            err = f"environment variable {cfg.api_key_env} is not set"
             self._log(key, cached=False, attempt=0, error=err)
             return Completion(None, None, cached=False, attempts=0, error=err, key=key)
 
-        est = estimate_tokens(messages, int(params.get("max_tokens") or self.config.max_tokens))
+        est = estimate_tokens(messages, int(params.get("max_tokens") or cfg.max_tokens))
         error = "no attempt made"
-        for attempt in range(1, self.config.max_retries + 2):
-            lease = acquire_blocking(self.budget, est, self.config.max_budget_wait_s, self._rng)
+        attempt = failures = invalid = 0
+        # hard bound: every retry, every invalid answer and each format step-down at most once
+        for attempt in range(1, cfg.max_retries + cfg.json_retries + len(STRUCTURED_FORMATS) + 2):
+            lease = acquire_blocking(self.budget, est, cfg.max_budget_wait_s, self._rng)
             if lease is None:
-                error = f"rate budget wait exceeded {self.config.max_budget_wait_s}s"
+                error = f"rate budget wait exceeded {cfg.max_budget_wait_s}s"
                 break
-            text, usage, error, retry, ra = self._attempt(messages, params, api_key, lease)
+            wire = self._wire if schema is not None else None
+            rf = response_format(schema, wire) if schema is not None and wire is not None else None
+            sent = {**params, "response_format": rf} if rf is not None else params
+            text, usage, error, retry, ra, status = self._attempt(messages, sent, api_key, lease)
+            data = None
+            if error is None and schema is not None:
+                try:
+                    data = parse_json_output(text or "", schema)
+                except ValueError as e:
+                    error, ra = f"invalid output: {e}", None
+                    invalid += 1
+                    retry = invalid <= cfg.json_retries
+                    self._log(key, cached=False, attempt=attempt, error=error, messages=messages, text=text,
+                              wire=wire)
+                    if not retry:
+                        break
+                    continue
             if error is None:
                 assert text is not None
                 if self.cache is not None:
-                    self.cache.put(key, {"model": self.config.model, "template_version": template_version,
-                                         "messages": messages, "params": params, "text": text, "usage": usage})
-                self._log(key, cached=False, attempt=attempt, usage=usage, messages=messages, text=text)
-                return Completion(text, usage, cached=False, attempts=attempt, key=key)
+                    self.cache.put(key, {"model": cfg.model, "template_version": template_version,
+                                         "messages": messages, "params": params, "text": text, "usage": usage,
+                                         **({"output_schema": schema_of(schema), "wire": wire} if schema else {})})
+                self._log(key, cached=False, attempt=attempt, usage=usage, messages=messages, text=text,
+                          **({"wire": wire} if schema else {}))
+                return Completion(text, usage, cached=False, attempts=attempt, key=key, data=data)
             error = error.replace(api_key, "***")
-            self._log(key, cached=False, attempt=attempt, error=error, messages=messages)
-            if not retry or attempt > self.config.max_retries:
+            self._log(key, cached=False, attempt=attempt, error=error, messages=messages,
+                      **({"wire": wire} if schema else {}))
+            if rf is not None and status in (400, 422) and self._step_down(wire):  # type: ignore[arg-type]
+                continue  # the server refused this response_format: ask again with a weaker one
+            failures += 1
+            if not retry or failures > cfg.max_retries:
                 break
-            time.sleep(ra + self._rng.uniform(0, 0.05) if ra is not None else self._backoff(attempt))
+            time.sleep(ra + self._rng.uniform(0, 0.05) if ra is not None else self._backoff(failures))
         return Completion(None, None, cached=False, attempts=attempt, error=error, key=key)
 
-    def _attempt(self, messages: list[dict], params: dict[str, Any], api_key: str,
-                 lease: Lease) -> tuple[str | None, dict[str, int] | None, str | None, bool, float | None]:
-        """One HTTP call → (text, usage, error, retryable, server's retry-after seconds)."""
+    def _attempt(self, messages: list[dict], params: dict[str, Any], api_key: str, lease: Lease
+                 ) -> tuple[str | None, dict[str, int] | None, str | None, bool, float | None, int | None]:
+        """One HTTP call → (text, usage, error, retryable, server's retry-after seconds, HTTP status)."""
         settled = False
         try:
             raw = self.openai_client.chat.completions.with_raw_response.create(
@@ -187,19 +296,19 @@ class LLMClient:
                      "total_tokens": resp.usage.total_tokens} if resp.usage else None
             self.budget.settle(lease, usage["total_tokens"] if usage else lease.tokens)
             settled = True
-            return text, usage, None, False, None
+            return text, usage, None, False, None, raw.status_code
         except openai.APIStatusError as e:
             ra = retry_after_s(e.response.headers)
             if e.status_code == 429:
                 self.budget.penalize(ra if ra is not None else self._backoff(1))
             retry = e.status_code in _RETRYABLE_STATUS or e.status_code >= 500
-            return None, None, f"HTTP {e.status_code}: {e.message}", retry, ra
+            return None, None, f"HTTP {e.status_code}: {e.message}", retry, ra, e.status_code
         except openai.APITimeoutError:
-            return None, None, f"timeout after {self.config.timeout_s}s", True, None
+            return None, None, f"timeout after {self.config.timeout_s}s", True, None, None
         except openai.APIConnectionError as e:
-            return None, None, f"connection error: {e}", True, None
+            return None, None, f"connection error: {e}", True, None, None
         except Exception as e:  # malformed body, missing fields: retried like a server error
-            return None, None, f"bad response: {type(e).__name__}: {e}", True, None
+            return None, None, f"bad response: {type(e).__name__}: {e}", True, None, None
         finally:
             if not settled:
                 self.budget.settle(lease, None)

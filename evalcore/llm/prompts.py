@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,26 @@ MCQ_MATCH = PromptTemplate(
     ),
 )
 
+MCQ_MATCH_JSON = PromptTemplate(
+    name="mcq_match_json",
+    version="1",
+    system=(
+        "You decide which option of a multiple-choice question a free-form answer chose. "
+        'Reply with a JSON object of the form {"choice": "A"} and nothing else: the value is '
+        'one letter, "A", "B", "C" or "D", or "none" if the answer picks no option, picks '
+        "several, or is not a clear choice. Do not judge whether the choice is correct."
+    ),
+    user=MCQ_MATCH.user.replace("Chosen option (A, B, C, D or none):", "JSON:"),
+)
+
+
+class McqChoice(BaseModel):
+    """The structured answer of :data:`MCQ_MATCH_JSON`."""
+
+    model_config = ConfigDict(extra="forbid")
+    choice: Literal["A", "B", "C", "D", "none"]
+
+
 PARAPHRASE = PromptTemplate(
     name="paraphrase",
     version="1",
@@ -105,7 +127,8 @@ ADVERSARIAL = PromptTemplate(
     user="Text:\n\"\"\"\n{text}\n\"\"\"\n\nRewrite:",
 )
 
-TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (LABEL_EXTRACTION, MCQ_MATCH, PARAPHRASE, ADVERSARIAL)}
+TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (LABEL_EXTRACTION, MCQ_MATCH, MCQ_MATCH_JSON, PARAPHRASE,
+                                                             ADVERSARIAL)}
 
 
 def parse_labels(output: str, vocabulary: Sequence[str]) -> list[str]:

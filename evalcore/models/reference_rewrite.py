@@ -1,0 +1,72 @@
+"""Reference-rewrite "systems" for free-form QA: the paraphrase skyline and the adversarial rewrite.
+
+Not a Music LM: it ignores the audio and the prompt and rewrites each request's *reference*
+answer through the LLM layer ("Factual and musical metrics for Music LMs", §3.2–3.3, Table 2):
+
+* ``mode: paraphrase`` — same meaning and musical facts, different wording (the skyline no
+  Music LM should beat);
+* ``mode: adversarial`` — minimal edits that change the musical facts (lexically close, wrong).
+
+Calls go through :class:`~evalcore.llm.runner.LLMRunner` with the versioned ``paraphrase`` /
+``adversarial`` templates (their tag is part of the cache key), temperature 0 and a fixed
+seed, the response cache, the shared rate budget and the request log; ``api: batch`` uses the
+OpenAI Batch API instead (``mode`` names the rewrite, so the API mode is ``api``). A request
+without a reference, or whose call fails after its bounded retries, becomes an error row with
+the reason (the pipeline turns a returned exception into that row); nothing is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
+
+from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE, PromptTemplate
+from evalcore.llm.runner import LLMRunner
+from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.registry import MODELS
+
+TEMPLATES: dict[str, PromptTemplate] = {"paraphrase": PARAPHRASE, "adversarial": ADVERSARIAL}
+
+
+class RewriteFailed(RuntimeError):
+    """One reference could not be rewritten (no reference, or the LLM call failed)."""
+
+
+@MODELS.register("reference_rewrite")
+class ReferenceRewrite(MusicLM):
+    """Rewrites the request's reference answer with an LLM; see the module docstring."""
+
+    def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: str, model: str, rpm: int, tpm: int,
+                 api: Literal["online", "batch"] = "online", sample_rate: int = 16_000,
+                 max_audio_seconds: float | None = None, **llm: Any) -> None:
+        if mode not in TEMPLATES:
+            raise ValueError(f"mode must be one of {', '.join(TEMPLATES)}, not {mode!r}")
+        self.mode = mode
+        self.template = TEMPLATES[mode]
+        self.sample_rate = sample_rate
+        self.max_audio_seconds = max_audio_seconds
+        self.runner = LLMRunner(base_url=base_url, model=model, rpm=rpm, tpm=tpm, api=api,
+                                log_name=f"reference_rewrite-{mode}", **llm)
+
+    def generation_settings(self) -> dict[str, Any]:
+        cfg = self.runner.config
+        return {"temperature": cfg.temperature, "seed": cfg.seed, "max_tokens": cfg.max_tokens,
+                "template": self.template.tag, "api": self.runner.api}
+
+    def info(self) -> dict[str, Any]:
+        return {**super().info(), "checkpoint": f"{self.runner.config.model}+{self.template.tag}"}
+
+    def messages(self, reference: str) -> list[dict]:
+        return self.template.render(text=reference)
+
+    def generate(self, batch: Sequence[AudioPrompt]) -> list[Any]:
+        """One rewrite per input, in order; a :class:`RewriteFailed` instance for an input that failed."""
+        out: list[Any] = [RewriteFailed("no reference answer to rewrite") for _ in batch]
+        todo = [i for i, inp in enumerate(batch) if inp.reference and inp.reference.strip()]
+        done = self.runner.run([self.messages(batch[i].reference) for i in todo],  # type: ignore[arg-type]
+                               self.template.tag)
+        for i, c in zip(todo, done):
+            if c.text is not None and c.error is None:
+                out[i] = c.text.strip()
+            else:
+                out[i] = RewriteFailed(f"{c.error or 'no completion'} (after {c.attempts} attempts)")
+        return out

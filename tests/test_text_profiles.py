@@ -159,3 +159,13 @@ def test_wordnet_provisioned_from_debian_files(tmp_path):
     root, version, guitar, lemma, meteor = out.stdout.split()
     assert root.startswith(str(data)) and version == "3.0" and guitar == "guitar.n.01"
     assert lemma == "Lemma('dog.n.01.dog')" and float(meteor) > 0.5
+
+
+def test_model_metrics_need_their_models_and_known_names():
+    with pytest.raises(ValueError, match="unknown metric"):
+        tp.score_pairs(["a"], ["a"], metrics=["bleurt"])
+    with pytest.raises(ValueError, match="bertscore needs"):
+        tp.score_pairs(["a"], ["a"], metrics=["bertscore"])
+    with pytest.raises(ValueError, match="claptext needs"):
+        tp.score_pairs(["a"], ["a"], metrics=["claptext"])
+    assert tp.ALL_METRICS == (*tp.METRICS, "bertscore", "cider", "claptext")

@@ -17,6 +17,14 @@ non-string reference, or a text longer than ``max_chars`` gives NaN in every met
 an error string; an empty (or whitespace-only) candidate scores 0.0 in every metric
 with no error; a library exception on a row becomes that row's error.
 
+Model-based metrics (``metrics=`` any of ``MODEL_METRICS``, models configured by :class:`ModelMetrics`):
+``bertscore`` (:mod:`evalcore.metrics.bertscore`: recall in ``mullama``, F1 rescaled where a baseline
+exists in ``standard``), ``cider`` (:mod:`evalcore.metrics.cider`: pycocoevalcap CIDEr-D with the PTB
+tokenizer in both profiles; IDF per corpus = rows sharing a ``corpora`` label) and ``claptext``
+(:mod:`evalcore.metrics.clap_text`, both profiles). They follow the same row rules (an empty candidate
+scores 0.0; for CIDEr it stays in its corpus, where pycocoevalcap also gives it 0); a metric failing
+on rows gives NaN in that metric and its message in the row's error.
+
 ``score_pairs(..., fast=True)`` scores each distinct (reference, candidate) pair once,
 caches tokenisations, stems and WordNet lookups through the libraries' own parameters
 (``RougeScorer(tokenizer=)``, ``meteor_score(stemmer=, wordnet=)``, one
@@ -34,10 +42,16 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import version
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Sequence
+
+if TYPE_CHECKING:
+    from evalcore.metrics.bertscore import BertScoreConfig
+    from evalcore.metrics.clap_text import ClapTextConfig
 
 PROFILES = ("mullama", "standard")
 METRICS = ("bleu", "bleu4", "meteor", "rouge")
+MODEL_METRICS = ("bertscore", "cider", "claptext")
+ALL_METRICS = METRICS + MODEL_METRICS
 MAX_CHARS = 50_000
 PARALLEL_MIN = 2000  # fewer distinct pairs than this are scored in-process
 W_BLEU = (0.25, 0.25, 0.25, 0.25)
@@ -73,9 +87,25 @@ class PairScores:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def library_versions() -> dict[str, str]:
+@dataclass(frozen=True)
+class ModelMetrics:
+    """Models for the model-based metrics (required only for the metrics asked for)."""
+
+    bertscore: BertScoreConfig | None = None
+    clap: ClapTextConfig | None = None
+    clap_ray_actors: int = 0  # > 0: CLAP embeddings on that many Ray actors
+
+
+def library_versions(metrics: Sequence[str] = METRICS) -> dict[str, str]:
     """Versions of the libraries the metrics come from."""
-    return {p: version(p) for p in ("nltk", "rouge-score", "sacrebleu")}
+    names = ["nltk", "rouge-score", "sacrebleu"] if any(m in METRICS for m in metrics) else []
+    if "bertscore" in metrics:
+        names += ["bert-score", "torch", "transformers"]
+    if "cider" in metrics:
+        names += ["pycocoevalcap"]
+    if "claptext" in metrics:
+        names += ["torch", "transformers"]
+    return {p: version(p) for p in dict.fromkeys(names)}
 
 
 def check_pair(ref: Any, cand: Any, max_chars: int = MAX_CHARS) -> str | None:
@@ -234,13 +264,50 @@ def score_pairs(
     fast: bool = True,
     workers: int | None = None,
     max_chars: int = MAX_CHARS,
+    metrics: Sequence[str] | None = None,
+    models: ModelMetrics | None = None,
+    corpora: Sequence[Hashable] | None = None,
 ) -> PairScores:
-    """Score candidate/reference pairs with ``profile``; see the module docstring for row rules."""
+    """Score candidate/reference pairs with ``profile``; see the module docstring for row rules.
+
+    ``metrics`` defaults to the lexical ``METRICS``; ``corpora`` labels rows sharing CIDEr's IDF.
+    """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; one of {PROFILES}")
     if len(references) != len(candidates):
         raise ValueError(f"{len(references)} references but {len(candidates)} candidates")
+    wanted = list(METRICS if metrics is None else metrics)
+    unknown = [m for m in wanted if m not in ALL_METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; one of {ALL_METRICS}")
     checks = [check_pair(r, c, max_chars) for r, c in zip(references, candidates)]
+    values: dict[str, list[float]] = {}
+    errors: list[str | None] = [None if e in (None, "") else e for e in checks]
+    if any(m in METRICS for m in wanted):
+        lexical, lex_errors = _score_lexical(references, candidates, checks, profile, fast, workers)
+        values.update({m: lexical[m] for m in METRICS if m in wanted})
+        errors = [_join(a, b) for a, b in zip(errors, lex_errors)]
+    lexical_errors = list(errors)
+    info = _info(profile, max_chars, wanted)
+    for m in (m for m in MODEL_METRICS if m in wanted):
+        vals, errs, meta = _score_model(m, references, candidates, checks, profile, models or ModelMetrics(), corpora)
+        values[m] = vals
+        errors = [_join(a, b) for a, b in zip(errors, errs)]
+        info["definitions"][m] = meta.pop("definition")
+        info.setdefault("models", {})[m] = meta
+    out = PairScores(profile, values, errors, info=info)
+    if profile == "standard" and any(m in METRICS for m in wanted):
+        out.corpus["corpus_bleu"] = _corpus_bleu(references, candidates, lexical_errors)
+    return out
+
+
+def _join(a: str | None, b: str | None) -> str | None:
+    return a if b is None else b if a is None else f"{a}; {b}"
+
+
+def _score_lexical(references: Sequence[Any], candidates: Sequence[Any], checks: list[str | None], profile: str,
+                   fast: bool, workers: int | None) -> tuple[dict[str, list[float]], list[str | None]]:
+    """BLEU, BLEU-4, METEOR, ROUGE per row (documented values on checked-out rows) and library errors."""
     todo = [(r, c) for r, c, e in zip(references, candidates, checks) if e is None]
     if fast:
         unique = list(dict.fromkeys(todo))
@@ -254,14 +321,67 @@ def score_pairs(
     errors: list[str | None] = []
     it = iter(results)
     for e in checks:
-        vals, err = next(it) if e is None else ((_ZERO, None) if e == "" else (_NAN, e))
+        vals, err = next(it) if e is None else ((_ZERO, None) if e == "" else (_NAN, None))
         for m, v in zip(METRICS, vals):
             values[m].append(v)
-        errors.append(err)
-    out = PairScores(profile, values, errors, info=_info(profile, max_chars))
-    if profile == "standard":
-        out.corpus["corpus_bleu"] = _corpus_bleu(references, candidates, errors)
-    return out
+        errors.append(err)  # a library exception on a row (check errors are the caller's)
+    return values, errors
+
+
+def _score_model(metric: str, references: Sequence[Any], candidates: Sequence[Any], checks: list[str | None],
+                 profile: str, models: ModelMetrics, corpora: Sequence[Hashable] | None
+                 ) -> tuple[list[float], list[str | None], dict[str, Any]]:
+    """(values, per-row errors, provenance incl. ``definition``) of one model-based metric."""
+    n = len(checks)
+    values = [math.nan if e not in (None, "") else 0.0 for e in checks]
+    errors: list[str | None] = [None] * n
+    rows = [i for i, e in enumerate(checks) if e is None]
+    if metric == "cider":
+        from evalcore.metrics import cider
+
+        rows = [i for i, e in enumerate(checks) if e in (None, "")]  # an empty candidate stays in its corpus
+        labels = [corpora[i] for i in rows] if corpora is not None else None
+        vals, errs = cider.cider_scores([references[i] for i in rows], [candidates[i] for i in rows], labels)
+        meta = {"definition": cider.definition(), "corpora": "rows sharing a label" if corpora is not None else "all rows"}
+    elif metric == "bertscore":
+        from evalcore.metrics import bertscore
+
+        if models.bertscore is None:
+            raise ValueError("bertscore needs a BertScoreConfig (a local model directory)")
+        scorer = bertscore.BertScore(models.bertscore, profile)
+        meta = {"definition": bertscore.definition(models.bertscore, profile), "path": models.bertscore.model,
+                "model_id": models.bertscore.name, "num_layers": models.bertscore.layers(),
+                "rescaled": scorer.rescale, "config": bertscore.model_info(models.bertscore)}
+        vals, errs = _guarded(metric, len(rows), lambda: scorer.score([references[i] for i in rows],
+                                                                      [candidates[i] for i in rows]))
+    else:
+        from evalcore.metrics import clap_text
+
+        if models.clap is None:
+            raise ValueError("claptext needs a ClapTextConfig (laion checkpoint and tokenizer paths)")
+        cfg = models.clap
+        embedder = None if models.clap_ray_actors > 0 else clap_text.ClapTextEmbedder(cfg)
+        stats: dict[str, Any] = {}
+
+        def run() -> list[float]:
+            texts = [references[i] for i in rows] + [candidates[i] for i in rows]
+            emb, st = clap_text.embed_texts(texts, cfg, ray_actors=models.clap_ray_actors, embedder=embedder)
+            stats.update(st)
+            return [clap_text.cosine(emb[candidates[i]], emb[references[i]]) for i in rows]
+
+        vals, errs = _guarded(metric, len(rows), run)
+        meta = {"definition": clap_text.definition(cfg), **clap_text.describe(cfg), "embedding": stats}
+    for i, v, e in zip(rows, vals, errs):
+        values[i], errors[i] = (math.nan, e) if e else (v, None)
+    return values, errors, meta
+
+
+def _guarded(metric: str, n: int, fn: Any) -> tuple[list[float], list[str | None]]:
+    """``fn()``'s values with no errors, or NaN and the exception as every row's error."""
+    try:
+        return fn(), [None] * n
+    except Exception as e:  # a whole-metric failure (e.g. a Ray actor died) becomes every row's error
+        return [math.nan] * n, [f"{metric}: {type(e).__name__}: {e}"[:300]] * n
 
 
 def _corpus_bleu(refs: Sequence[Any], cands: Sequence[Any], errors: list[str | None]) -> float:
@@ -274,9 +394,14 @@ def _corpus_bleu(refs: Sequence[Any], cands: Sequence[Any], errors: list[str | N
     return bleu.corpus_score([c for _, c in ok], [[r for r, _ in ok]]).score / 100.0
 
 
-def _info(profile: str, max_chars: int) -> dict[str, Any]:
-    from nltk.corpus import wordnet
+def _info(profile: str, max_chars: int, metrics: Sequence[str] = METRICS) -> dict[str, Any]:
+    lexical = any(m in METRICS for m in metrics)
+    wordnet_version = None
+    if lexical:
+        from nltk.corpus import wordnet
 
-    return {"profile": profile, "versions": library_versions(), "wordnet": f"WordNet {wordnet.get_version()}",
-            "definitions": DEFINITIONS[profile], "max_chars": max_chars,
+        wordnet_version = f"WordNet {wordnet.get_version()}"
+    defs = {k: v for k, v in DEFINITIONS[profile].items() if lexical and (k in metrics or k == "corpus_bleu")}
+    return {"profile": profile, "metrics": list(metrics), "versions": library_versions(metrics),
+            "wordnet": wordnet_version, "definitions": defs, "max_chars": max_chars,
             "empty_candidate": "0.0 in every metric", "bad_row": "NaN in every metric + error string"}

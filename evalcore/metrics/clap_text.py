@@ -1,0 +1,239 @@
+"""CLAPText: cosine similarity of the CLAP text embeddings of candidate and reference.
+
+The embedding is what laion_clap's ``CLAP_Module(enable_fusion=False, amodel='HTSAT-base')
+.get_text_embedding`` computes (the paper uses ``music_audioset_epoch_15_esc_90.14.pt``):
+roberta tokens (``padding="max_length"``, ``truncation=True``, ``max_length=77``) → ``RobertaModel``
+pooler output → ``text_projection`` (Linear → ReLU → Linear) → L2 normalisation. It is rebuilt here
+with transformers from the ``text_branch.*`` / ``text_projection.*`` weights of the laion checkpoint
+(``module.``-prefixed or not, bare or under ``state_dict``); the roberta architecture is read off the
+weight shapes (heads = hidden / 64, roberta-base's constants otherwise). Checkpoint and tokenizer come
+from configured paths, local or ``s3://`` (copied to a local cache first); nothing is fetched from a hub.
+
+``ClapTextEmbedder`` embeds texts in-process; :func:`embed_texts` embeds each distinct text once,
+in-process or on Ray actors (``ray.remote(ClapTextEmbedder)``) for many rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib.metadata import version
+from typing import Any, Sequence
+
+import numpy as np
+
+CONTEXT_LENGTH = 77
+_TEXT_PREFIXES = ("text_branch.", "text_projection.")
+_BUFFERS = ("text_branch.embeddings.position_ids", "text_branch.embeddings.token_type_ids")
+PAPER_CHECKPOINT = "music_audioset_epoch_15_esc_90.14.pt"
+
+
+@dataclass(frozen=True)
+class ClapTextConfig:
+    """Where the laion checkpoint and the roberta tokenizer files (vocab.json, merges.txt) are."""
+
+    checkpoint: str
+    tokenizer: str
+    device: str = "cpu"
+    batch_size: int = 32
+    num_attention_heads: int | None = None  # None: hidden size / 64 (roberta's convention)
+    cache_dir: str | None = None  # local copies of s3:// inputs (default: a temp dir)
+    weights_only: bool = True  # torch.load(weights_only=...); False only for a trusted pickle
+    s3: dict | None = None  # evalcore.storage.S3Options fields, for Ray workers reading s3://
+
+    def label(self) -> str:
+        name = os.path.basename(self.checkpoint.rstrip("/"))
+        note = "" if name == PAPER_CHECKPOINT else f" (NOT the paper's {PAPER_CHECKPOINT})"
+        return f"{name}{note}"
+
+
+def _cache_root(cfg: ClapTextConfig) -> str:
+    return cfg.cache_dir or os.path.join(tempfile.gettempdir(), "evalcore-clap-cache")
+
+
+def localize(uri: str, cache_dir: str) -> str:
+    """A local path for ``uri``: itself when local, else a copy of the s3 object (or prefix) under ``cache_dir``."""
+    from evalcore import storage
+
+    if not storage.is_s3(uri):
+        return storage.resolve(uri)[1]
+    fs, path = storage.resolve(uri)
+    import pyarrow.fs as pafs
+
+    base = os.path.join(cache_dir, hashlib.sha256(uri.encode()).hexdigest()[:16])
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"{uri}: no such object or prefix")
+    files = ([info] if info.type == pafs.FileType.File
+             else [i for i in fs.get_file_info(pafs.FileSelector(path, recursive=True)) if i.type == pafs.FileType.File])
+    for f in files:
+        rel = os.path.basename(f.path) if info.type == pafs.FileType.File else os.path.relpath(f.path, path)
+        dest = os.path.join(base, rel)
+        if os.path.isfile(dest) and os.path.getsize(dest) == f.size:
+            continue
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        tmp = f"{dest}.part-{os.getpid()}"
+        with fs.open_input_stream(f.path) as src, open(tmp, "wb") as out:
+            while chunk := src.read(1 << 24):
+                out.write(chunk)
+        os.replace(tmp, dest)
+    return os.path.join(base, os.path.basename(path)) if info.type == pafs.FileType.File else base
+
+
+def text_state_dict(checkpoint: dict) -> dict:
+    """The text-branch tensors of a laion checkpoint, with ``module.`` stripped and legacy buffers dropped."""
+    state = checkpoint.get("state_dict", checkpoint) if isinstance(checkpoint, dict) else None
+    if not isinstance(state, dict) or not state:
+        raise ValueError("not a laion CLAP checkpoint: no state dict")
+    out = {}
+    for key, value in state.items():
+        key = key[len("module."):] if key.startswith("module.") else key
+        if key.startswith(_TEXT_PREFIXES) and key not in _BUFFERS:
+            out[key] = value
+    if "text_branch.embeddings.word_embeddings.weight" not in out or "text_projection.0.weight" not in out:
+        raise ValueError("not a laion CLAP checkpoint with a roberta text branch: no text_branch/text_projection weights")
+    return out
+
+
+def roberta_config(state: dict, num_attention_heads: int | None = None) -> Any:
+    """roberta-base's config with sizes read off the weights (vocab, width, depth, FFN, positions)."""
+    from transformers import RobertaConfig
+
+    hidden = state["text_branch.embeddings.word_embeddings.weight"].shape[1]
+    layers = {int(k.split(".")[3]) for k in state if k.startswith("text_branch.encoder.layer.")}
+    return RobertaConfig(
+        vocab_size=state["text_branch.embeddings.word_embeddings.weight"].shape[0],
+        hidden_size=hidden,
+        num_hidden_layers=len(layers),
+        num_attention_heads=num_attention_heads or hidden // 64,
+        intermediate_size=state["text_branch.encoder.layer.0.intermediate.dense.weight"].shape[0],
+        max_position_embeddings=state["text_branch.embeddings.position_embeddings.weight"].shape[0],
+        type_vocab_size=state["text_branch.embeddings.token_type_embeddings.weight"].shape[0],
+        hidden_act="gelu", layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+    )
+
+
+def _encoder_class() -> type:
+    import torch
+    from torch import nn
+    from transformers import RobertaModel
+
+    class ClapTextEncoder(nn.Module):
+        """laion's text path: roberta pooler → text_projection MLP → L2 normalisation."""
+
+        def __init__(self, config: Any, proj_in: int, proj_hidden: int, proj_out: int) -> None:
+            super().__init__()
+            self.text_branch = RobertaModel(config, add_pooling_layer=True)
+            self.text_projection = nn.Sequential(nn.Linear(proj_in, proj_hidden), nn.ReLU(),
+                                                 nn.Linear(proj_hidden, proj_out))
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            pooled = self.text_branch(input_ids=input_ids, attention_mask=attention_mask)["pooler_output"]
+            return nn.functional.normalize(self.text_projection(pooled), dim=-1)
+
+    return ClapTextEncoder
+
+
+def load_encoder(path: str, num_attention_heads: int | None = None, weights_only: bool = True) -> Any:
+    """The text encoder with the checkpoint's weights (every parameter must be present)."""
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=weights_only, mmap=True)
+    except RuntimeError:  # legacy (non-zip) serialisation cannot be memory-mapped
+        ckpt = torch.load(path, map_location="cpu", weights_only=weights_only)
+    state = text_state_dict(ckpt)
+    del ckpt
+    w0, w2 = state["text_projection.0.weight"], state["text_projection.2.weight"]
+    model = _encoder_class()(roberta_config(state, num_attention_heads), w0.shape[1], w0.shape[0], w2.shape[0])
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{path}: text-branch weights do not fit roberta + projection "
+                         f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+    return model.eval()
+
+
+class ClapTextEmbedder:
+    """Tokenizer + encoder in one process; ``embed`` returns L2-normalised float32 rows."""
+
+    def __init__(self, cfg: ClapTextConfig) -> None:
+        import torch
+        from transformers import RobertaTokenizer
+
+        from evalcore import storage
+
+        if cfg.s3:
+            storage.configure_s3(storage.S3Options(**cfg.s3))
+        self.cfg = cfg
+        self.tokenizer = RobertaTokenizer.from_pretrained(localize(cfg.tokenizer, _cache_root(cfg)), local_files_only=True)
+        self.model = load_encoder(localize(cfg.checkpoint, _cache_root(cfg)), cfg.num_attention_heads,
+                                  cfg.weights_only).to(cfg.device)
+        self._torch = torch
+        self.n_embedded = 0
+
+    def tokenize(self, texts: Sequence[str]) -> dict:
+        return self.tokenizer(list(texts), padding="max_length", truncation=True, max_length=CONTEXT_LENGTH,
+                              return_tensors="pt")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 unit vectors, in batches of ``cfg.batch_size``."""
+        out = []
+        with self._torch.inference_mode():
+            for i in range(0, len(texts), self.cfg.batch_size):
+                tok = self.tokenize(texts[i:i + self.cfg.batch_size])
+                emb = self.model(tok["input_ids"].to(self.cfg.device), tok["attention_mask"].to(self.cfg.device))
+                out.append(emb.float().cpu().numpy())
+        self.n_embedded += len(texts)
+        dim = self.model.text_projection[2].out_features
+        return np.concatenate(out) if out else np.zeros((0, dim), dtype=np.float32)
+
+    def count(self) -> int:
+        """Texts embedded so far by this embedder (each call's texts counted once)."""
+        return self.n_embedded
+
+
+def embed_texts(texts: Sequence[str], cfg: ClapTextConfig, *, ray_actors: int = 0, actor_cpus: float = 1.0,
+                embedder: ClapTextEmbedder | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """{text: embedding} for each distinct text, embedded once; on ``ray_actors`` Ray actors when > 0."""
+    distinct = list(dict.fromkeys(texts))
+    stats: dict[str, Any] = {"texts": len(texts), "distinct": len(distinct), "ray_actors": ray_actors}
+    if not distinct:
+        return {}, stats
+    if ray_actors <= 0:
+        emb = (embedder or ClapTextEmbedder(cfg)).embed(distinct)
+        return dict(zip(distinct, emb)), stats
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False,
+                 configure_logging=False, include_dashboard=False)
+    actor_cls = ray.remote(num_cpus=actor_cpus)(ClapTextEmbedder)
+    actors = [actor_cls.remote(cfg) for _ in range(min(ray_actors, len(distinct)))]
+    size = max(cfg.batch_size, -(-len(distinct) // (len(actors) * 4)))
+    chunks = [distinct[i:i + size] for i in range(0, len(distinct), size)]
+    refs = [actors[k % len(actors)].embed.remote(c) for k, c in enumerate(chunks)]
+    emb = np.concatenate(ray.get(refs))
+    stats["embedded_by_actors"] = int(sum(ray.get([a.count.remote() for a in actors])))
+    for a in actors:
+        ray.kill(a)
+    return dict(zip(distinct, emb)), stats
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine similarity in float64 of two float32 embeddings."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return float(a64 @ b64 / (np.linalg.norm(a64) * np.linalg.norm(b64)))
+
+
+def definition(cfg: ClapTextConfig) -> str:
+    return (f"cosine of CLAP text embeddings (laion_clap get_text_embedding, HTSAT-base, no fusion: roberta "
+            f"tokens max_length {CONTEXT_LENGTH}, pooler -> text_projection -> L2) re-implemented on transformers "
+            f"{version('transformers')}, torch {version('torch')}; checkpoint {cfg.label()}")
+
+
+def describe(cfg: ClapTextConfig) -> dict[str, Any]:
+    """Provenance for the output tables (paths, not credentials)."""
+    d = {k: v for k, v in asdict(cfg).items() if k != "s3"}
+    return {**d, "checkpoint_name": cfg.label(), "context_length": CONTEXT_LENGTH}

@@ -254,7 +254,7 @@ def test_binary_choice_balance_and_reproducibility():
         assert distractor not in src["labels"] and distractor in FMA_GENRES
         assert o["question"] == (f"Between {o['options'][0]} and {o['options'][1]}, "
                                  "what is a better description of the genre of this piece?")
-        assert o["protocol"] == "mcq" and o["audio_uri"] == src["audio_uri"]
+        assert o["protocol"] == "binary_choice" and o["audio_uri"] == src["audio_uri"]
     assert fp.binary_choice_items(items, FMA_GENRES, seed=7) == out
     assert fp.binary_choice_items(items, FMA_GENRES, seed=8) != out
     # per-item draws: a sub-list gets the same questions

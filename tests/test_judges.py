@@ -170,7 +170,7 @@ def test_judges_registered() -> None:
 
 def test_lexicon_judge_via_registry() -> None:
     judge = JUDGES.build("lexicon", vocabulary="instrument")
-    assert judge.name == "lexicon" and judge.version == "1"
+    assert judge.name == "lexicon" and judge.version == "2"
     out = judge.judge(["Double bass, no drums.", None, "Nothing here."], [None, None, None])
     assert out == [
         {"extracted": ["bass"]},

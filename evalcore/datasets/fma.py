@@ -13,20 +13,25 @@ Tasks: ``genre`` (and ``genre-tree``, scored against the tree) → labels = [the
 ``genre-node`` → labels = the titles of the track's ``genres``; labels are canonical
 (:func:`evalcore.judges.vocab.normalize`). A track without a usable genre gets no labels, so
 validation turns it into an error row.
+
+``formats`` adds the derived formats of every item (``binary_choice``, ``true_false``; see
+:func:`evalcore.protocols.factual_prompts.derive_formats`) over the task's vocabulary — the 16
+top-level genres, or every title of ``genres.csv`` for ``genre-node`` — seeded by ``format_seed``.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pandas as pd
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
 from evalcore.datasets.tabular import read_table, string_list, text
-from evalcore.judges.vocab import normalize
+from evalcore.judges.vocab import normalize, vocabulary
+from evalcore.protocols.factual_prompts import derive_formats
 from evalcore.registry import DATASETS
 
 SUBSETS = ("small", "medium", "large", "full")
@@ -82,7 +87,8 @@ class FMA(Dataset):
 
     def __init__(self, tracks: str, genres: str, audio_root: str, subset: str = "small",
                  split: str | None = None, task: str = "genre", question: str = DEFAULT_QUESTION,
-                 limit: int | None = None) -> None:
+                 limit: int | None = None, formats: Sequence[str] = ("standard",), format_seed: int = 0) -> None:
+        derive_formats([], formats, [], 0)  # checks the format names
         if subset not in SUBSETS:
             raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")
         if split is not None and split not in SPLITS:
@@ -93,9 +99,19 @@ class FMA(Dataset):
             raise ValueError(f"limit must be >= 0, got {limit}")
         self.tracks, self.genres, self.audio_root = tracks, genres, audio_root
         self.subset, self.split, self.task, self.question, self.limit = subset, split, task, question, limit
+        self.formats, self.format_seed = list(formats), format_seed
 
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
         tree = GenreTree(read_table(self.genres))
+        items = list(self._standard(tree))
+        if self.formats == ["standard"]:
+            yield from items
+            return
+        vocab = (list(dict.fromkeys(normalize(t, "genre") for t in tree.title.values())) if self.task == "genre-node"
+                 else vocabulary(self.task))
+        yield from derive_formats(items, self.formats, vocab, self.format_seed)
+
+    def _standard(self, tree: GenreTree) -> Iterator[dict[str, Any]]:
         df = read_tracks(self.tracks)
         keep = SUBSETS[: SUBSETS.index(self.subset) + 1]
         n = 0

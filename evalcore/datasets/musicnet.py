@@ -14,6 +14,10 @@ label); ``composer`` → labels = [the canonical composer]. A recording whose la
 is missing or has no notes (instrument task), or whose composer is empty, gets no labels, so
 validation turns it into an error row (``metadata.labels_error`` says why). Recordings are played
 whole; models with a shorter window are chunked by the pipeline.
+
+``formats`` adds the derived formats of every item (``binary_choice``, ``true_false``; see
+:func:`evalcore.protocols.factual_prompts.derive_formats`) over the task's vocabulary (the 11
+instruments or the 10 composers), seeded by ``format_seed``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from typing import Any, Iterator, Sequence
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
 from evalcore.datasets.tabular import number, read_table, text
-from evalcore.judges.vocab import MUSICNET_INSTRUMENTS, normalize
+from evalcore.judges.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
+from evalcore.protocols.factual_prompts import derive_formats
 from evalcore.registry import DATASETS
 
 TASKS = ("instrument", "composer")
@@ -37,7 +42,9 @@ QUESTIONS = {
 @DATASETS.register("musicnet")
 class MusicNet(Dataset):
     def __init__(self, metadata: str, audio_root: str | Sequence[str], labels_root: str | Sequence[str] | None = None,
-                 task: str = "instrument", question: str | None = None, limit: int | None = None) -> None:
+                 task: str = "instrument", question: str | None = None, limit: int | None = None,
+                 formats: Sequence[str] = ("standard",), format_seed: int = 0) -> None:
+        derive_formats([], formats, [], 0)  # checks the format names
         if task not in TASKS:
             raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
         audio = [audio_root] if isinstance(audio_root, str) else list(audio_root)
@@ -50,11 +57,15 @@ class MusicNet(Dataset):
             raise ValueError(f"limit must be >= 0, got {limit}")
         self.metadata, self.audio_roots, self.labels_roots = metadata, audio, labels
         self.task, self.question, self.limit = task, question or QUESTIONS[task], limit
+        self.formats, self.format_seed = list(formats), format_seed
 
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
         rows = read_table(self.metadata).to_dict("records")
-        for i, row in enumerate(rows[: self.limit] if self.limit is not None else rows):
-            yield self._item(i, row)
+        items = [self._item(i, row) for i, row in enumerate(rows[: self.limit] if self.limit is not None else rows)]
+        if self.formats == ["standard"]:
+            yield from items
+            return
+        yield from derive_formats(items, self.formats, vocabulary(self.task), self.format_seed)
 
     def _item(self, i: int, row: dict[str, Any]) -> dict[str, Any]:
         rid = text(row.get("id"))

@@ -321,28 +321,62 @@ def extract(text: str, lexicon: Lexicon) -> list[str]:
     return kept
 
 
+GENRE_TREE_TASKS = ("genre-tree", "genre-node")
+
+
 @JUDGES.register("lexicon")
 class LexiconJudge:
-    """Factual-protocol judge: the labels of a closed vocabulary mentioned in each response."""
+    """Factual-protocol judge: the labels of a closed vocabulary mentioned in each response.
+
+    ``vocabulary``: a name in :data:`LEXICONS`, or ``"auto"`` — each row's lexicon from its task
+    (:func:`evalcore.judges.vocab.lexicon_name`: FMA genre tasks → genres, ``instrument`` → the
+    MusicNet instruments, ``composer`` → composers), so one protocol can hold every factual task.
+    ``tree`` (FMA ``genres.csv`` or a JSON {genre: top-level}) widens the genre lexicon to every genre
+    of the tree for ``genre-tree`` and ``genre-node`` rows; ``genre-tree`` rows then report each genre
+    mentioned as its top-level genre (the "same tree" credit against the FMA top-level label, i.e.
+    :func:`evalcore.metrics.factual_modes.apply_mode` ``"top"``), ``genre-node`` rows the genres
+    themselves (exact). ``genre`` rows use the 16 top-level genres only.
+    """
 
     name = "lexicon"
-    version = "1"
+    version = "2"
+    uses_tasks = True
 
-    def __init__(self, vocabulary: str = "instrument") -> None:
-        try:
-            self.lexicon = LEXICONS[vocabulary]
-        except KeyError:
+    def __init__(self, vocabulary: str = "instrument", tree: str | None = None) -> None:
+        if vocabulary != "auto" and vocabulary not in LEXICONS:
             raise KeyError(
-                f"unknown vocabulary {vocabulary!r}; known: {', '.join(sorted(LEXICONS))}"
-            ) from None
+                f"unknown vocabulary {vocabulary!r}; known: auto, {', '.join(sorted(LEXICONS))}"
+            )
         self.vocabulary = vocabulary
+        self.lexicon = LEXICONS.get(vocabulary)
+        self.tree = _vocab.read_genre_tree(tree) if tree else {}
+        self._tree_lexicon = (_vocab.restrict(GENRE_LEXICON, list(dict.fromkeys(
+            [*_vocab.FMA_GENRES, *self.tree, *self.tree.values()])), name="genre+tree") if self.tree else None)
 
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
+    def _lexicon(self, task: str | None) -> Lexicon:
+        """The lexicon of a row of ``task`` (raises ValueError for an unknown task under "auto")."""
+        if task in GENRE_TREE_TASKS and self._tree_lexicon is not None and (
+                self.vocabulary == "auto" or self.lexicon is GENRE_LEXICON):
+            return self._tree_lexicon
+        if self.lexicon is not None:
+            return self.lexicon
+        return LEXICONS[_vocab.lexicon_name(str(task))]
+
+    def _one(self, text: str, task: str | None) -> dict:
+        try:
+            lexicon = self._lexicon(task)
+        except ValueError as e:
+            return {"extracted": None, "error": f"lexicon: {e}"}
+        labels = extract(text, lexicon)
+        if task == "genre-tree" and lexicon is self._tree_lexicon:
+            labels = list(dict.fromkeys(self.tree.get(lab, lab) for lab in labels))
+        return {"extracted": labels}
+
+    def judge(self, texts: list[str | None], options: list[list[str] | None],
+              tasks: list[str | None] | None = None) -> list[dict]:
         """One ``{"extracted": [...]}`` per text; ``options`` is unused (kept for one signature)."""
-        if len(texts) != len(options):
+        if len(texts) != len(options) or (tasks is not None and len(tasks) != len(texts)):
             raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
-        return [
-            {"extracted": None, "error": "no response"} if t is None
-            else {"extracted": extract(t, self.lexicon)}
-            for t in texts
-        ]
+        tasks = tasks if tasks is not None else [None] * len(texts)
+        return [{"extracted": None, "error": "no response"} if t is None else self._one(t, task)
+                for t, task in zip(texts, tasks)]

@@ -25,6 +25,8 @@ built in :mod:`evalcore.judges.lexicon` (``LEXICONS["genre"|"composer"|"musicnet
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import unicodedata
@@ -34,7 +36,7 @@ from typing import Any, Mapping, Sequence
 __all__ = [
     "TASKS", "FMA_GENRES", "GENRE_SYNONYMS", "GENRE_IGNORE", "MUSICNET_INSTRUMENTS",
     "INSTRUMENT_EXTRA", "GM_PROGRAMS", "MUSICNET_COMPOSERS", "COMPOSER_SYNONYMS",
-    "lexicon_name", "vocabulary", "normalize", "restrict", "read_vocab_file",
+    "lexicon_name", "vocabulary", "normalize", "restrict", "read_vocab_file", "read_genre_tree",
 ]
 
 TASKS = ("genre", "genre-tree", "genre-node", "instrument", "composer")
@@ -199,3 +201,23 @@ def read_vocab_file(path: str | Path) -> dict[str, list[str]]:
     if not out:
         raise ValueError(f"{path}: no labels")
     return out
+
+
+def read_genre_tree(uri: str | Path) -> dict[str, str]:
+    """Genre tree {genre: top-level genre} in canonical forms, from FMA ``genres.csv`` or a JSON object
+    {genre: top-level genre}; local path or ``s3://``. Raises ``ValueError`` on another shape."""
+    from evalcore import storage
+
+    text = storage.read_bytes(str(uri)).decode("utf-8")
+    if str(uri).lower().endswith(".json"):
+        data = json.loads(text)
+        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+            raise ValueError(f"{uri}: expected a JSON object genre -> top-level genre")
+        pairs = list(data.items())
+    else:
+        rows = list(csv.DictReader(io.StringIO(text)))
+        if not rows or not {"genre_id", "title", "top_level"} <= set(rows[0]):
+            raise ValueError(f"{uri}: expected FMA genres.csv columns genre_id, parent, title, top_level")
+        title = {r["genre_id"].strip(): r["title"] for r in rows}
+        pairs = [(r["title"], title.get(r["top_level"].strip(), r["title"])) for r in rows]
+    return {normalize(g, "genre"): normalize(top, "genre") for g, top in pairs}

@@ -5,14 +5,19 @@
   Note: :func:`evalcore.protocols.requests.expand_requests` renders templates without a
   vocabulary, so use :func:`variants` (which writes the vocabulary into the template) for the
   "among" form in a run config.
-* :func:`binary_choice_items` — one multiple-choice item per factual item: a ground-truth label vs
+* :func:`binary_choice_items` — one ``binary_choice`` item per factual item: a ground-truth label vs
   one random distractor from the vocabulary (not in the ground truth), asked as "Between A and B,
   …"; the correct label comes first for about half of the items (seeded coin per item) or for
   exactly half (``balanced=True``, a seeded assignment over the whole list).
-* :func:`true_false_items` — one factual item per (item, vocabulary label), "Is {label} used in
-  this song?", labelled ``["yes"]`` or ``["no"]``. Per-chunk answers are aggregated with
-  :func:`evalcore.metrics.factual_modes.aggregate_answers` (rule ``"any"`` or ``"majority"``),
-  re-exported here as :func:`aggregate_true_false`.
+* :func:`true_false_items` — one ``true_false`` item per (item, vocabulary label), "Is {label} used
+  in this song?", labelled ``["yes"]`` or ``["no"]``, with the asked label as its one option. Per-chunk
+  answers are aggregated with :func:`evalcore.metrics.factual_modes.aggregate_answers` (rule
+  ``"any"`` or ``"majority"``), re-exported here as :func:`aggregate_true_false`.
+* :func:`derive_formats` — the items of a factual dataset in the formats a loader's ``formats``
+  parameter asks for (``standard``, ``binary_choice``, ``true_false``).
+
+The derived protocols are scored by :mod:`evalcore.metrics.factual_formats` and judged by
+:mod:`evalcore.judges.yes_no` (their default judges).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from evalcore.metrics.factual_modes import aggregate_answers as aggregate_true_f
 from evalcore.protocols.seeding import rng
 
 __all__ = ["PROMPTS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS", "TRUE_FALSE_VARIANTS",
-           "prompts_for", "variants", "binary_choice_items", "true_false_items", "aggregate_true_false"]
+           "prompts_for", "variants", "binary_choice_items", "true_false_items", "aggregate_true_false",
+           "FORMATS", "derive_formats"]
 
 PROMPTS: dict[str, dict[str, str]] = {
     "instrument": {  # Table 5
@@ -108,7 +114,7 @@ def _base(item: dict) -> dict[str, Any]:
 
 def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, template: str | None = None,
                         balanced: bool = False) -> list[dict]:
-    """One ``mcq`` item per factual item: a ground-truth label vs one distractor, in seeded order.
+    """One ``binary_choice`` item per factual item: a ground-truth label vs one distractor, in seeded order.
 
     For a multi-label item the ground-truth label is drawn at random (seeded). ``options`` holds
     the two labels in the asked order and ``correct_option`` the truth's index; the question
@@ -131,7 +137,7 @@ def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, 
         pool = [v for v in vocab if v not in truth]
         correct_first = bool(r.random() < 0.5) if not balanced else first[k]
         meta = {"source_item_id": it.get("item_id"), "source_task": it.get("task"), "source_labels": truth}
-        row = {**_base(it), "item_id": f"{it.get('item_id')}:binary", "protocol": "mcq",
+        row = {**_base(it), "item_id": f"{it.get('item_id')}:binary", "protocol": "binary_choice",
                "task": f"{it.get('task')}-binary", "category": it.get("category")}
         if not truth or not pool:
             meta["error"] = "no ground-truth label" if not truth else "no distractor outside the ground truth"
@@ -151,8 +157,8 @@ def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, 
 
 
 def true_false_items(items: Iterable[dict], vocab: Sequence[str], template: str | None = None) -> list[dict]:
-    """Per (factual item, vocabulary label) a factual item "Is {label} used in this song?" whose
-    labels are ``["yes"]`` (the label is in the ground truth) or ``["no"]``.
+    """Per (factual item, vocabulary label) a ``true_false`` item "Is {label} used in this song?" whose
+    labels are ``["yes"]`` (the label is in the ground truth) or ``["no"]`` and whose one option is the label.
 
     ``category`` is the asked label (per-label breakdowns); ``metadata`` names the label, the
     truth and the source item. A source item without labels yields rows without labels (error rows).
@@ -167,10 +173,34 @@ def true_false_items(items: Iterable[dict], vocab: Sequence[str], template: str 
         for label in vocab:
             present = None if truth is None else label in truth
             out.append({
-                **_base(it), "item_id": f"{it.get('item_id')}:tf:{label}", "protocol": "factual",
+                **_base(it), "item_id": f"{it.get('item_id')}:tf:{label}", "protocol": "true_false",
                 "task": f"{it.get('task')}-true-false", "question": q.format(label=label),
                 "labels": None if present is None else ["yes" if present else "no"], "category": label,
+                "options": [label],
                 "metadata": json.dumps({"source_item_id": it.get("item_id"), "source_task": it.get("task"),
                                         "label": label, "present": present, "source_labels": truth}),
             })
+    return out
+
+
+#: the formats a factual loader can emit (its ``formats`` parameter)
+FORMATS = ("standard", "binary_choice", "true_false")
+
+
+def derive_formats(items: Iterable[dict], formats: Sequence[str], vocab: Sequence[str], seed: int) -> list[dict]:
+    """The factual ``items`` in each of ``formats``, in that order: ``standard`` (the items themselves),
+    ``binary_choice`` (:func:`binary_choice_items`, seeded by ``seed``) and ``true_false``
+    (:func:`true_false_items` over ``vocab``)."""
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ValueError(f"unknown or no format(s) {unknown}; known: {', '.join(FORMATS)}")
+    items = list(items)
+    out: list[dict] = []
+    for f in dict.fromkeys(formats):
+        if f == "standard":
+            out += items
+        elif f == "binary_choice":
+            out += binary_choice_items(items, vocab, seed)
+        else:
+            out += true_false_items(items, vocab)
     return out

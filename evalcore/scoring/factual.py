@@ -20,8 +20,6 @@ extractor found any label).
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -32,7 +30,9 @@ import typer
 
 from evalcore import storage
 from evalcore.judges.lexicon import LEXICONS, Lexicon, extract
-from evalcore.judges.vocab import TASKS, lexicon_name, normalize, read_vocab_file, restrict, vocabulary
+from evalcore.judges.vocab import (TASKS, lexicon_name, normalize, read_genre_tree, read_vocab_file, restrict,
+                                   vocabulary)
+from evalcore.metrics import factual_agreement as _agreement
 from evalcore.metrics.factual import FactualScorer, set_scores
 from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
 from evalcore.scoring import llm_options as llm
@@ -47,20 +47,9 @@ _RESERVED = {"response", "labels", "_input_error"}
 
 
 def read_tree(path: Path, task: str) -> dict[str, str]:
-    """Genre tree {genre: top-level genre}, canonical forms, from FMA ``genres.csv`` or a JSON object."""
-    if path.suffix.lower() == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-            raise ValueError(f"{path}: expected a JSON object genre -> top-level genre")
-        pairs = list(data.items())
-    else:
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        if not rows or not {"genre_id", "title", "top_level"} <= set(rows[0]):
-            raise ValueError(f"{path}: expected FMA genres.csv columns genre_id, parent, title, top_level")
-        title = {r["genre_id"].strip(): r["title"] for r in rows}
-        pairs = [(r["title"], title.get(r["top_level"].strip(), r["title"])) for r in rows]
-    return {normalize(g, task): normalize(top, task) for g, top in pairs}
+    """Genre tree {genre: top-level genre}, canonical forms, from FMA ``genres.csv`` or a JSON object
+    (:func:`evalcore.judges.vocab.read_genre_tree`; genre canonical forms do not depend on the task)."""
+    return read_genre_tree(path)
 
 
 def build_lexicon(task: str, vocab_file: Optional[Path], tree: dict[str, str]) -> Lexicon:
@@ -165,26 +154,15 @@ def agreement_table(scored: pd.DataFrame, lexicon: Lexicon, group_cols: list[str
     for row in scored.to_dict("records"):
         llm_labels = list(row["extracted"])
         lex_labels = extract(row["response"], lexicon)
-        a, b = set(llm_labels), set(lex_labels)
-        union = a | b
+        cmp = _agreement.compare(llm_labels, lex_labels)
         rows.append({**{c: row[c] for c in keep}, "response": row["response"], "llm_labels": llm_labels,
-                     "lexicon_labels": lex_labels, "exact_match": a == b,
-                     "jaccard": len(a & b) / len(union) if union else 1.0})
+                     "lexicon_labels": lex_labels, "exact_match": bool(cmp["exact"]), "jaccard": cmp["jaccard"]})
     return pd.DataFrame(rows, columns=[*keep, "response", "llm_labels", "lexicon_labels", "exact_match", "jaccard"])
 
 
-def agreement_summary(agreement: pd.DataFrame) -> dict[str, float]:
+def agreement_summary(table: pd.DataFrame) -> dict[str, float]:
     """n, share of exact matches, mean Jaccard, micro P/R/F1 of the LLM labels vs the lexicon labels."""
-    tp = fp = fn = 0
-    for llm_labels, lex_labels in zip(agreement["llm_labels"], agreement["lexicon_labels"]):
-        a, b = set(llm_labels), set(lex_labels)
-        tp, fp, fn = tp + len(a & b), fp + len(a - b), fn + len(b - a)
-    n = len(agreement)
-    nan = float("nan")
-    return {"n": n, "exact": float(agreement["exact_match"].mean()) if n else nan,
-            "jaccard": float(agreement["jaccard"].mean()) if n else nan,
-            "precision": tp / (tp + fp) if tp + fp else nan, "recall": tp / (tp + fn) if tp + fn else nan,
-            "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else nan}
+    return _agreement.summarize(zip(table["llm_labels"], table["lexicon_labels"]))
 
 
 def render_report(task: str, extractor: str, counts: dict[str, int], summary: pd.DataFrame,

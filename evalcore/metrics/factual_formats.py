@@ -1,0 +1,165 @@
+"""Scorers of the derived factual formats (paper App. B.2): true/false per label and binary choice.
+
+**True/false** (protocol ``true_false``; items from
+:func:`evalcore.protocols.factual_prompts.true_false_items`, one per (recording, label), ground
+truth ``["yes"]``/``["no"]``). Each chunk's answer (the ``true_false`` judge: yes, no or
+unanswered) is aggregated over the chunks of the recording by **any** (yes if a chunk says yes)
+and by **majority** (yes if more than half of the chunks that answered say yes; a tie is no),
+see :func:`evalcore.metrics.factual_modes.aggregate_answers`. Per rule ``r``:
+
+* ``accuracy_r`` — share of (recording, label) questions answered correctly; an unanswered
+  question counts as wrong;
+* ``precision_r``/``recall_r``/``f1_r`` — micro P/R/F1 of the labels answered "yes" against the
+  true labels (pooled TP/FP/FN; unanswered = not predicted), i.e. the label-set scores of
+  :func:`evalcore.metrics.factual_modes.true_false_labels`;
+* ``answered_r`` — share of questions with an answer.
+
+Bootstrap units are recordings (all labels of one recording resample together); the summary
+also breaks the metrics down per asked label (``group = label=<label>``).
+
+**Binary choice** (protocol ``binary_choice``; "Between A and B, …", one ground-truth label vs one
+distractor). Chunk answers (the ``binary_choice`` judge's option index, -1 = unanswered) are
+combined by majority over the chunks that answered (a tie is unanswered). ``accuracy`` counts an
+unanswered item as wrong (chance level 0.5), ``answered`` is the share answered and
+``accuracy_answered`` the accuracy among answered items. With the chosen label as the predicted
+set, the paper's precision equals ``accuracy_answered`` and its recall equals ``accuracy``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from evalcore.metrics.base import Aggregate, Scorer, mean_item_stats, mean_of, safe_ratio
+from evalcore.metrics.factual_modes import aggregate_answers
+
+__all__ = ["RULES", "chunk_answers", "combine_choices", "TrueFalseScorer", "BinaryChoiceScorer", "recording_id"]
+
+RULES = ("any", "majority")
+_TF_ID = re.compile(r":tf:.*$")
+
+
+def recording_id(item_id: str) -> str:
+    """The source recording of a true/false item id ``"<source>:tf:<label>"`` (else the id itself)."""
+    return _TF_ID.sub("", str(item_id))
+
+
+def _yes_no(extracted: Sequence[str] | None) -> bool | None:
+    labels = set(extracted or ())
+    if labels == {"yes"}:
+        return True
+    if labels == {"no"}:
+        return False
+    return None
+
+
+def chunk_answers(row: dict[str, Any]) -> list[bool | None]:
+    """Per-chunk yes/no answers of a merged true/false row (``chunk_extracted``, else ``extracted``)."""
+    chunks = row.get("chunk_extracted")
+    if chunks is None:
+        chunks = [row.get("extracted")]
+    return [_yes_no(c) for c in chunks]
+
+
+def combine_choices(choices: Sequence[int | None]) -> int:
+    """One option index from per-chunk choices: the majority of answered chunks; -1 on a tie or none."""
+    votes: dict[int, int] = {}
+    for c in choices:
+        if c is not None and c >= 0:
+            votes[int(c)] = votes.get(int(c), 0) + 1
+    if not votes:
+        return -1
+    best = max(votes.values())
+    winners = [c for c, n in votes.items() if n == best]
+    return winners[0] if len(winners) == 1 else -1
+
+
+def _micro(kind: str):
+    """Micro P/R/F1 from mean TP/FP/FN; undefined (NaN) when its denominator is 0."""
+    def fn(m: np.ndarray) -> np.ndarray:
+        tp, fp, fn_ = m[..., 0], m[..., 1], m[..., 2]
+        if kind == "precision":
+            return safe_ratio(tp, tp + fp, np.nan)
+        if kind == "recall":
+            return safe_ratio(tp, tp + fn_, np.nan)
+        return safe_ratio(2 * tp, 2 * tp + fp + fn_, np.nan)
+
+    return fn
+
+
+def _tf_aggregates(rule: str) -> tuple[Aggregate, ...]:
+    counts = (f"tp_{rule}", f"fp_{rule}", f"fn_{rule}")
+    how = f"chunks aggregated by '{rule}'"
+    return (
+        Aggregate(f"accuracy_{rule}", (f"correct_{rule}",), mean_of(),
+                  f"share of (recording, label) true/false questions answered correctly, {how}; unanswered = wrong"),
+        *(Aggregate(f"{k}_{rule}", counts, _micro(k),
+                    f"micro {k} of the labels answered yes vs the true labels (pooled TP/FP/FN), {how}; "
+                    "unanswered = not predicted") for k in ("precision", "recall", "f1")),
+        Aggregate(f"answered_{rule}", (f"answered_{rule}",), mean_of(),
+                  f"share of true/false questions with a yes/no answer, {how}"),
+    )
+
+
+class TrueFalseScorer(Scorer):
+    """Per (recording, label) question: the any/majority answers and their TP/FP/FN/TN."""
+
+    protocol = "true_false"
+    columns = tuple(f"{c}_{r}" for r in RULES for c in ("answer", "correct", "answered", "tp", "fp", "fn", "tn"))
+    aggregates = (*_tf_aggregates("any"), *_tf_aggregates("majority"))
+
+    def breakdown_groups(self, df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+        """Per asked label (the item's category): summary groups ``label=<label>``."""
+        labels = sorted(df["category"].dropna().unique()) if "category" in df else []
+        return [(f"label={lab}", df[df["category"] == lab]) for lab in labels]
+
+    def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+        out = []
+        for r in rows:
+            truth = _yes_no(r.get("labels"))
+            answers = chunk_answers(r)
+            rec: dict[str, float] = {"n_chunks": float(len(answers))}
+            for rule in RULES:
+                a = aggregate_answers(answers, rule)  # type: ignore[arg-type]
+                yes = a is True
+                rec.update({
+                    f"answer_{rule}": float("nan") if a is None else float(a),
+                    f"correct_{rule}": float(a is not None and a == truth),
+                    f"answered_{rule}": float(a is not None),
+                    f"tp_{rule}": float(yes and truth is True), f"fp_{rule}": float(yes and truth is False),
+                    f"fn_{rule}": float(not yes and truth is True), f"tn_{rule}": float(not yes and truth is False),
+                })
+            out.append(rec)
+        return out
+
+    def item_stats(self, df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
+        """Means per source recording, so a recording's labels resample together."""
+        return mean_item_stats(df.assign(_recording=df[unit].map(recording_id)), columns, "_recording")
+
+
+class BinaryChoiceScorer(Scorer):
+    """Per binary-choice item: the chosen option (majority over chunks), correct and answered."""
+
+    protocol = "binary_choice"
+    columns = ("choice", "correct", "answered")
+    aggregates = (
+        Aggregate("accuracy", ("correct",), mean_of(),
+                  "share of binary-choice items answered with the ground-truth label; unanswered = wrong "
+                  "(chance 0.5); chunks combined by majority, a tie is unanswered"),
+        Aggregate("answered", ("answered",), mean_of(), "share of binary-choice items with exactly one label chosen"),
+        Aggregate("accuracy_answered", ("correct", "answered"), lambda m: safe_ratio(m[..., 0], m[..., 1], np.nan),
+                  "accuracy among answered binary-choice items (the paper's precision)"),
+    )
+
+    def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+        out = []
+        for r in rows:
+            chunks = r.get("chunk_parsed")
+            choice = combine_choices(chunks if chunks is not None else [r.get("parsed_index")])
+            ci = r.get("correct_index")
+            out.append({"choice": float(choice), "correct": float(choice >= 0 and ci is not None and choice == ci),
+                        "answered": float(choice >= 0)})
+        return out

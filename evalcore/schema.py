@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-PROTOCOLS = ("freeform", "factual", "mcq")
+PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice")
 CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
 
 ITEM = pa.schema(
@@ -55,6 +55,7 @@ REQUEST = pa.schema(
         pa.field("correct_index", pa.int32()),  # in presented order
         pa.field("category", pa.string()),
         pa.field("difficulty", pa.string()),
+        pa.field("metadata", pa.string()),  # the item's JSON metadata (breakdowns: genre, dimensions, option types)
         pa.field("error", pa.string()),
         pa.field("error_stage", pa.string()),
     ]

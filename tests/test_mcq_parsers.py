@@ -36,9 +36,9 @@ CASES: list[tuple[str, list[str], int, int]] = [
     ("**B**", INST, 1, 1),
     ("[C]", INST, 2, 2),
     ('"B"', INST, 1, 1),
-    # strict quirk: its letter pattern never matches after an apostrophe, so a single-quoted
-    # letter names nothing although parse_choice checks for a ' ' pair
-    ("'B'", INST, -1, 1),
+    ("'B'", INST, 1, 1),  # single quotes enclose a letter like double quotes do
+    ("I'd pick 'C'.", INST, 2, 2),
+    ("rock 'n' roll", GENRE, 0, 0),  # 'n' is out of range; "rock" is option A's text
     ("Violin (C)", INST, 2, 2),
     ("B is correct.", INST, 1, 1),
     ("Option B", INST, 1, 1),
@@ -82,7 +82,7 @@ CASES: list[tuple[str, list[str], int, int]] = [
     ("I'm unable to process audio files. Could you describe the music?", INST, -1, 2),  # "Could" → C
     ("Based on the timbre, B.", INST, -1, 1),
     ("Based on the audio, the answer is C.", INST, 2, -1),  # "Based" + C → two letters
-    ("Definitely A.", INST, -1, -1),
+    ("Definitely A.", INST, 0, -1),  # muchomusic: the D of "Definitely" and A
     ("I would choose B because the instrument is bowed.", INST, 1, 1),
     ("Dorian mode", KEY, 2, 3),  # the D of "Dorian" → option D
     ("D) Whole-tone scale", KEY, 3, 3),
@@ -131,8 +131,11 @@ CASES: list[tuple[str, list[str], int, int]] = [
     ("Piano (option B), not violin (option C).", INST, -1, 1),
     ("The answer is (B); (A) is incorrect.", INST, 1, -1),
     ("Not A. The answer is B.", INST, 1, -1),
-    # strict quirk: the hedge's second letter follows the weak cue "be", the first has no cue
-    ("Probably B, though it could also be C.", INST, 2, -1),
+    ("Probably B, though it could also be C.", INST, -1, -1),  # two letters hedged
+    ("Maybe B. Or perhaps D.", INST, -1, -1),
+    ("Probably B.", INST, 1, 1),  # one hedged letter is still an answer
+    ("I think C is right, the tone is bowed.", INST, 2, 2),  # muchomusic: "I" is not in A–D
+    ("I'd say B, but A is also possible.", INST, -1, -1),
     # --- refusals that quote options
     ("I can't tell whether it is a piano or a violin.", INST, -1, 1),
     ("I'm sorry, but I cannot listen to audio, so I can't say if this is Rock or Jazz.", GENRE, -1, 0),
@@ -140,6 +143,36 @@ CASES: list[tuple[str, list[str], int, int]] = [
     ("I don't know.", INST, -1, -1),
     ("Neither; it sounds like a cello.", INST, -1, -1),
     ("None of the options fit; it's a synthesizer.", INST, -1, -1),
+    ('I\'m unable to determine whether the instrument is a "Violin" or a "Trumpet" without hearing the audio.',
+     INST, -1, 2),
+    ('Sorry, I can\'t listen to audio. If I had to guess between "Sad and melancholic" and "Calm and relaxing", '
+     "I couldn't say.", MOOD, -1, 2),  # muchomusic: the C of "Calm" is the only A–D capital
+    ('As a text-based model I cannot hear it, but "Jazz" is a common answer for such questions.', GENRE, 2, 0),
+    # --- verbose answers
+    ("Let me think about this step by step. The clip opens with a bright, plucked tone that decays quickly, "
+     "which rules out bowed strings. The sustained brass timbre is absent too. Therefore, the answer is (B) Piano.",
+     INST, 1, 1),
+    ("Answer: (C)\n\nExplanation: Violins are bowed string instruments; the sustained vibrato heard here is "
+     "characteristic.", INST, 2, 2),
+    ("Based on the audio, I believe the correct option is D, since the brassy attack is unmistakable.", INST, 3, -1),
+    ("**Final Answer:** A", INST, 0, 0),
+    ("**Final Answer:** C", INST, 2, -1),
+    ("The tempo feels fast, so I'd go with C (Fast).", TEMPO, 2, 2),
+    ("Dynamics are soft and the timbre is percussive; my answer is B.", INST, 1, -1),
+    ("Answer: B) Sad and melancholic", MOOD, 1, 1),
+    ("The correct answer is: C\n\nC) Violin — the bowed sustain and vibrato point to strings.", INST, 2, 2),
+    ("The instrument is a violin — definitely not a piano.", INST, 2, 1),
+    # --- note names and keys are no option letters
+    ("B-flat major is the key, so the answer is A.", KEY, 0, 0),
+    ("C# minor", KEY, 1, 2),
+    ("A minor", KEY, 1, 0),
+    # --- more hedges and lists
+    ("It's hard to say. It might be (A) Electric guitar, or possibly (D) Trumpet.", INST, -1, 0),
+    ("Option C: Violin. Option B would require a hammer attack, which is absent.", INST, -1, 2),
+    ("- (A) Electric guitar\n- (B) Piano\n- (C) Violin\n- (D) Trumpet\n\nI choose (D).", INST, -1, 0),
+    ("None of these: it is a cello, which is not listed among A-D.", INST, -1, -1),
+    ("The correct answer is: None of the above.", INST, -1, -1),
+    ("The correct answer is: Both B and C.", INST, -1, -1),
     # --- out of range and empty
     ("D", TEMPO, -1, 3),  # muchomusic: A–D always, so an index past the three options
     ("C", YESNO, -1, 2),

@@ -113,3 +113,21 @@ def test_cli_report_and_help(demo_run, tmp_path):
     assert res.exit_code == 0 and "--out" in res.output and "embedded offline demo" in res.output
     res = runner.invoke(app, ["validate", str(demo_config_path())])
     assert res.exit_code == 0 and res.output.startswith("ok: demo")
+
+
+def test_report_has_the_mcq_audio_attention_table(demo_run):
+    cfg, res = demo_run
+    mcq = next(p for p in cfg.protocols if p.name == "mcq")
+    others = [c for c in mcq.conditions if c != "correct"]
+    report = res.report
+    head = "## Audio-attention test · mcq · synth"
+    assert head in report
+    section = report.split(head, 1)[1].split("\n## ", 1)[0]
+    tables = [[ln for ln in block.splitlines() if ln.startswith("| ")] for block in section.split("\n\n")]
+    acc, paired = [t for t in tables if t]
+    assert acc[0] == "| model | variant | " + " | ".join(["correct", "noise", "silence", "random", "text_only"]) + " |"
+    assert len(acc) - 1 == len(cfg.models)  # one row per model (one variant)
+    assert len(paired) - 1 == len(cfg.models) * len(others)  # one paired test per model and fake-audio condition
+    listener = [ln for ln in paired if ln.startswith("| listener |")]
+    assert any("correct-random" in ln and ln.endswith("yes (CI > 0) |") for ln in listener)
+    assert "### mcq · synth by task (correct audio)" in report

@@ -5,7 +5,8 @@ Columns: ``question, correct_answer, distractor_1_answer`` (incorrect but relate
 unrelated, IU), ``dataset`` (sdd | musiccaps), ``dataset_identifier``, ``genre``,
 ``music_knowledge``, ``music_reasoning`` (lists stored as strings). Options are kept in the
 canonical order correct, IR, CU, IU (the pipeline shuffles them per option order), and
-``metadata.option_types`` names each option's type for distractor breakdowns.
+``metadata.option_types`` names each option's type and ``metadata.options_by_type`` maps each type
+to its text (which type a response chose, in the report's distractor table).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class MuChoMusic(Dataset):
             "category": source,
             "metadata": json.dumps({
                 "dataset_identifier": ident, "option_types": kinds,
+                "options_by_type": dict(zip(kinds, options)),
                 "genre": string_list(row.get("genre")),
                 "music_knowledge": string_list(row.get("music_knowledge")),
                 "music_reasoning": string_list(row.get("music_reasoning")),

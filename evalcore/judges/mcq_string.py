@@ -19,9 +19,13 @@ _LETTER = re.compile(r"(?<![A-Za-z0-9'\u2019])([A-Za-z])(?![A-Za-z0-9'\u2019])")
 # cues after which a lone letter names an option
 _STRONG_CUE = re.compile(r"\b(?:option|choice|letter)\s*[:#]?\s*$", re.IGNORECASE)
 _WEAK_CUE = re.compile(
-    r"(?:\b(?:answer|is|be|choose|chose|select|selected|pick|picked|with)|'s)\s*[:=\-]?\s*$",
+    r"(?:\b(?:answer|is|be|choose|chose|select|selected|pick|picked|with"
+    r"|probably|maybe|perhaps|possibly|likely|definitely|certainly|clearly|surely|obviously"
+    r"|guess|think|say|but|also)|'s)\s*[:=\-]?\s*$",
     re.IGNORECASE,
 )
+# a letter in single quotes, 'B' (the lone-letter pattern never matches after an apostrophe)
+_SINGLE_QUOTED = re.compile(r"(?<![A-Za-z0-9])'([A-Za-z])'(?![A-Za-z0-9])")
 _LINE_START = re.compile(r"[ \t]*(?:[-\u2022>][ \t]*)?")
 # what may follow a bare letter for it to be a label rather than a word ("A guitar ...")
 _TERMINATOR = re.compile(
@@ -48,6 +52,8 @@ _REJECTED_BEFORE = re.compile(
     r"(?:\bnot|n't|\brule out|\bruling out|\beliminate|\bunlike|\bexclude)\s*(?:option|choice)?\s*[(\[\"']?$",
     re.IGNORECASE,
 )
+# a note name, not an option: "B-flat", "C#", "E♭"
+_NOTE_NAME = re.compile(r"\s?-?\s?(?:flat|sharp)\b|[#\u266d\u266f]", re.IGNORECASE)
 _NEGATED_BEFORE = re.compile(r"(?:\bnot|n't|\bno)\s+(?:(?:a|an|the)\s+)?$", re.IGNORECASE)
 
 
@@ -63,6 +69,12 @@ def _letters(text: str, options: Sequence[str]) -> set[int]:
         idx = {ord(a) - 65, ord(b) - 65}
         if a != b and all(0 <= i < n for i in idx):
             found |= idx
+    for m in _SINGLE_QUOTED.finditer(text):
+        idx = ord(m.group(1).upper()) - 65
+        after = text[m.end(): m.end() + 40]
+        if 0 <= idx < n and not _REJECTED_AFTER.match(after) and not _REJECTED_BEFORE.search(
+                text[max(0, m.start() - 40): m.start()]):
+            found.add(idx)
     for m in _LETTER.finditer(text):
         ch = m.group(1)
         idx = ord(ch.upper()) - 65
@@ -71,7 +83,7 @@ def _letters(text: str, options: Sequence[str]) -> set[int]:
         option = _norm(options[idx]).rstrip(".")
         before = text[max(0, m.start() - 40): m.start()]
         after = text[m.end(): m.end() + len(option) + 40]
-        if _REJECTED_AFTER.match(after) or _REJECTED_BEFORE.search(before):
+        if _REJECTED_AFTER.match(after) or _REJECTED_BEFORE.search(before) or _NOTE_NAME.match(after):
             continue
         line_start = text.rfind("\n", 0, m.start()) + 1
         at_line_start = _LINE_START.fullmatch(text, line_start, m.start()) is not None
@@ -122,11 +134,14 @@ def parse_choice(text: str, options: Sequence[str]) -> int:
 
     1. **Letters.** A lone letter (not part of a word or contraction) names an option when it is
 
-       * enclosed — ``(B)``, ``[B]``, ``"B"`` — or list-style ``B)``, anywhere in the text; or
+       * enclosed — ``(B)``, ``[B]``, ``"B"``, ``'B'`` — or list-style ``B)``, anywhere in the
+         text; or
        * after a *strong cue* (``option``, ``choice``, ``letter``): ``Option B``; lowercase
          letters there need a terminator (below); or
        * at the start of a line, or after a *weak cue* (``answer``, ``answer is``, ``answer:``,
-         ``is``, ``'s``, ``be``, ``choose``, ``select``, ``pick``, ``go with``) **and**
+         ``is``, ``'s``, ``be``, ``choose``, ``select``, ``pick``, ``go with``, and the hedging or
+         confident adverbs and verbs ``probably/maybe/perhaps/possibly/likely/definitely/
+         certainly/clearly/surely/obviously/guess/think/say``) **and**
          followed by a terminator: the end of the text, punctuation (``. ) : , ; ! ? ] -``), one of
          ``because/since/as/is/was/would/which/fits/seems/best/correct``, or that letter's own
          option text ("B major" when option B is "major").
@@ -134,10 +149,12 @@ def parse_choice(text: str, options: Sequence[str]) -> int:
        So "A guitar plays ..." names nothing (the article is followed by a word that is not
        option A's text), while "B", "(B)", "B.", "**B**", "Answer: B", "The correct answer
        is B", "the answer is (B)", "Option B" and "B) major" all name B. Two different
-       letters joined by ``or``/``and``/``,``/``/`` ("B or C", "(A) or (B)") both count.
+       letters joined by ``or``/``and``/``,``/``/`` ("B or C", "(A) or (B)") both count, and so
+       do the two letters of a hedge ("Probably B, though it could also be C." → -1).
        A letter explicitly rejected is skipped: followed by "is incorrect/wrong/unlikely/not"
        or "ruled out", or preceded by "not", "rule out", "eliminate", "unlike" ("The
-       answer is (B); (A) is incorrect" → B). If exactly one option is named by letters it
+       answer is (B); (A) is incorrect" → B), and so is a note name ("B-flat", "C#"). If exactly
+       one option is named by letters it
        is the answer; if several, -1.
     2. **Option text**, only when no letter names an option and the text holds no refusal
        ("can't tell", "unable to determine", "not sure", "don't know", ...): the options

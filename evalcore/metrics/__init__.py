@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from evalcore.metrics.base import Aggregate, Scorer
 from evalcore.metrics.factual import FactualScorer
+from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
 from evalcore.metrics.freeform import FreeformScorer
 from evalcore.metrics.mcq import MCQScorer
 from evalcore.registry import Registry
 
 SCORERS: Registry[Scorer] = Registry("scorer")
-for _cls in (FreeformScorer, FactualScorer, MCQScorer):
+for _cls in (FreeformScorer, FactualScorer, MCQScorer, TrueFalseScorer, BinaryChoiceScorer):
     SCORERS.register(_cls.protocol)(_cls)
 
 __all__ = ["SCORERS", "Aggregate", "Scorer"]

@@ -9,6 +9,7 @@ import pandas as pd
 
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
 from evalcore.metrics.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
+from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type_rows
 
 
 class MCQScorer(Scorer):
@@ -37,6 +38,15 @@ class MCQScorer(Scorer):
         sd = float(np.std(per_order, ddof=1)) if len(per_order) > 1 else float("nan")
         return [{"metric": "accuracy_sd", "value": sd, "ci_low": float("nan"), "ci_high": float("nan"),
                  "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]}]
+
+    def breakdown_groups(self, df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+        """Summary groups beyond ``all``/``task=``: category, secondary category, difficulty,
+        knowledge/reasoning dimension, genre (:mod:`evalcore.metrics.mcq_breakdowns`)."""
+        return breakdown_groups(df)
+
+    def extra_rows(self, df: pd.DataFrame, *, resamples: int, confidence: float, seed: int) -> list[dict[str, Any]]:
+        """``chosen_share`` rows: which option type (correct / distractor type / none) the answers chose."""
+        return chosen_type_rows(df, resamples=resamples, confidence=confidence, seed=seed)
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
         out = []

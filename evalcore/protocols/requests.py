@@ -15,7 +15,9 @@ from typing import Any
 
 from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 from evalcore.protocols.derangement import derange
+from evalcore.protocols.icl import IclPools
 from evalcore.protocols.prompts import DEFAULT_VARIANTS, option_order, render
+from evalcore.protocols.templates import set_for_model
 from evalcore.protocols.seeding import derive_seed, stable_id
 from evalcore.schema import REQUEST_KEY
 
@@ -59,24 +61,28 @@ def vocabulary(proto: ProtocolConfig) -> list[str]:
     return list(proto.vocabulary or [])
 
 
-def _request(item: dict, model: ModelConfig, condition: str, variant: str, template: str,
-             order: int, seeds_options: int, vocab: list[str]) -> dict[str, Any]:
+def _request(item: dict, model: ModelConfig, condition: str, variant: str, template: Any,
+             order: int, seeds_options: int, vocab: list[str], examples: tuple = ()) -> dict[str, Any]:
     options = item.get("options")
     presented, correct_index = None, None
     if item["protocol"] == "mcq" and options:
         perm = option_order(len(options), item["item_id"], order, seeds_options)
         presented = [options[i] for i in perm]
         correct_index = perm.index(item["correct_option"])
+    elif item["protocol"] in ("binary_choice", "true_false") and options:
+        # derived factual formats keep their seeded order (the question names the labels in it)
+        presented, correct_index = list(options), item.get("correct_option")
     row: dict[str, Any] = {
         "dataset": item["dataset"], "item_id": item["item_id"], "protocol": item["protocol"],
         "task": item.get("task"), "model": model.name, "condition": condition, "variant": variant,
         "option_order": order,
-        "prompt": render(template, item["question"], presented, vocab),
+        "prompt": render(template, item["question"], presented, vocab, examples),
         "audio_uri": item["audio_uri"], "audio_item_id": item["item_id"],
         "excerpt_start": item.get("excerpt_start"), "excerpt_end": item.get("excerpt_end"),
         "reference": item.get("reference"), "labels": item.get("labels"),
         "options": presented, "correct_index": correct_index,
         "category": item.get("category"), "difficulty": item.get("difficulty"),
+        "metadata": item.get("metadata"),
         "error": None, "error_stage": None,
     }
     row["request_id"] = stable_id(*(row[k] for k in REQUEST_KEY))
@@ -87,6 +93,7 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
     """All requests of the run, in item order; requests that cannot be formed carry an error."""
     clips = _clips(items)
     partner, unpairable = _random_partners(clips, cfg.seeds.derangement)
+    pools = IclPools(items) if any(p.icl_examples for p in cfg.protocols) else None
     requests: list[dict] = []
     for proto in cfg.protocols:
         variants = proto.variants or DEFAULT_VARIANTS[proto.name]
@@ -99,13 +106,28 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
             clip = (item["dataset"], _clip(item))
             other = partner.get(clip)
             noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], clips[clip[0]][clip[1]]["item_id"])
+            examples, icl_error = _examples(pools, item, proto.icl_examples, cfg.seeds.icl)
             for model in cfg.models:
+                tset = set_for_model(proto.templates, model.name)
                 for condition in proto.conditions:
-                    for variant, template in variants.items():
+                    for variant, template in ({tset.name: tset} if tset else variants).items():
                         for order in orders:
-                            req = _request(item, model, condition, variant, template, order, cfg.seeds.options, vocab)
+                            req = _request(item, model, condition, variant, template, order, cfg.seeds.options,
+                                           vocab, examples)
+                            if icl_error:
+                                req.update(error=icl_error, error_stage="expand")
                             requests.append(_apply_condition(req, condition, other, unpairable, noise_seed))
     return requests
+
+
+def _examples(pools: IclPools | None, item: dict, k: int, seed: int) -> tuple[tuple, str | None]:
+    """The item's in-context examples as (question, options, correct index) tuples, or the reason there are none."""
+    if pools is None or not k or item["protocol"] != "mcq":
+        return (), None
+    try:
+        return tuple(e.as_tuple() for e in pools.examples(item, k, seed)), None
+    except ValueError as e:
+        return (), str(e)
 
 
 def _apply_condition(req: dict, condition: str, other: dict | None, unpairable: dict, noise_seed: int) -> dict:

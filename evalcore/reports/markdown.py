@@ -7,9 +7,11 @@ from typing import Any
 
 import pandas as pd
 
+from evalcore.reports import mcq as mcq_report
+
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "consistency", "bleu", "chrf")
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu", "chrf")
 
 
 def _fmt(v: float, lo: float, hi: float) -> str:
@@ -45,6 +47,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     else:
         out += _results(summary, conf)
         out += _listening(summary, conf)
+        out += mcq_report.sections(summary, conf)  # audio-attention table, breakdowns, chosen option types
     out += _errors(errors)
     if not summary.empty:
         defs = summary[summary["kind"] == "value"].drop_duplicates(["protocol", "metric"])

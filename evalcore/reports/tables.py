@@ -33,6 +33,9 @@ def merge_chunks(rows: Iterable[dict]) -> list[dict]:
         bad = next((p for p in parts if p.get("error") is not None), None)
         if bad is not None:
             row["error"], row["error_stage"] = bad["error"], bad["error_stage"]
+        # per-chunk judgments, in chunk order, for scorers that aggregate chunks their own way (true/false)
+        row["chunk_extracted"] = [p.get("extracted") for p in parts]
+        row["chunk_parsed"] = [p.get("parsed_index") for p in parts]
         if len(parts) > 1:
             row["text"] = "\n".join(p.get("text") or "" for p in parts)
             labels: list[str] = []
@@ -58,7 +61,7 @@ def per_item_table(merged: list[dict]) -> pd.DataFrame:
         metrics = SCORERS.build(proto).score(scored)
         df = pd.DataFrame([{**{k: r.get(k) for k in SCORE_KEY},
                             **{k: r.get(k) for k in ("text", "labels", "extracted", "options",
-                                                     "correct_index", "parsed_index", "judge")}}
+                                                     "correct_index", "parsed_index", "judge", "metadata")}}
                            for r in scored])
         frames.append(pd.concat([df, pd.DataFrame(metrics)], axis=1))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
@@ -138,6 +141,7 @@ def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, see
         scorer = SCORERS.build(proto)
         tasks = sorted(pdf["task"].dropna().unique())
         groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
+        groups += scorer.breakdown_groups(pdf) if hasattr(scorer, "breakdown_groups") else []  # e.g. mcq: genre=…
         for group, gdf in groups:
             gdf = gdf.assign(group=group)
             by = ["protocol", "dataset", "model", "variant", "group"]
@@ -145,6 +149,8 @@ def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, see
             out += contrasts(gdf, scorer.aggregates, by, item_stats=scorer.item_stats, **stats)
             for key, sdf in gdf.groupby(by + ["condition"], sort=True, dropna=False):
                 out += [{**_keyed(key, by + ["condition"]), "kind": "value", **r} for r in scorer.spread_rows(sdf)]
+        if hasattr(scorer, "extra_rows"):  # e.g. mcq: which option type the answers chose
+            out += scorer.extra_rows(pdf, **stats)
     return pa.Table.from_pylist(out, schema=SUMMARY)
 
 

@@ -1,0 +1,144 @@
+"""Named multiple-choice prompt template sets, per benchmark and model family.
+
+A :class:`TemplateSet` renders one question with its lettered options and, for in-context
+learning, the same block for each example followed by that example's answer. Sets:
+
+* ``muchomusic`` — MuChoMusic's form: "Question: …\\nOptions:\\n(A) …\\nThe correct answer is:";
+  an example ends with " (B) <option text>".
+* ``hummusqa-plain`` — HumMusQA appendix, audio-flamingo-3, audsemthinker, gpt-audio and
+  music-flamingo: ``f"{question}\\n{answer_str}"``. The paper does not print ``answer_str``; we
+  write one option a line as "A: text" (the form of its Table 3).
+* ``hummusqa-gemini`` — the gemini-2.5-flash template ("**Task:** You are an expert
+  musicologist …", "**Final Answer:** Return ONLY the single letter: A, B, C, or D").
+* ``hummusqa-qwen-omni`` — the qwen2.5-omni-7b template ("You are a music audio understanding
+  model. …", "Respond with ONLY the letter of the correct option (A, B, C, or D). …").
+
+The letter list in an instruction ("A, B, C, or D") follows the number of options, so a
+distractor ablation with three options asks for "A, B, or C". :data:`MODEL_FAMILIES` maps the
+papers' model names to their set. In a run config a protocol names a set for every model
+(``templates: muchomusic``) or one per model (``templates: {ckpt-1: hummusqa-gemini,
+default: muchomusic}``); the set's name becomes the request's prompt variant.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+__all__ = ["TemplateSet", "TEMPLATE_SETS", "MODEL_FAMILIES", "DEFAULT_KEY", "template_set", "set_for_model",
+           "check_templates", "letters_or"]
+
+LETTERS = string.ascii_uppercase
+#: key of the per-model mapping used for models it does not name
+DEFAULT_KEY = "default"
+
+
+def letters_or(n: int) -> str:
+    """"A, B, C, or D" for four options, "A or B" for two."""
+    ls = list(LETTERS[:n])
+    if len(ls) <= 2:
+        return " or ".join(ls)
+    return ", ".join(ls[:-1]) + ", or " + ls[-1]
+
+
+@dataclass(frozen=True)
+class TemplateSet:
+    """How one benchmark / model family is prompted.
+
+    ``block`` renders a question (placeholders ``{question}``, ``{options}``, ``{letters_or}``);
+    ``header`` and ``footer`` wrap the asked question only (instructions said once); examples
+    (in-context learning) are ``block`` + ``answer`` each, joined by ``example_sep`` and
+    placed between the header and the asked block.
+    """
+
+    name: str
+    block: str
+    option_line: str = "({letter}) {text}"
+    answer: str = " ({letter}) {text}"
+    header: str = ""
+    footer: str = ""
+    example_sep: str = "\n\n"
+
+    def options(self, options: Sequence[str]) -> str:
+        return "\n".join(self.option_line.format(letter=LETTERS[i], text=o) for i, o in enumerate(options))
+
+    def render_block(self, question: str, options: Sequence[str]) -> str:
+        return self.block.format(question=question or "", options=self.options(options),
+                                 letters_or=letters_or(len(options)))
+
+    def render_example(self, question: str, options: Sequence[str], correct_index: int) -> str:
+        """An in-context example: the block followed by its answer."""
+        return self.render_block(question, options) + self.answer.format(
+            letter=LETTERS[correct_index], text=options[correct_index])
+
+    def render(self, question: str, options: Sequence[str],
+               examples: Sequence[tuple[str, Sequence[str], int]] = ()) -> str:
+        """The prompt: header, the examples (question, presented options, correct index), the question."""
+        parts = [self.render_example(q, o, c) for q, o, c in examples] + [self.render_block(question, options)]
+        n = len(options)
+        return (self.header.format(letters_or=letters_or(n)) + self.example_sep.join(parts)
+                + self.footer.format(letters_or=letters_or(n)))
+
+
+_GEMINI_HEADER = (
+    "**Task:** You are an expert musicologist with perfect pitch and extensive knowledge of music theory, "
+    "instrumentation, and performance techniques. Your goal is to analyze the provided audio excerpt and answer "
+    "the multiple-choice question with high precision. If audio is missing, use theoretical knowledge to deduce "
+    "the answer.\n"
+)
+_QWEN_HEADER = (
+    "You are a music audio understanding model.\n\n"
+    "Listen carefully to the provided audio clip. Answer the following multiple-choice question based on what "
+    "you hear.\n\n"
+)
+
+TEMPLATE_SETS: dict[str, TemplateSet] = {t.name: t for t in (
+    TemplateSet("muchomusic", block="Question: {question}\nOptions:\n{options}\nThe correct answer is:"),
+    TemplateSet("hummusqa-plain", block="{question}\n{options}", option_line="{letter}: {text}",
+                answer="\nAnswer: {letter}"),
+    TemplateSet("hummusqa-gemini", block="{question}\n{options}", option_line="{letter}: {text}",
+                answer="\n**Final Answer:** {letter}", header=_GEMINI_HEADER,
+                footer="\n**Final Answer:** Return ONLY the single letter: {letters_or}"),
+    TemplateSet("hummusqa-qwen-omni", block="Question:\n{question}\n\nOptions:\n{options}",
+                option_line="{letter}: {text}", answer="\n\nAnswer: {letter}", header=_QWEN_HEADER,
+                footer="\n\nRespond with ONLY the letter of the correct option ({letters_or}).\n"
+                       "Do not include any explanation or additional text."),
+)}
+
+#: the model families of the two papers → their template set
+MODEL_FAMILIES: dict[str, str] = {
+    "mu-llama": "muchomusic", "musilingo": "muchomusic", "m2ugen": "muchomusic", "salmonn": "muchomusic",
+    "qwen-audio": "muchomusic",
+    "audio-flamingo-3": "hummusqa-plain", "audsemthinker": "hummusqa-plain", "gpt-audio": "hummusqa-plain",
+    "music-flamingo": "hummusqa-plain", "gemini-2.5-flash": "hummusqa-gemini",
+    "qwen2.5-omni-7b": "hummusqa-qwen-omni",
+}
+
+
+def template_set(name: str) -> TemplateSet:
+    """A set by its name or by a model family of :data:`MODEL_FAMILIES`."""
+    key = MODEL_FAMILIES.get(name, name)
+    try:
+        return TEMPLATE_SETS[key]
+    except KeyError:
+        raise ValueError(f"unknown template set {name!r}; known: {', '.join(TEMPLATE_SETS)} "
+                         f"or a model family ({', '.join(MODEL_FAMILIES)})") from None
+
+
+def set_for_model(templates: str | Mapping[str, str] | None, model: str) -> TemplateSet | None:
+    """The set a protocol's ``templates`` choose for ``model`` (None: no set, use the variants)."""
+    if templates is None:
+        return None
+    if isinstance(templates, str):
+        return template_set(templates)
+    name = templates.get(model, templates.get(DEFAULT_KEY))
+    return template_set(name) if name is not None else None
+
+
+def check_templates(templates: str | Mapping[str, str] | None) -> None:
+    """Raise ValueError naming any unknown set in a protocol's ``templates``."""
+    if templates is None:
+        return
+    for name in [templates] if isinstance(templates, str) else templates.values():
+        template_set(name)

@@ -101,6 +101,8 @@ class ProtocolConfig(_Strict):
     option_orders: int = Field(1, ge=1, le=24)
     #: dataset names to run on (None = every dataset)
     datasets: list[str] | None = None
+    #: model names to ask (None = every model), e.g. keep reference-rewrite systems to free-form QA
+    models: list[str] | None = None
     #: labels for the {vocabulary} placeholder: a lexicon name (evalcore.judges.lexicon.LEXICONS) or a list
     vocabulary: str | list[str] | None = None
     #: multiple choice: named prompt template set(s) (evalcore.protocols.templates), one for every model or
@@ -218,6 +220,9 @@ class RunConfig(_Strict):
             for d in p.datasets or []:
                 if d not in known:
                     raise ValueError(f"protocols.{i}.datasets: unknown dataset {d!r}")
+            for name in p.models or []:
+                if name not in {m.name for m in self.models}:
+                    raise ValueError(f"protocols.{i}.models: unknown model {name!r}")
             unknown = sorted(set(p.templates if isinstance(p.templates, dict) else ())
                              - {m.name for m in self.models} - {"default"})
             if unknown:

@@ -155,3 +155,16 @@ def test_factual_and_mcq_get_a_default_judge():
     judges = protocol_judges(cfg)
     assert judges["factual"][0] == "lexicon" and judges["mcq"][0] == "mcq_muchomusic"
     assert "freeform" not in judges
+
+
+def test_protocol_models_restrict_who_is_asked():
+    data = _cfg(orders=1).model_dump(mode="json")
+    data["protocols"][0]["models"] = ["m2"]
+    cfg = parse_config(data)
+    items, _ = validate_items("d", [_item(0), _item(1)])
+    reqs = expand_requests(cfg, items)
+    assert {r["model"] for r in reqs} == {"m2"} and len(reqs) == 2 * 5
+
+    data["protocols"][0]["models"] = ["m3"]
+    with pytest.raises(Exception, match=r"protocols\.0\.models: unknown model 'm3'"):
+        parse_config(data)

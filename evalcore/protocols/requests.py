@@ -99,6 +99,7 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
         variants = proto.variants or DEFAULT_VARIANTS[proto.name]
         vocab = vocabulary(proto)
         datasets = set(proto.datasets) if proto.datasets is not None else None
+        models = [m for m in cfg.models if proto.models is None or m.name in proto.models]
         for item in items:
             if item["protocol"] != proto.name or (datasets is not None and item["dataset"] not in datasets):
                 continue
@@ -107,7 +108,7 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
             other = partner.get(clip)
             noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], clips[clip[0]][clip[1]]["item_id"])
             examples, icl_error = _examples(pools, item, proto.icl_examples, cfg.seeds.icl)
-            for model in cfg.models:
+            for model in models:
                 tset = set_for_model(proto.templates, model.name)
                 for condition in proto.conditions:
                     for variant, template in ({tset.name: tset} if tset else variants).items():

@@ -15,6 +15,7 @@ its files (its data and logs live in the temporary directory; its gRPC sockets i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -26,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 DATA_BUCKET = "data"  # the run identity may read, write and list it
 PRIVATE_BUCKET = "private"  # the run identity may not touch it
@@ -148,6 +150,34 @@ def start(timeout: float = 60.0) -> S3Server:
         server.stop()
         raise RuntimeError(f"SeaweedFS did not become ready within {timeout}s ({sys.exc_info()[1]}); log tail:\n{tail}") from None
     return server
+
+
+@contextlib.contextmanager
+def as_run_identity() -> Iterator[S3Server]:
+    """A started server that this process talks to as the restricted ``run`` identity: keys only in
+    the environment (as evalcore expects in production), the endpoint through evalcore's S3 options.
+    On exit the environment and options are restored, cached clients dropped, the server stopped."""
+    import pytest
+
+    from evalcore import storage
+
+    server = start()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AWS_ACCESS_KEY_ID", server.run.access_key)
+    mp.setenv("AWS_SECRET_ACCESS_KEY", server.run.secret_key)
+    mp.setenv("AWS_REGION", "us-east-1")
+    mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for var in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        mp.delenv(var, raising=False)
+    before = storage.s3_options()
+    storage.configure_s3(storage.S3Options(endpoint_override=server.endpoint))
+    try:
+        yield server
+    finally:
+        storage.configure_s3(before)
+        storage._s3_filesystem.cache_clear()  # drop clients holding this server's credentials
+        mp.undo()
+        server.stop()
 
 
 def _wait_ready(server: S3Server, timeout: float) -> None:

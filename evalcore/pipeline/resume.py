@@ -57,6 +57,10 @@ def resume_config(run_uri: str, given: RunConfig | None = None) -> RunConfig:
         text = storage.read_text(path)
     except FileNotFoundError:
         raise RunStateError(f"cannot resume {run_uri}: it holds no run ({path} not found)") from None
+    except OSError as e:  # e.g. no endpoint known yet for an S3-compatible store: the config is on it
+        hint = ("; for an S3-compatible store give the run's CONFIG too (its storage.s3 names the endpoint) "
+                "or set AWS_ENDPOINT_URL_S3" if storage.is_s3(run_uri) else "")
+        raise RunStateError(f"cannot resume {run_uri}: cannot read {path} ({e}){hint}") from None
     try:
         saved = parse_config(yaml.safe_load(text))
     except (ConfigError, yaml.YAMLError) as e:

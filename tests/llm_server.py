@@ -9,7 +9,11 @@ It also serves a minimal Files + Batches API so the real ``openai`` client's ``f
 ``batches`` resources work against it: ``POST /v1/files`` (multipart upload), ``GET
 /v1/files/{id}`` and ``/v1/files/{id}/content``, ``POST /v1/batches``, ``GET
 /v1/batches/{id}`` (``validating`` → ``in_progress`` → ``completed`` after ``batch_polls``
-retrievals) and ``POST /v1/batches/{id}/cancel``. A batch's lines are answered with the same
+retrievals), ``GET /v1/batches?limit=&after=`` (newest first, cursor pages; a listing does not
+advance any batch) and ``POST /v1/batches/{id}/cancel``. With ``hold_batch_create`` set, ``POST
+/v1/batches`` creates the batch and then holds its response until ``release_batch_create()`` (at
+most 60 s): a client can be killed after the server created a batch but before it saw the id;
+``fail_batch_creates = n`` answers the next n creates with HTTP 503 without creating anything. A batch's lines are answered with the same
 ``answer`` function (no rate limit, no fault schedule), the output file lists them in
 *reverse* order (clients must match by ``custom_id``), and ``batch_line_faults`` (0-based
 input line → "error" | "http500" | "missing") injects a line in the error file, a non-200
@@ -123,6 +127,9 @@ class LLMServer:
         self.batch_polls = batch_polls
         self.batch_line_faults = dict(batch_line_faults or {})
         self.batch_outcome = batch_outcome
+        self.hold_batch_create = False
+        self.fail_batch_creates = 0
+        self._create_released = threading.Event()
         self.response_formats = response_formats
         self.files: dict[str, dict[str, Any]] = {}  # id -> metadata + "content" bytes
         self.batches: dict[str, dict[str, Any]] = {}  # id -> Batch JSON + "_polls"
@@ -226,6 +233,24 @@ class LLMServer:
             return [r.path for r in self.requests]
 
     # ---- files + batches ------------------------------------------------------------------
+    def release_batch_create(self) -> None:
+        """Let held ``POST /v1/batches`` responses go (see ``hold_batch_create``)."""
+        self._create_released.set()
+
+    def _list_batches(self, query: str) -> dict[str, Any]:
+        from urllib.parse import parse_qs
+
+        q = parse_qs(query)
+        limit = max(1, min(100, int(q.get("limit", ["20"])[0])))
+        after = q.get("after", [None])[0]
+        with self._lock:
+            newest_first = [{k: v for k, v in b.items() if not k.startswith("_")} for b in self.batches.values()][::-1]
+        ids = [b["id"] for b in newest_first]
+        start = ids.index(after) + 1 if after in ids else 0
+        page = newest_first[start:start + limit]
+        return {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None, "has_more": start + limit < len(newest_first)}
+
     def _add_file(self, content: bytes, filename: str, purpose: str) -> dict[str, Any]:
         with self._lock:
             fid = f"file-{uuid.uuid4().hex[:24]}"
@@ -333,6 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         parts = path.split("/")
         rec.status = 200
+        if parts[-1] == "batches":
+            query = self.path.split("?", 1)[1] if "?" in self.path else ""
+            return self._send(200, json.dumps(srv._list_batches(query)).encode())
         if len(parts) >= 2 and parts[-2] == "batches" and parts[-1] in srv.batches:
             b = srv._batch_step(parts[-1])
             return self._send(200, json.dumps({k: v for k, v in b.items() if not k.startswith("_")}).encode())
@@ -376,6 +404,11 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError):
             rec.status = 400
             return self._send(400, _error("bad request", "invalid_request_error"))
+        with srv._lock:
+            fail, srv.fail_batch_creates = srv.fail_batch_creates > 0, max(0, srv.fail_batch_creates - 1)
+        if fail:
+            rec.status = 503
+            return self._send(503, _error("injected: batch not created", "server_error"))
         if fid not in srv.files or endpoint != "/v1/chat/completions" or window != "24h":
             rec.status = 400
             return self._send(400, _error("invalid input_file_id, endpoint or completion_window",
@@ -389,6 +422,10 @@ class _Handler(BaseHTTPRequestHandler):
         with srv._lock:
             srv.batches[b["id"]] = b
         rec.status = 200
+        if srv.hold_batch_create:  # created; the client has not seen the id yet
+            deadline = time.monotonic() + 60
+            while not srv._create_released.wait(0.05) and not srv._stop.is_set() and time.monotonic() < deadline:
+                pass
         self._send(200, json.dumps({k: v for k, v in b.items() if not k.startswith("_")}).encode())
 
     def do_POST(self) -> None:  # noqa: N802

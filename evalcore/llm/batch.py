@@ -16,13 +16,29 @@ invalid answer is an error ``invalid output: ...`` and is not cached. Its cache 
 one :meth:`LLMClient.complete_json` uses, so online and batch runs share answers.
 
 Resuming: with a cache, every submitted batch is recorded under
-``<cache root>/llm-batches/<batch id>.json`` (batch id, endpoint, model, status and the cache
-keys it answers; nothing secret) right after it is created, and updated when it ends. A
-later call (e.g. after the polling process was killed) first looks for recorded batches of
-the same endpoint and model that are not yet collected and answer some of its keys, and
+``<cache root>/llm-batches/<batch id>.json`` (batch id, input file id, endpoint, model, status
+and the cache keys it answers; nothing secret) right after it is created, and updated when it
+ends. A later call (e.g. after the polling process was killed) first looks for recorded batches
+of the same endpoint and model that are not yet collected and answer some of its keys, and
 polls and collects those instead of submitting their keys again. A recorded batch that the
 server no longer knows, or that failed or was cancelled, is marked so and its keys are
 submitted anew. Two processes may poll the same batch; both collect the same answers.
+
+Crash-safe submission: after the input file is uploaded and *before* the batch is created, a
+record ``llm-batches/submit-<uuid>.json`` with status ``submitting`` names the uploaded file id
+and the keys. Once the batch record is written it is deleted. A later call that finds such a
+record (the process died between ``batches.create`` and the batch record, or the create
+response was lost) searches the server's batches (``batches.list``, newest first, at most
+:data:`LOOKUP_PAGES` pages, stopping at batches older than the submission) for one with that
+``input_file_id`` and adopts it; only if there is none does it create the batch, reusing the
+recorded file (no second upload). If not every key of that file is still wanted, it is not
+created and the wanted keys are submitted anew. A create that failed in a retryable way
+(timeout, 5xx, connection) is looked up the same way before it is retried, so a create that
+reached the server is never repeated. If the lookup itself fails or is inconclusive, the keys
+become error rows and the record is kept (no batch is ever created twice; delete the record to
+force a new submission). A process killed between the upload and the ``submitting`` record
+leaves an unused input file on the server (files are not billed as requests); the next call
+uploads again.
 
 The API key is read from the environment variable named in the config and sent only as the
 Authorization header of each call, like :class:`~evalcore.llm.client.LLMClient`.
@@ -33,6 +49,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Union
 
@@ -52,6 +69,11 @@ MAX_LINES_PER_BATCH = 50_000  # the API's per-batch limit
 TERMINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
 
 STATE_DIR = "llm-batches"
+SUBMIT_PREFIX = "submit-"  # records of submissions whose batch is not recorded yet
+#: pages of ``batches.list`` (100 batches each) searched for a batch whose create was not recorded
+LOOKUP_PAGES = 20
+#: batches created this long before a submission was recorded end the search (clock skew allowance)
+LOOKUP_SLACK_S = 3600
 #: recorded batches in these states are not resumed (their keys are submitted anew)
 _NOT_RESUMABLE = ("collected", "failed", "cancelled", "not_found")
 
@@ -81,7 +103,17 @@ class _Job:
 
 
 class BatchError(RuntimeError):
-    """A Files/Batches API call failed after its retries."""
+    """A Files/Batches API call failed after its retries (``status``: its HTTP status, if any)."""
+
+    def __init__(self, message: str, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+    @property
+    def refused(self) -> bool:
+        """The server answered with a definitive client error: nothing was created."""
+        return self.status is not None and 400 <= self.status < 500 and not self.retryable
 
 
 def _normalize(req: Any) -> tuple[list[dict], str, type[BaseModel] | None, dict[str, Any]]:
@@ -166,7 +198,7 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
     api = _Api(client, api_key)
     states = _StateStore(client)
     deadline = time.monotonic() + timeout_s
-    jobs = _resume(api, states, todo)
+    jobs = _resume(api, states, todo, metadata)
     claimed = {k for j in jobs for k in j.keys}
     keys = [k for k in todo if k not in claimed]
     wire = client.wire_format()
@@ -178,14 +210,22 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
             f = api.call("upload the input file", lambda: api.client.files.create(
                 file=(f"evalcore-batch-{n}.jsonl", lines, "application/jsonl"), purpose="batch",
                 extra_headers=api.auth))
-            b = api.call("create the batch", lambda: api.client.batches.create(
-                input_file_id=f.id, endpoint=ENDPOINT, completion_window=COMPLETION_WINDOW,
-                metadata=metadata, extra_headers=api.auth))
         except BatchError as e:
-            job.error, job.status = str(e), "not submitted"
+            job.error = str(e)
             continue
-        job.batch_id, job.status = b.id, b.status
-        job.state_uri = states.record(b.id, b.status, job.keys)  # before anything else can fail
+        try:  # recorded before the create: a crash from here on never leads to a second batch
+            sub_uri, since = states.record_submission(f.id, job.keys), time.time()
+        except OSError as e:
+            job.error = f"could not record the submission of {f.id}, so it was not created: {e}"
+            continue
+        try:
+            b = _create(api, f.id, metadata, since)
+        except BatchError as e:
+            job.error = str(e)
+            if e.refused and sub_uri is not None:  # nothing was created: a later call need not look for it
+                states.drop(sub_uri)
+            continue
+        _adopt(states, job, b, job.keys, f.id, sub_uri)
         client._log("", mode="batch", event="submitted", batch_id=b.id, lines=len(job.keys))
 
     # poll every submitted job until it is terminal; bounded by the deadline
@@ -272,13 +312,53 @@ class _StateStore:
         self.root = storage.join(client.cache.root, STATE_DIR) if client.cache is not None else None
         self.endpoint = {"base_url": client.config.base_url, "model": client.config.model}
 
-    def record(self, batch_id: str, status: str, keys: list[str]) -> str | None:
+    def record(self, batch_id: str, status: str, keys: list[str], input_file_id: str | None = None) -> str | None:
         if self.root is None:
             return None
         uri = storage.join(self.root, f"{batch_id}.json")
-        self._write(uri, {"batch_id": batch_id, "status": status, "keys": keys, **self.endpoint,
-                          "submitted": round(time.time(), 3), "updated": round(time.time(), 3)})
+        self._write(uri, {"batch_id": batch_id, "status": status, "keys": keys, "input_file_id": input_file_id,
+                          **self.endpoint, "submitted": round(time.time(), 3), "updated": round(time.time(), 3)})
         return uri
+
+    def record_submission(self, input_file_id: str, keys: list[str]) -> str | None:
+        """Record an uploaded input file about to become a batch (status ``submitting``)."""
+        if self.root is None:
+            return None
+        uri = storage.join(self.root, f"{SUBMIT_PREFIX}{uuid.uuid4().hex}.json")
+        now = round(time.time(), 3)
+        self._write(uri, {"status": "submitting", "input_file_id": input_file_id, "keys": keys, **self.endpoint,
+                          "submitted": now, "updated": now})
+        return uri
+
+    def submissions(self) -> list[tuple[str, dict[str, Any]]]:
+        """(uri, record) of this endpoint's submissions whose batch was never recorded, oldest first."""
+        return sorted(((u, s) for u, s in self._records() if self._is_submission(u)
+                       and s.get("status") == "submitting" and s.get("input_file_id")),
+                      key=lambda x: x[1].get("submitted", 0))
+
+    def file_ids(self) -> set[str]:
+        """Input file ids of every recorded batch of this endpoint (any status)."""
+        return {s["input_file_id"] for u, s in self._records() if not self._is_submission(u)
+                and s.get("input_file_id")}
+
+    @staticmethod
+    def drop(uri: str) -> None:
+        storage.delete(uri)
+
+    @staticmethod
+    def _is_submission(uri: str) -> bool:
+        return uri.rsplit("/", 1)[-1].startswith(SUBMIT_PREFIX)
+
+    def _records(self) -> list[tuple[str, dict[str, Any]]]:
+        """(uri, record) of every readable record of this endpoint."""
+        if self.root is None:
+            return []
+        out = []
+        for uri in storage.list_files(self.root, ".json"):
+            state = self.read(uri)
+            if state is not None and all(state.get(k) == v for k, v in self.endpoint.items()):
+                out.append((uri, state))
+        return out
 
     def update(self, job: _Job, status: str) -> None:
         if job.state_uri is None:
@@ -295,14 +375,8 @@ class _StateStore:
 
     def pending(self) -> list[tuple[str, dict[str, Any]]]:
         """(uri, record) of this endpoint's recorded batches that may still be collected, oldest first."""
-        if self.root is None:
-            return []
-        out = []
-        for uri in storage.list_files(self.root, ".json"):
-            state = self.read(uri)
-            if (state is not None and state.get("status") not in _NOT_RESUMABLE and state.get("batch_id")
-                    and all(state.get(k) == v for k, v in self.endpoint.items())):
-                out.append((uri, state))
+        out = [(u, s) for u, s in self._records() if not self._is_submission(u)
+               and s.get("status") not in _NOT_RESUMABLE and s.get("batch_id")]
         return sorted(out, key=lambda x: x[1].get("submitted", 0))
 
     @staticmethod
@@ -310,8 +384,62 @@ class _StateStore:
         storage.write_bytes(uri, canonical_json(state).encode("utf-8"))
 
 
-def _resume(api: "_Api", states: _StateStore, todo: dict[str, _Item]) -> list[_Job]:
-    """Jobs for recorded, uncollected batches that answer keys of ``todo`` (see the module docstring)."""
+def _find(api: "_Api", input_file_id: str, since: float) -> Any | None:
+    """The server's batch created from ``input_file_id`` (``batches.list``, newest first), else None.
+
+    Stops at a page's end once its batches are older than ``since`` − :data:`LOOKUP_SLACK_S`, or when
+    the list ends; raises :class:`BatchError` if the list fails or :data:`LOOKUP_PAGES` pages did not
+    reach that point (then it cannot tell)."""
+    after: str | None = None
+    for _ in range(LOOKUP_PAGES):
+        try:
+            page = api.call("list the batches", lambda: api.client.batches.list(
+                limit=100, extra_headers=api.auth, **({"after": after} if after else {})))
+        except BatchError as e:  # never "refused": a failed lookup says nothing about the create
+            raise BatchError(f"{e}; cannot tell whether a batch was created from {input_file_id}") from None
+        data = list(page.data or [])
+        for b in data:
+            if getattr(b, "input_file_id", None) == input_file_id:
+                return b
+        if not data or page.has_more is False or min(int(b.created_at) for b in data) < since - LOOKUP_SLACK_S:
+            return None
+        after = data[-1].id
+    raise BatchError(f"could not tell whether a batch was created from {input_file_id}: not among the newest "
+                     f"{LOOKUP_PAGES * 100} batches; delete its submit record to submit again")
+
+
+def _create(api: "_Api", input_file_id: str, metadata: dict[str, str] | None, since: float) -> Any:
+    """Create the batch for an uploaded file; before each retry, adopt a batch an earlier attempt created."""
+    retries = api.owner.config.max_retries
+    for attempt in range(1, retries + 2):
+        if attempt > 1:
+            found = _find(api, input_file_id, since)
+            if found is not None:
+                return found
+        try:
+            return api.call("create the batch", lambda: api.client.batches.create(
+                input_file_id=input_file_id, endpoint=ENDPOINT, completion_window=COMPLETION_WINDOW,
+                metadata=metadata, extra_headers=api.auth), retries=0)
+        except BatchError as e:
+            if not e.retryable or attempt > retries:
+                raise
+            time.sleep(api.owner._backoff(attempt))
+    raise AssertionError("unreachable")
+
+
+def _adopt(states: _StateStore, job: _Job, b: Any, keys: list[str], input_file_id: str,
+           sub_uri: str | None) -> None:
+    """Point ``job`` at batch ``b``, record the batch (answering ``keys``), then drop its submit record."""
+    job.batch_id, job.status = b.id, b.status
+    job.state_uri = states.record(b.id, b.status, keys, input_file_id)  # before anything else can fail
+    if sub_uri is not None:
+        states.drop(sub_uri)
+
+
+def _resume(api: "_Api", states: _StateStore, todo: dict[str, _Item],
+            metadata: dict[str, str] | None = None) -> list[_Job]:
+    """Jobs for recorded, uncollected batches and unrecorded submissions that answer keys of ``todo``
+    (see the module docstring)."""
     jobs: list[_Job] = []
     claimed: set[str] = set()
     for uri, state in states.pending():
@@ -337,6 +465,38 @@ def _resume(api: "_Api", states: _StateStore, todo: dict[str, _Item]) -> list[_J
         claimed.update(keys)
         jobs.append(job)
         api.owner._log("", mode="batch", event="resumed", batch_id=job.batch_id, lines=len(keys))
+    recorded = states.file_ids()
+    for uri, sub in states.submissions():
+        fid, all_keys = str(sub["input_file_id"]), list(sub.get("keys", []))
+        if fid in recorded:  # its batch was recorded; only the cleanup was lost
+            states.drop(uri)
+            continue
+        keys = [k for k in all_keys if k in todo and k not in claimed]
+        if not keys:
+            continue  # nobody asks for these keys now: left for a later call
+        job = _Job(keys, resumed=True)
+        try:
+            b = _find(api, fid, float(sub.get("submitted", 0)))
+            if b is None and len(keys) < len(all_keys):  # would pay for unwanted keys: submit the wanted anew
+                states.drop(uri)
+                continue
+            if b is None:
+                b = _create(api, fid, metadata, float(sub.get("submitted", 0)))
+        except BatchError as e:
+            if e.refused:  # e.g. the file is gone: nothing was created, submit the keys anew
+                states.drop(uri)
+                continue
+            job.error = str(e)  # cannot tell whether it exists: error rows, the record stays
+        else:
+            _adopt(states, job, b, all_keys, fid, uri)
+            if b.status in ("failed", "cancelled"):
+                states.update(job, b.status)
+                continue
+            if b.status in TERMINAL_STATUSES:
+                _collect(api, job, b)
+        claimed.update(keys)
+        jobs.append(job)
+        api.owner._log("", mode="batch", event="adopted", batch_id=job.batch_id, lines=len(keys))
     return jobs
 
 
@@ -407,15 +567,15 @@ class _Api:
             try:
                 return fn()
             except openai.APIStatusError as e:
-                error, retry = f"HTTP {e.status_code}: {e.message}", (
-                    e.status_code in _RETRYABLE_STATUS or e.status_code >= 500)
+                error, retry, status = f"HTTP {e.status_code}: {e.message}", (
+                    e.status_code in _RETRYABLE_STATUS or e.status_code >= 500), e.status_code
             except openai.APITimeoutError:
-                error, retry = f"timeout after {self.owner.config.timeout_s}s", True
+                error, retry, status = f"timeout after {self.owner.config.timeout_s}s", True, None
             except openai.APIConnectionError as e:
-                error, retry = f"connection error: {e}", True
+                error, retry, status = f"connection error: {e}", True, None
             error = f"could not {what}: {error}".replace(self._key, "***")
             self.owner._log("", mode="batch", attempt=attempt, error=error)
             if not retry or attempt > retries:
-                raise BatchError(error)
+                raise BatchError(error, status, retry)
             time.sleep(self.owner._backoff(attempt))
         raise AssertionError("unreachable")

@@ -35,6 +35,12 @@ class MusicLM(ABC):
     sample_rate: int = 16_000
     #: longest audio window in seconds; longer audio is chunked (None = no limit)
     max_audio_seconds: float | None = None
+    #: False for a system that never reads the audio (e.g. ``reference_rewrite``): the driver reads this
+    #: class attribute without building the model, and the decode stage then reads no audio at all —
+    #: every request gets ``audio`` None, ``audio_seconds`` 0 and one chunk, so a missing or corrupt
+    #: audio file is *not* an error for it, and conditions ``random`` / ``silence`` / ``noise`` behave
+    #: like ``text_only``
+    uses_audio: bool = True
 
     @classmethod
     def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:

@@ -1,7 +1,9 @@
 """Reference-rewrite "systems" for free-form QA: the paraphrase skyline and the adversarial rewrite.
 
 Not a Music LM: it ignores the audio and the prompt and rewrites each request's *reference*
-answer through the LLM layer ("Factual and musical metrics for Music LMs", §3.2–3.3, Table 2):
+answer through the LLM layer (``uses_audio = False``: the pipeline neither fetches nor decodes
+its audio, so a missing or corrupt audio file is not an error for it, and conditions ``random``,
+``silence`` and ``noise`` give it the same input as ``text_only``) ("Factual and musical metrics for Music LMs", §3.2–3.3, Table 2):
 
 * ``mode: paraphrase`` — same meaning and musical facts, different wording (the skyline no
   Music LM should beat);
@@ -34,6 +36,8 @@ class RewriteFailed(RuntimeError):
 @MODELS.register("reference_rewrite")
 class ReferenceRewrite(MusicLM):
     """Rewrites the request's reference answer with an LLM; see the module docstring."""
+
+    uses_audio = False  # its audio is never fetched or decoded
 
     def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: str, model: str, rpm: int, tpm: int,
                  api: Literal["online", "batch"] = "online", sample_rate: int = 16_000,

@@ -37,9 +37,11 @@ def _fail(row: dict, stage: str, exc: BaseException | str) -> dict:
 # --------------------------------------------------------------------------- decode
 
 
-def decode_batch(batch: pa.Table, sample_rate: int, window_s: float | None, long_audio: str = "chunk") -> pa.Table:
-    """The decode stage (a Ray task per batch): one output row per chunk of each request."""
-    decoder = Decoder(sample_rate, window_s, long_audio)
+def decode_batch(batch: pa.Table, sample_rate: int, window_s: float | None, long_audio: str = "chunk",
+                 uses_audio: bool = True) -> pa.Table:
+    """The decode stage (a Ray task per batch): one output row per chunk of each request
+    (``uses_audio`` False: one row per request, no audio read; see :class:`Decoder`)."""
+    decoder = Decoder(sample_rate, window_s, long_audio, uses_audio)
     out: list[dict] = []
     cache: dict[tuple, np.ndarray] = {}  # requests sharing a clip in this batch decode it once
     for row in batch.to_pylist():
@@ -48,12 +50,18 @@ def decode_batch(batch: pa.Table, sample_rate: int, window_s: float | None, long
 
 
 class Decoder:
-    """Fetch → decode → mono → excerpt → resample → chunk, for one model's sample rate and window."""
+    """Fetch → decode → mono → excerpt → resample → chunk, for one model's sample rate and window.
 
-    def __init__(self, sample_rate: int, window_s: float | None, long_audio: str = "chunk") -> None:
+    For a model that ignores audio (``uses_audio`` False, :attr:`MusicLM.uses_audio`) nothing is
+    fetched or decoded: every request passes with ``audio`` None, ``audio_seconds`` 0 and one
+    chunk, whatever its condition, and a missing or corrupt audio file is not an error."""
+
+    def __init__(self, sample_rate: int, window_s: float | None, long_audio: str = "chunk",
+                 uses_audio: bool = True) -> None:
         self.sample_rate = sample_rate
         self.window_s = window_s
         self.long_audio = long_audio
+        self.uses_audio = uses_audio
 
     def _load(self, row: dict, cache: dict) -> np.ndarray:
         key = (row["audio_uri"], row["excerpt_start"], row["excerpt_end"])
@@ -68,7 +76,7 @@ class Decoder:
         t0 = time.perf_counter()
         cond = row["condition"]
         try:
-            if cond == "text_only":
+            if cond == "text_only" or not self.uses_audio:
                 row["audio_seconds"] = 0.0
                 return [row]
             x = self._load(row, cache)

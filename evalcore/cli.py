@@ -60,7 +60,7 @@ def run(
     typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
     try:
         result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every)
-    except RunStateError as e:
+    except (RunStateError, ConfigError) as e:  # ConfigError: e.g. a free-form metric's model file is missing
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=2)
     except ErrorBudgetExceeded as e:  # tables and report were written before the budget was checked

@@ -49,7 +49,12 @@ class Scorer(ABC):
 
     @abstractmethod
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-        """Metric columns for each merged request row (one judged row per request)."""
+        """Metric columns for each merged request row (one judged row per request); a row's dict may hold
+        ``error`` (a reason string) when that row cannot be scored: it then becomes an error row."""
+
+    def provenance(self) -> dict[str, Any]:
+        """What the last :meth:`score` call used (library versions, models, ...), for run.json; none by default."""
+        return {}
 
     def item_stats(self, df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
         """Per-item statistics (rows = items, sorted) that aggregates average; by default

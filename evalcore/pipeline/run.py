@@ -23,7 +23,7 @@ import pyarrow as pa
 
 import evalcore
 from evalcore import storage
-from evalcore.config import JudgeConfig, ModelConfig, RunConfig
+from evalcore.config import ConfigError, JudgeConfig, ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
 from evalcore.pipeline import commit
@@ -32,7 +32,7 @@ from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, req
 from evalcore.protocols import expand_requests
 from evalcore.registry import DATASETS, MODELS
 from evalcore.reports import factual_agreement, markdown
-from evalcore.reports.tables import counts, error_rows, merge_chunks, per_item_table, summary_table
+from evalcore.reports.tables import counts, error_rows, merge_chunks, score_requests, summary_table
 from evalcore.schema import ERRORS, conform
 
 log = logging.getLogger("evalcore")
@@ -125,6 +125,13 @@ def audio_spec(model: ModelConfig) -> tuple[int, float | None]:
     return sr, (float(window) if window is not None else None)
 
 
+def uses_audio(model: ModelConfig) -> bool:
+    """Whether a model reads audio (its class's ``MusicLM.uses_audio``), without building it."""
+    import evalcore.models  # noqa: F401  (registers the models)
+
+    return bool(getattr(MODELS.get(model.kind), "uses_audio", True))
+
+
 def model_groups(models: list[ModelConfig], cpus: float, gpus: float) -> list[list[ModelConfig]]:
     """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks)."""
     groups: list[list[ModelConfig]] = []
@@ -184,8 +191,9 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
     chunk_s = chunk_window(model, window)
+    # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through
     ds = ds.map_batches(_decode_task, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
-                                                 "s3": s3},
+                                                 "uses_audio": uses_audio(model), "s3": s3},
                         batch_size=model.resources.batch_size, batch_format="pyarrow",
                         num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, chunk_s))
     r = model.resources
@@ -246,6 +254,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     Outputs are committed shard by shard (:mod:`evalcore.pipeline.commit`). ``resume`` continues a killed
     run at ``cfg.root``: committed requests are not sent to any model or judge again."""
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
+    check_metrics(cfg)  # a metric that cannot run fails here, not after every model has answered
     out = open_run(cfg, resume)  # every write of the run goes through it: nothing lands outside the root
 
     # 1. items (read once per run: a resumed run uses the committed items)
@@ -274,6 +283,16 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
 
     # 6. score and report over every committed row; the error budget is checked after both are written
     return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
+
+
+def check_metrics(cfg: RunConfig) -> None:
+    """Raise :class:`ConfigError` naming the field when a configured free-form metric cannot run here."""
+    from evalcore.metrics.freeform import preflight
+
+    problems = [msg for i, p in enumerate(cfg.protocols) if p.name == "freeform"
+                for msg in preflight(p.freeform_metrics(), f"protocols.{i}.metrics")]
+    if problems:
+        raise ConfigError("free-form metrics cannot run:\n" + "\n".join(f"  {m}" for m in problems))
 
 
 def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], list[dict], int]:
@@ -309,13 +328,38 @@ def account_for_all(requests: list[dict], out: storage.RunStorage) -> list[dict]
     return committed.rows
 
 
+def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """protocol → scorer keyword arguments: the free-form metrics config, the run's S3 options (for s3://
+    model files) and which models are reference-rewrite systems (by their recorded model_info)."""
+    from evalcore.metrics.freeform import rewrite_roles
+
+    params: dict[str, dict[str, Any]] = {}
+    for p in cfg.protocols:
+        if p.name == "freeform":
+            params["freeform"] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
+                                  "s3": cfg.storage.s3.model_dump()}
+    return params
+
+
 def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict]) -> RunResult:
-    """Stage 6: per-item and summary tables, errors, run.json and report.md."""
+    """Stage 6: per-item and summary tables, errors, run.json and report.md.
+
+    A request its protocol's scorer cannot score (e.g. a free-form answer the metrics reject) becomes an
+    error row of stage ``score`` here, counted with the others."""
     root = cfg.root
     out = storage.RunStorage(root)
-    merged = merge_chunks(judged)
-    per_item = per_item_table(merged)
-    summary = summary_table(per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence, cfg.seeds.bootstrap)
+    models = {}
+    for r in judged:
+        if r.get("model_info") and r["model"] not in models:
+            models[r["model"]] = r["model_info"]
+    params = scorer_params(cfg, models)
+    if any(p.metrics and p.metrics.clap and p.metrics.clap.actors > 0 and "claptext" in p.metrics.names
+           for p in cfg.protocols):
+        init_ray(cfg)  # CLAPText embeds on Ray actors (the driver may not have started Ray: all rows committed)
+    scored = score_requests(merge_chunks(judged), params)
+    per_item, merged = scored.per_item, scored.rows
+    summary = summary_table(per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence, cfg.seeds.bootstrap,
+                            params)
     errors = conform(item_errors + error_rows(merged), ERRORS)
     tables = storage.join(root, "tables")
     agree, agree_rows, agree_left_out = factual_agreement.agreement(cfg, judged, merged)  # agreement_judge, if any
@@ -327,15 +371,12 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     out.write_parquet(summary, storage.join(tables, "summary.parquet"))
     out.write_parquet(errors, storage.join(tables, "errors.parquet"))
     c = counts(items_in, len(item_errors), merged)
-    models = {}
-    for r in judged:
-        if r.get("model_info") and r["model"] not in models:
-            models[r["model"]] = r["model_info"]
     meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "models": models}
-    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c}, indent=2))
+    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "scoring": scored.provenance},
+                                                              indent=2, default=str))
     report = markdown.render(meta, c, summary.to_pandas(), errors.to_pandas())
     out.write_text(storage.join(root, "report.md"), report)
     result = RunResult(root=root, counts=c, report=report)

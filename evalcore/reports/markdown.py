@@ -7,11 +7,12 @@ from typing import Any
 
 import pandas as pd
 
+from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
 
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu", "chrf")
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu")
 
 
 def _fmt(v: float, lo: float, hi: float) -> str:
@@ -46,6 +47,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
         out += ["", "No request was scored."]
     else:
         out += _results(summary, conf)
+        out += _freeform(summary, conf, meta.get("models") or {})  # Table 2 and its discrimination statistics
         out += _listening(summary, conf)
         out += mcq_report.sections(summary, conf)  # audio-attention table, breakdowns, chosen option types
     out += _errors(errors)
@@ -62,7 +64,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
 
 def _results(summary: pd.DataFrame, conf: int) -> list[str]:
     out: list[str] = []
-    vals = summary[(summary["kind"] == "value") & (summary["group"] == "all")]
+    vals = summary[(summary["kind"] == "value") & (summary["group"] == "all") & (summary["protocol"] != "freeform")]
     for (proto, ds), df in vals.groupby(["protocol", "dataset"], sort=True):
         metrics = list(dict.fromkeys(df["metric"]))
         out += ["", f"## {proto} · {ds}", "", f"Value [{conf} % CI] over n items."]
@@ -74,9 +76,18 @@ def _results(summary: pd.DataFrame, conf: int) -> list[str]:
     return out
 
 
+def _freeform(summary: pd.DataFrame, conf: int, models: dict[str, Any]) -> list[str]:
+    """Free-form results as the paper's Table 2 (the rewrite systems known from the models' recorded info)."""
+    if not (summary["protocol"] == "freeform").any():
+        return []
+    from evalcore.metrics.freeform import REWRITE_LABEL, rewrite_roles
+
+    return freeform_report.run_sections(summary, conf, rewrite_roles(models), REWRITE_LABEL)
+
+
 def _listening(summary: pd.DataFrame, conf: int) -> list[str]:
     diffs = summary[(summary["kind"] == "paired_diff") & (summary["group"] == "all")
-                    & summary["metric"].isin(HEADLINE)]
+                    & summary["metric"].isin(HEADLINE) & summary["condition"].astype(str).str.startswith("correct-")]
     if diffs.empty:
         return []
     out = ["", "## Does the model listen?", "",

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 import pyarrow as pa
 
-from evalcore.metrics import SCORERS, Aggregate
+from evalcore.metrics import SCORERS, Aggregate, Scorer
 from evalcore.metrics.base import mean_item_stats
 from evalcore.metrics.bootstrap import estimate, paired_difference
 from evalcore.protocols.seeding import derive_seed
 from evalcore.schema import ERRORS, SCORE_KEY, SUMMARY
-
 
 
 def merge_chunks(rows: Iterable[dict]) -> list[dict]:
@@ -51,20 +51,63 @@ def error_rows(rows: Iterable[dict]) -> list[dict]:
             for r in rows if r.get("error") is not None]
 
 
-def per_item_table(merged: list[dict]) -> pd.DataFrame:
-    """One row per scored request: key columns, the judged answer and a column per metric."""
+ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol → keyword arguments of its scorer
+
+
+def build_scorer(protocol: str, params: ScorerParams | None = None) -> Scorer:
+    """The protocol's scorer with its configured parameters (e.g. free-form metrics)."""
+    return SCORERS.build(protocol, **dict((params or {}).get(protocol, {})))
+
+
+@dataclass
+class Scored:
+    """The per-item table, the request rows (scoring failures turned into error rows) and, per protocol,
+    its scorer's provenance."""
+
+    per_item: pd.DataFrame
+    rows: list[dict]
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def score_requests(merged: list[dict], params: ScorerParams | None = None) -> Scored:
+    """Score every protocol's requests (each protocol's rows in one call to its scorer).
+
+    A scorer may return an ``error`` per row (e.g. a free-form answer over the metrics' length limit):
+    that request leaves the per-item table and becomes an error row with ``error_stage = "score"``,
+    so requests in = scored + errored still holds."""
     frames = []
+    failed: dict[int, str] = {}
+    provenance: dict[str, dict[str, Any]] = {}
     for proto, rows in _by(merged, "protocol").items():
         scored = [r for r in rows if r.get("error") is None]
         if not scored:
             continue
-        metrics = SCORERS.build(proto).score(scored)
+        scorer = build_scorer(proto, params)
+        metrics = scorer.score(scored)
+        if scorer.provenance():
+            provenance[proto] = scorer.provenance()
+        keep = []
+        for r, m in zip(scored, metrics):
+            err = m.pop("error", None)
+            if err is None:
+                keep.append((r, m))
+            else:
+                failed[id(r)] = str(err)
+        if not keep:
+            continue
         df = pd.DataFrame([{**{k: r.get(k) for k in SCORE_KEY},
-                            **{k: r.get(k) for k in ("text", "labels", "extracted", "options",
+                            **{k: r.get(k) for k in ("text", "reference", "labels", "extracted", "options",
                                                      "correct_index", "parsed_index", "judge", "metadata")}}
-                           for r in scored])
-        frames.append(pd.concat([df, pd.DataFrame(metrics)], axis=1))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
+                           for r, _ in keep])
+        frames.append(pd.concat([df, pd.DataFrame([m for _, m in keep])], axis=1))
+    out = [{**r, "error": failed[id(r)], "error_stage": "score"} if id(r) in failed else r for r in merged]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
+    return Scored(table, out, provenance)
+
+
+def per_item_table(merged: list[dict], params: ScorerParams | None = None) -> pd.DataFrame:
+    """One row per scored request: key columns, the judged answer and a column per metric."""
+    return score_requests(merged, params).per_item
 
 
 def _by(rows: list[dict], key: str) -> dict[Any, list[dict]]:
@@ -130,15 +173,16 @@ def _estimate(e: Any) -> dict[str, Any]:
     return {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
 
 
-def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int) -> pa.Table:
+def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int,
+                  params: ScorerParams | None = None) -> pa.Table:
     """Long-form summary: every aggregate per group, plus paired differences correct − other condition,
-    overall (``group = all``) and per task when a protocol has several."""
+    overall (``group = all``) and per task when a protocol has several; scorers get ``params``."""
     if per_item.empty:
         return SUMMARY.empty_table()
     stats = {"resamples": resamples, "confidence": confidence, "seed": seed}
     out: list[dict] = []
     for proto, pdf in per_item.groupby("protocol", sort=True):
-        scorer = SCORERS.build(proto)
+        scorer = build_scorer(proto, params)
         tasks = sorted(pdf["task"].dropna().unique())
         groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
         groups += scorer.breakdown_groups(pdf) if hasattr(scorer, "breakdown_groups") else []  # e.g. mcq: genre=…

@@ -24,24 +24,18 @@ import pandas as pd
 import typer
 
 from evalcore import storage
-from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.bertscore import BertScoreConfig
 from evalcore.metrics.cider import MetricUnavailable
 from evalcore.metrics.clap_text import ClapTextConfig
+from evalcore.metrics.freeform import aggregates
 from evalcore.metrics.text_profiles import ALL_METRICS, METRICS, PROFILES, ModelMetrics, score_pairs
+from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables import contrasts
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, read_rows, summarize,
                                  write_outputs)
 
 _RESERVED = {"candidate", "reference", "_input_error"}
-
-
-def _aggregates(metrics: list[str], info: dict) -> list[Aggregate]:
-    versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
-    tail = f"; {info['wordnet']}" if info.get("wordnet") else ""
-    return [Aggregate(m, (m,), mean_of(), f"mean per-pair {info['definitions'][m]} [profile {info['profile']}; "
-                                          f"{versions}{tail}]") for m in metrics]
 
 
 def _corpora(df: pd.DataFrame, cols: list[str]) -> list | None:
@@ -59,38 +53,6 @@ def _rows_with_errors(df: pd.DataFrame, metrics: list[str], profile: str, models
         out[m] = scores.values[m]
     out["error"] = [e if b else err for e, b, err in zip(df["_input_error"], bad, scores.errors)]
     return out, {**scores.info, "corpus": scores.corpus}
-
-
-def _table2(summary: pd.DataFrame, groups: list[str], metrics: list[str]) -> list[str]:
-    """Rows = groups, columns = metrics, like the paper's Table 2."""
-    vals = summary[summary["kind"] == "value"]
-    lines = [f"| {' | '.join([*groups, 'n', *metrics])} |", "|" + "---|" * (len(groups) + 1 + len(metrics))]
-    keyed = vals.groupby(groups, sort=True, dropna=False) if groups else [((), vals)]
-    for key, g in keyed:
-        key = key if isinstance(key, tuple) else (key,)
-        cell = {r.metric: f"{fmt(r.value)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]" for r in g.itertuples()}
-        lines.append(f"| {' | '.join([*map(str, key), str(int(g['n'].max())), *(cell.get(m, '') for m in metrics)])} |")
-    return lines
-
-
-def _skyline_check(summary: pd.DataFrame, groups: list[str], metrics: list[str]) -> list[str]:
-    if "condition" not in groups:
-        return []
-    vals = summary[summary["kind"] == "value"].set_index([*groups, "metric"])["value"]
-    others = [g for g in groups if g != "condition"]
-    lines = []
-    keys = summary[others].drop_duplicates().itertuples(index=False) if others else [()]
-    for key in keys:
-        key = tuple(key)
-        for m in metrics:
-            try:
-                para = vals[(*key[: len(others)], "paraphrase", m)] if others else vals[("paraphrase", m)]
-                adv = vals[(*key[: len(others)], "adversarial", m)] if others else vals[("adversarial", m)]
-            except KeyError:
-                continue
-            lines.append(f"- {', '.join(map(str, key)) or 'all'} · {m}: paraphrase {fmt(para)} vs adversarial "
-                         f"{fmt(adv)} → {'ranks the skyline above' if para > adv else 'does NOT rank the skyline above'}")
-    return ["", "Paraphrase (skyline) vs adversarial rewrite:", "", *lines] if lines else []
 
 
 @score_app.command("freeform")
@@ -155,7 +117,7 @@ def score_freeform(
         info["cider_corpus"] = corpus_cols
     ok = per_item["error"].isna()
     scored = per_item[ok].assign(_row=np.arange(int(ok.sum())))
-    aggs = _aggregates(wanted, info)
+    aggs = aggregates(wanted, info)
     unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
     summary = summarize(scored, aggs, groups, unit=unit, resamples=resamples, seed=seed)
     if unit == "item_id" and "condition" in groups:
@@ -166,13 +128,13 @@ def score_freeform(
     counts = (len(per_item), int(ok.sum()), int((~ok).sum()))
     report = [f"# Free-form scores — profile `{profile}`", "",
               f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored", "",
-              "Mean [95 % CI] per group:", "", *_table2(summary, groups, wanted)]
+              "Mean [95 % CI] per group:", "", *table2(summary, groups, wanted)]
     diffs = summary[summary["kind"] == "paired_diff"]
     if len(diffs):
         report += ["", "Paired difference correct − condition (same items):", "",
                    *(f"- {', '.join(str(getattr(r, g)) for g in groups)} · {r.metric}: {fmt(r.value)} "
                      f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]" for r in diffs.itertuples())]
-    report += _skyline_check(summary, groups, wanted)
+    report += skyline_check(summary, groups, wanted)
     if info["corpus"]:
         report += ["", f"Corpus BLEU over all scored rows: {fmt(info['corpus'].get('corpus_bleu', math.nan))}"]
     report += ["", "Definitions:", "", f"```json\n{json.dumps(info, indent=1, default=str)}\n```", ""]

@@ -1,0 +1,100 @@
+"""Free-form QA tables shaped like the paper's Table 2, shared by ``evalcore score freeform`` and run reports.
+
+Table 2: rows = system × condition, columns = metrics, cells = mean [CI]. The discrimination statistics
+say whether a metric notices the audio (paired difference correct − random per model, with its CI)
+and whether it ranks the paraphrase skyline above the adversarial rewrite (paraphrase − adversarial).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+import pandas as pd
+
+from evalcore.scoring.io import fmt
+
+ROLE_NAMES = {"paraphrase": "paraphrase skyline", "adversarial": "adversarial rewrite"}
+_PROFILE = re.compile(r"\[profile (\w+);")
+
+
+def ci_cell(value: Any, lo: Any, hi: Any) -> str:
+    return f"{fmt(value)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def table2(summary: pd.DataFrame, groups: list[str], metrics: list[str], kind: str = "value",
+           mark_above_zero: bool = False) -> list[str]:
+    """Rows = groups (e.g. model, condition), columns = metrics, cells = value [CI], like the paper's Table 2;
+    ``kind`` picks value or paired_diff rows, ``mark_above_zero`` appends ↑ where the CI lies above 0."""
+    vals = summary[summary["kind"] == kind]
+    lines = [f"| {' | '.join([*groups, 'n', *metrics])} |", "|" + "---|" * (len(groups) + 1 + len(metrics))]
+    keyed = vals.groupby(groups, sort=True, dropna=False) if groups else [((), vals)]
+    for key, g in keyed:
+        key = key if isinstance(key, tuple) else (key,)
+        cell = {r.metric: ci_cell(r.value, r.ci_low, r.ci_high) + (" ↑" if mark_above_zero and r.ci_low > 0 else "")
+                for r in g.itertuples()}
+        lines.append(f"| {' | '.join([*map(str, key), str(int(g['n'].max())), *(cell.get(m, '') for m in metrics)])} |")
+    return lines
+
+
+def skyline_verdict(diff: float, ci_low: float | None = None) -> str:
+    """Whether paraphrase − adversarial = ``diff`` ranks the skyline above (with the CI when known)."""
+    if not diff > 0:
+        return "does NOT rank the skyline above"
+    if ci_low is None or pd.isna(ci_low):
+        return "ranks the skyline above"
+    return "ranks the skyline above (CI > 0)" if ci_low > 0 else "ranks the skyline above (CI includes 0)"
+
+
+def skyline_check(summary: pd.DataFrame, groups: list[str], metrics: list[str]) -> list[str]:
+    """Paraphrase vs adversarial per metric when they are values of the ``condition`` column (score freeform)."""
+    if "condition" not in groups:
+        return []
+    vals = summary[summary["kind"] == "value"].set_index([*groups, "metric"])["value"]
+    others = [g for g in groups if g != "condition"]
+    lines = []
+    keys = summary[others].drop_duplicates().itertuples(index=False) if others else [()]
+    for key in keys:
+        key = tuple(key)
+        for m in metrics:
+            try:
+                para = vals[(*key[: len(others)], "paraphrase", m)] if others else vals[("paraphrase", m)]
+                adv = vals[(*key[: len(others)], "adversarial", m)] if others else vals[("adversarial", m)]
+            except KeyError:
+                continue
+            lines.append(f"- {', '.join(map(str, key)) or 'all'} · {m}: paraphrase {fmt(para)} vs adversarial "
+                         f"{fmt(adv)} → {skyline_verdict(para - adv)}")
+    return ["", "Paraphrase (skyline) vs adversarial rewrite:", "", *lines] if lines else []
+
+
+def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rewrite_label: str) -> list[str]:
+    """The free-form part of a run report, per dataset: Table 2 and the discrimination statistics.
+
+    ``roles``: model → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems; paraphrase −
+    adversarial rows are those whose model starts with ``rewrite_label``."""
+    ff = summary[(summary["protocol"] == "freeform") & (summary["group"] == "all")]
+    out: list[str] = []
+    for ds, d in ff.groupby("dataset", sort=True):
+        vals = d[d["kind"] == "value"]
+        metrics = list(dict.fromkeys(vals["metric"]))
+        profiles = sorted({m.group(1) for m in map(_PROFILE.search, vals["definition"].astype(str)) if m})
+        view = vals.assign(model=[f"{m} ({ROLE_NAMES[roles[m]]})" if m in roles else m for m in vals["model"]])
+        groups = ["model", "variant", "condition"] if vals["variant"].nunique() > 1 else ["model", "condition"]
+        out += ["", f"## Free-form QA · {ds} (Table 2)", "",
+                f"Profile `{', '.join(profiles) or '?'}`; mean per pair [{conf} % CI] over n items; rows = system × "
+                "condition. Reference-rewrite systems (recognised by their backend, not their name) are marked; "
+                "definitions under *Metric definitions*.", "", *table2(view, groups, metrics)]
+        diffs = d[d["kind"] == "paired_diff"]
+        listen = diffs[~diffs["model"].astype(str).str.startswith(rewrite_label) & ~diffs["model"].isin(list(roles))]
+        if len(listen):
+            out += ["", f"Does the metric notice the audio? Paired difference correct − condition over the same "
+                        f"items [{conf} % CI]; ↑ = CI above 0.", "",
+                    *table2(listen, groups, metrics, "paired_diff", mark_above_zero=True)]
+        sky = diffs[diffs["model"].astype(str).str.startswith(rewrite_label)]
+        if len(sky):
+            out += ["", f"Paraphrase skyline − adversarial rewrite over the same items [{conf} % CI] (a metric that "
+                        "judges musical content should rank the skyline above):", "",
+                    *table2(sky, groups, metrics, "paired_diff"), ""]
+            out += [f"- {r.model} · {r.condition} · {r.metric}: {ci_cell(r.value, r.ci_low, r.ci_high)} → "
+                    f"{skyline_verdict(r.value, r.ci_low)}" for r in sky.itertuples()]
+    return out

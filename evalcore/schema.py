@@ -44,6 +44,7 @@ REQUEST = pa.schema(
         pa.field("variant", pa.string(), nullable=False),
         pa.field("option_order", pa.int32(), nullable=False),
         pa.field("prompt", pa.string()),
+        pa.field("question", pa.string()),  # the item's question, for judges that read it (the LLM matcher)
         pa.field("audio_uri", pa.string()),  # the audio actually played (condition applied)
         pa.field("audio_item_id", pa.string()),  # whose audio it is (random condition)
         pa.field("excerpt_start", pa.float64()),

@@ -109,3 +109,20 @@ def test_llm_parser_all_calls_failing_are_errors(tmp_path: Path) -> None:
     assert all(e.startswith("llm parser: HTTP 500") for e in per_item["error"])
     assert pd.read_parquet(tmp_path / "o" / "summary.parquet").empty
     assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_question_column_is_shown_to_the_matcher(tmp_path: Path) -> None:
+    """With a ``question`` input column the matcher sees each row's question (else a placeholder)."""
+    src = tmp_path / "in.jsonl"
+    qs = ["Which instrument plays the melody?", "Which instrument enters last?"]
+    src.write_text("".join(json.dumps({"question_id": f"q{i}", "order_id": 0, "options": OPTS, "correct_index": 1,
+                                       "question": q, "response": "The violin."}) + "\n" for i, q in enumerate(qs)))
+
+    def by_question(messages: list[dict]) -> str:
+        return "B" if qs[0] in messages[-1]["content"] else "none"
+
+    with LLMServer(answer=by_question) as srv:
+        res = run(str(src), tmp_path / "out", srv, tmp_path / "cache")
+    assert res.exit_code == 0, res.output
+    got = pd.read_parquet(tmp_path / "out" / "per_item.parquet")["parsed_index"].tolist()
+    assert got == [1, -1]  # only the first row's prompt held its question

@@ -176,6 +176,7 @@ class McqLLMJudge(_LLMJudge):
     """MCQ-protocol judge: the option (A–D) a free-form answer chose, by an LLM; -1 = none."""
 
     name = "mcq_llm"
+    uses_questions = True  # the pipeline passes each request's question
     template = MCQ_MATCH
     max_options = 4
     missing_option = "(no such option)"
@@ -196,9 +197,14 @@ class McqLLMJudge(_LLMJudge):
         return self.template.render(question=question or self.question, a=opts[0], b=opts[1], c=opts[2],
                                     d=opts[3], response=text)
 
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
-        """One ``{"parsed_index": i}`` per text (-1 = unanswered); errors as in ParserJudge."""
+    def judge(self, texts: list[str | None], options: list[list[str] | None],
+              questions: list[str | None] | None = None) -> list[dict]:
+        """One ``{"parsed_index": i}`` per text (-1 = unanswered); errors as in ParserJudge. ``questions``
+        (the pipeline passes each request's) are shown to the matcher; else the ``question`` param."""
         self._check(texts, options)
+        qs = list(questions) if questions is not None else [None] * len(texts)
+        if len(qs) != len(texts):
+            raise ValueError(f"{len(qs)} questions for {len(texts)} texts")
         out: list[dict] = [{} for _ in texts]
         todo: list[int] = []
         for i, (text, opts) in enumerate(zip(texts, options)):
@@ -211,7 +217,7 @@ class McqLLMJudge(_LLMJudge):
                                                         f"got {len(opts)}"}
             else:
                 todo.append(i)
-        done = self._complete([self.messages(texts[i], options[i]) for i in todo])  # type: ignore[arg-type]
+        done = self._complete([self.messages(texts[i], options[i], qs[i]) for i in todo])  # type: ignore[arg-type]
         for i, c in zip(todo, done):
             if c.error is not None or c.text is None:
                 out[i] = {"parsed_index": None, "error": c.error or "no completion"}

@@ -185,8 +185,11 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
         if not idx:
             continue
         label = f"{kind}@{getattr(judge, 'version', '0')}"
-        # a judge declaring uses_tasks (e.g. lexicon with vocabulary "auto") also gets each row's task
+        # a judge declaring uses_tasks (e.g. lexicon with vocabulary "auto") also gets each row's task;
+        # one declaring uses_questions (the LLM matcher) each row's question
         extra = {"tasks": [rows[i]["task"] for i in idx]} if getattr(judge, "uses_tasks", False) else {}
+        if getattr(judge, "uses_questions", False):
+            extra["questions"] = [rows[i].get("question") for i in idx]
         try:
             results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx], **extra)
         except Exception as e:  # noqa: BLE001

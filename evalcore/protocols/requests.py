@@ -77,6 +77,7 @@ def _request(item: dict, model: ModelConfig, condition: str, variant: str, templ
         "task": item.get("task"), "model": model.name, "condition": condition, "variant": variant,
         "option_order": order,
         "prompt": render(template, item["question"], presented, vocab, examples),
+        "question": item["question"],
         "audio_uri": item["audio_uri"], "audio_item_id": item["item_id"],
         "excerpt_start": item.get("excerpt_start"), "excerpt_end": item.get("excerpt_end"),
         "reference": item.get("reference"), "labels": item.get("labels"),

@@ -83,7 +83,10 @@ def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame
         if judge is None:
             raise ValueError("parser 'llm' needs a judge")
         todo = [i for i, e in enumerate(errors) if e is None]
-        results = judge.judge([records[i]["response"] for i in todo], [_options(records[i]["options"]) for i in todo])
+        questions = ([q if isinstance(q := records[i].get("question"), str) else None for i in todo]
+                     if "question" in df.columns else None)  # an optional input column, shown to the matcher
+        results = judge.judge([records[i]["response"] for i in todo], [_options(records[i]["options"]) for i in todo],
+                              questions=questions)
         for i, r in zip(todo, results):
             if r.get("error") is not None or r.get("parsed_index") is None:
                 errors[i] = f"llm parser: {r.get('error') or 'no result'}"

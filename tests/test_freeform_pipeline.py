@@ -235,7 +235,10 @@ def test_report_has_the_table2_section(finished):
     section = _section(res.report)
     assert "Profile `mullama`" in section
     header = "| model | condition | n | " + " | ".join(METRICS) + " |"
-    assert section.count(header) == 3  # Table 2, correct − random, paraphrase − adversarial
+    # Table 2, the two task subsets (captioning questions, App. C.1, and the others), correct − random,
+    # paraphrase − adversarial
+    assert section.count(header) == 5
+    assert "Subset `task=captioning`:" in section and "Subset `task=qa`:" in section
     table = [ln for ln in section.split(header, 1)[1].split("\n\n", 1)[0].splitlines() if ln.startswith("| ")]
     assert [ln.split(" | ")[:3] for ln in table] == [  # sorted by system, then condition
         ["| prior", "correct", "10"], ["| prior", "random", "10"],

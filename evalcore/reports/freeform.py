@@ -72,7 +72,8 @@ def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rew
 
     ``roles``: model → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems; paraphrase −
     adversarial rows are those whose model starts with ``rewrite_label``."""
-    ff = summary[(summary["protocol"] == "freeform") & (summary["group"] == "all")]
+    every = summary[summary["protocol"] == "freeform"]
+    ff = every[every["group"] == "all"]
     out: list[str] = []
     for ds, d in ff.groupby("dataset", sort=True):
         vals = d[d["kind"] == "value"]
@@ -84,6 +85,11 @@ def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rew
                 f"Profile `{', '.join(profiles) or '?'}`; mean per pair [{conf} % CI] over n items; rows = system × "
                 "condition. Reference-rewrite systems (recognised by their backend, not their name) are marked; "
                 "definitions under *Metric definitions*.", "", *table2(view, groups, metrics)]
+        subsets = every[(every["dataset"] == ds) & (every["kind"] == "value")
+                        & every["group"].astype(str).str.startswith("task=")]
+        for task, sd in subsets.groupby("group", sort=True):  # e.g. MusicQA's captioning questions (App. C.1)
+            sd = sd.assign(model=[f"{m} ({ROLE_NAMES[roles[m]]})" if m in roles else m for m in sd["model"]])
+            out += ["", f"Subset `{task}`:", "", *table2(sd, groups, metrics)]
         diffs = d[d["kind"] == "paired_diff"]
         listen = diffs[~diffs["model"].astype(str).str.startswith(rewrite_label) & ~diffs["model"].isin(list(roles))]
         if len(listen):

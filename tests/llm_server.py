@@ -521,6 +521,17 @@ def _error(message: str, code: str) -> bytes:
 TEST_API_KEY_ENV = "EVALCORE_TEST_LLM_API_KEY"
 
 
+#: a Batch API client as a separate process (argv: endpoint config JSON, requests JSON, cache root), for
+#: tests that SIGKILL it mid-batch and check that a restart neither loses nor resubmits work
+BATCH_POLLER = """
+import json, sys
+from evalcore.llm.batch import run_batch
+from evalcore.llm.client import EndpointConfig
+cfg, reqs, root = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+run_batch(EndpointConfig(**cfg), reqs, poll_interval_s=0.05, timeout_s=600, cache_root=root)
+"""
+
+
 def install_test_key() -> str:
     """Put a random fake API key into the environment (before Ray starts, so workers inherit it)."""
     import os

@@ -15,17 +15,10 @@ from evalcore.llm.cache import ResponseCache, canonical_json
 from evalcore.llm.client import EndpointConfig, LLMClient
 from evalcore.models.base import AudioPrompt
 from evalcore.models.reference_rewrite import ReferenceRewrite
+from llm_server import BATCH_POLLER as POLLER
 from llm_server import TEST_API_KEY_ENV, LLMServer, default_answer, install_test_key
 
 KEY = install_test_key()
-
-POLLER = """
-import json, sys
-from evalcore.llm.batch import run_batch
-from evalcore.llm.client import EndpointConfig
-cfg, reqs, root = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
-run_batch(EndpointConfig(**cfg), reqs, poll_interval_s=0.05, timeout_s=600, cache_root=root)
-"""
 
 
 def msgs(i: int) -> list[dict]:

@@ -12,17 +12,10 @@ import time
 
 from evalcore.llm.batch import STATE_DIR, SUBMIT_PREFIX, run_batch
 from evalcore.llm.client import EndpointConfig
+from llm_server import BATCH_POLLER as POLLER
 from llm_server import TEST_API_KEY_ENV, LLMServer, default_answer, install_test_key
 
 KEY = install_test_key()
-
-POLLER = """
-import json, sys
-from evalcore.llm.batch import run_batch
-from evalcore.llm.client import EndpointConfig
-cfg, reqs, root = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
-run_batch(EndpointConfig(**cfg), reqs, poll_interval_s=0.05, timeout_s=600, cache_root=root)
-"""
 
 
 def msgs(i: int) -> list[dict]:

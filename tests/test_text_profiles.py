@@ -169,3 +169,21 @@ def test_model_metrics_need_their_models_and_known_names():
     with pytest.raises(ValueError, match="claptext needs"):
         tp.score_pairs(["a"], ["a"], metrics=["claptext"])
     assert tp.ALL_METRICS == (*tp.METRICS, "bertscore", "cider", "claptext")
+
+
+@pytest.mark.skipif(not (wnmod.DEBIAN_WORDNET / "data.noun").is_file(), reason="Debian wordnet-base not installed")
+def test_check_wordnet_finds_or_provisions_without_loading(tmp_path):
+    code = (
+        "import sys\n"
+        "from evalcore.metrics.wordnet import check_wordnet\n"
+        "from nltk.corpus import wordnet as wn\n"
+        "where = check_wordnet()\n"
+        "print(where, type(wn).__name__)\n"  # still the lazy loader: nothing was read
+    )
+    data = tmp_path / "nltk_data"
+    env = {**os.environ, "NLTK_DATA": str(data), "EVALCORE_NLTK_DATA": str(data), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    where, kind = out.stdout.split()
+    assert where == str(data / "corpora" / "wordnet") and kind == "LazyCorpusLoader"
+    assert (data / "corpora" / "wordnet" / "lexnames").is_file()

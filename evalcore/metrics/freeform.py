@@ -213,10 +213,10 @@ def preflight(cfg: FreeformMetrics, where: str) -> list[str]:
 
     problems = []
     if "meteor" in cfg.names:
-        from evalcore.metrics.wordnet import ensure_wordnet
+        from evalcore.metrics.wordnet import check_wordnet
 
         try:
-            ensure_wordnet()
+            check_wordnet()  # found (or provisioned), not loaded: loading takes seconds
         except Exception as e:  # WordNetUnavailable, with the fix in its message
             problems.append(f"{where}.names: meteor: {e}")
     if "cider" in cfg.names and shutil.which("java") is None:

@@ -134,6 +134,31 @@ def provision(data_dir: Path | str | None = None, source: Path | str = DEBIAN_WO
     return data_dir
 
 
+def check_wordnet() -> Path:
+    """Where nltk finds WordNet (provisioned from Debian's files if needed), without loading it —
+    loading reads the whole database, seconds — for checks before a run; raises
+    :class:`WordNetUnavailable` naming the fix."""
+    import nltk
+
+    def found() -> Path | None:
+        try:
+            where = Path(str(nltk.data.find("corpora/wordnet")))
+        except LookupError:
+            return None
+        # a directory needs the lexnames file Debian lacks; nltk's own download is a zip
+        return where if where.suffix == ".zip" or (where / "lexnames").is_file() else None
+
+    where = found()
+    if where is None:
+        data_dir = provision()
+        if str(data_dir) not in nltk.data.path:
+            nltk.data.path.insert(0, str(data_dir))
+        where = found()
+    if where is None:
+        raise WordNetUnavailable(f"nltk finds no usable WordNet on its path {nltk.data.path}; {FIX}")
+    return where
+
+
 def ensure_wordnet() -> object:
     """Return a loaded ``nltk.corpus.wordnet``, provisioning it from Debian's files if needed."""
     import nltk

@@ -54,6 +54,7 @@ from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
 from evalcore.reports.tables import aggregate
 from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
+from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
 from evalcore.scoring.io import (SUMMARY_TAIL, InputError, arrow_safe, default_group_by, fail, fmt, is_missing,
                                  read_rows, summarize, write_outputs)
 from evalcore.scoring.mcq import _index as index_value
@@ -488,8 +489,8 @@ def factual(
                                         "for the genre tasks."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
                                            "(default: every scalar column but response/labels/item_id)."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
+    seed: int = SEED_OPTION,
+    resamples: int = RESAMPLES_OPTION,
     llm_base_url: Optional[str] = llm.BASE_URL,
     llm_model: Optional[str] = llm.MODEL,
     llm_key_env: str = llm.KEY_ENV,

@@ -32,6 +32,7 @@ from evalcore.metrics.text_profiles import ALL_METRICS, METRICS, PROFILES, Model
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables import contrasts
 from evalcore.scoring.cli import score_app
+from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
 from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, read_rows, summarize,
                                  write_outputs)
 
@@ -65,8 +66,8 @@ def score_freeform(
                                 help="Comma-separated: bleu,bleu4,meteor,rouge,bertscore,cider,claptext"),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
                                            "(default: every scalar column but candidate/reference/item_id)."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
+    seed: int = SEED_OPTION,
+    resamples: int = RESAMPLES_OPTION,
     bertscore_model: Optional[str] = typer.Option(None, "--bertscore-model", help="Local model directory for "
                                                   "BERTScore (mullama: a copy of roberta-large)."),
     bertscore_id: Optional[str] = typer.Option(None, "--bertscore-id", help="Published name of that model "

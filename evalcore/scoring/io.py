@@ -136,3 +136,8 @@ def write_outputs(out_dir: str, per_item: pd.DataFrame, summary: pd.DataFrame, r
     storage.write_parquet(pa.Table.from_pandas(summary, preserve_index=False), storage.join(out_dir, "summary.parquet"))
     if report is not None:
         storage.write_text(storage.join(out_dir, "report.md"), report)
+
+
+#: the bootstrap options every ``evalcore score`` command shares
+SEED_OPTION: int = typer.Option(0, "--seed", help="Bootstrap seed.")
+RESAMPLES_OPTION: int = typer.Option(1000, "--resamples", min=1, help="Bootstrap resamples.")

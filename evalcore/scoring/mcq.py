@@ -21,6 +21,7 @@ from evalcore.judges.mcq_string import parse_choice
 from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
 from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
+from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
 from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, is_missing, read_rows,
                                  write_outputs)
 
@@ -197,8 +198,8 @@ def score_mcq(
     llm_tpm: int = llm.TPM,
     llm_max_retries: int = llm.MAX_RETRIES,
     llm_timeout: float = llm.TIMEOUT,
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples."),
+    seed: int = SEED_OPTION,
+    resamples: int = RESAMPLES_OPTION,
 ) -> None:
     """Parse multiple-choice answers and score accuracy over option orders, consistency and IFR."""
     if parser not in PARSER_NAMES:

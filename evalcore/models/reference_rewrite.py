@@ -38,6 +38,7 @@ class ReferenceRewrite(MusicLM):
     """Rewrites the request's reference answer with an LLM; see the module docstring."""
 
     uses_audio = False  # its audio is never fetched or decoded
+    llm_backed = True  # a run defaults cache_root/log_root to its root (evalcore.pipeline.llm_roots)
 
     def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: str, model: str, rpm: int, tpm: int,
                  api: Literal["online", "batch"] = "online", sample_rate: int = 16_000,

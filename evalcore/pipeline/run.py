@@ -27,6 +27,7 @@ from evalcore.config import ConfigError, JudgeConfig, ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
 from evalcore.pipeline import commit
+from evalcore.pipeline.llm_roots import with_run_llm_roots
 from evalcore.pipeline.resume import open_run
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table
 from evalcore.protocols import expand_requests
@@ -256,6 +257,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
     check_metrics(cfg)  # a metric that cannot run fails here, not after every model has answered
     out = open_run(cfg, resume)  # every write of the run goes through it: nothing lands outside the root
+    cfg = with_run_llm_roots(cfg)  # LLM caches and logs default to the run's root (not saved in its config)
 
     # 1. items (read once per run: a resumed run uses the committed items)
     items, item_errors, n_items_in = items_stage(cfg, out)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import threading
-import time
 import uuid
 
 import pytest
@@ -94,14 +93,13 @@ def config(srv: LLMServer) -> EndpointConfig:
                           backoff_base_s=0.05, backoff_max_s=0.5, max_budget_wait_s=60)
 
 
-def check_server(srv: LLMServer, n_expected: int, duration_s: float) -> None:
+def check_server(srv: LLMServer, n_expected: int) -> None:
+    """Every request reached the server and none was over its limit (throughput: benchmarks/judge_throughput.py)."""
     assert len(srv.requests) == n_expected
     assert srv.rate_limited() == 0
     assert srv.max_in_window(WINDOW_S) <= LIMIT
     assert srv.max_in_window(1.0) <= LIMIT
     assert max(srv.per_second().values()) <= LIMIT
-    rate = n_expected / duration_s * WINDOW_S
-    assert rate >= 0.6 * LIMIT, rate  # not starved either (short run, so a loose bound)
 
 
 def test_threads_share_one_budget_under_the_server_limit():
@@ -109,10 +107,8 @@ def test_threads_share_one_budget_under_the_server_limit():
     with LLMServer(rpm=LIMIT, window_s=WINDOW_S) as srv:
         budget = TokenBucketBudget(**BUDGET)
         client = LLMClient(config(srv), budget)
-        t0 = time.monotonic()
         out = complete_many(client, [[{"role": "user", "content": f"q{i}"}] for i in range(n)], threads=12)
-        duration = time.monotonic() - t0
-        check_server(srv, n, duration)
+        check_server(srv, n)
     assert [c.text for c in out] == [default_answer([{"role": "user", "content": f"q{i}"}]) for i in range(n)]
 
 
@@ -138,8 +134,7 @@ def test_ray_actors_and_threads_share_one_budget(ray_rt):
         client = LLMClient(config(srv), budget)
         worker_cls = ray.remote(num_cpus=0)(LLMWorker)
         workers = [worker_cls.remote(client, 4) for _ in range(n_actors)]
-        ray.get([w.run.remote([]) for w in workers])  # actors up before the clock starts
-        t0 = time.monotonic()
+        ray.get([w.run.remote([]) for w in workers])  # actors up before the first request
         refs = [w.run.remote([[{"role": "user", "content": f"a{a}-{i}"}] for i in range(per_actor)])
                 for a, w in enumerate(workers)]
         local: list = []
@@ -148,8 +143,7 @@ def test_ray_actors_and_threads_share_one_budget(ray_rt):
         th.start()
         remote = ray.get(refs, timeout=120)
         th.join(timeout=120)
-        duration = time.monotonic() - t0
-        check_server(srv, n_actors * per_actor + driver_items, duration)
+        check_server(srv, n_actors * per_actor + driver_items)
         stats = budget.stats()
         budget.kill()
     assert all(r["text"] and r["error"] is None for rows in remote for r in rows)

@@ -4,7 +4,7 @@ Both call an OpenAI-compatible endpoint through :class:`evalcore.llm.runner.LLMR
 the versioned prompt templates of :mod:`evalcore.llm.prompts` (the template tag is part of
 every cache key), the content-addressed response cache (``cache_root``: the param, else
 ``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``; inside ``evalcore run`` the run's root, see
-:mod:`evalcore.pipeline.llm_roots`), a request/response log under ``<log_root or cache_root>/llm-log/`` and, when ``budget`` names one, a shared
+:mod:`evalcore.pipeline.llm_resources`), a request/response log under ``<log_root or cache_root>/llm-log/`` and, when ``budget`` names one, a shared
 :class:`~evalcore.llm.budget.RayBudget` actor (otherwise each process has its own
 in-process budget with the configured ``rpm``/``tpm``). ``mode: online`` (default) runs the
 items of one ``judge`` call concurrently; ``mode: batch`` sends them through the OpenAI Batch
@@ -73,7 +73,7 @@ class _LLMJudge:
 
     name = "llm"
     judge_version = "1"
-    llm_backed = True  # a run defaults cache_root/log_root to its root (evalcore.pipeline.llm_roots)
+    llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
     template: PromptTemplate
     schema: type[BaseModel] | None = None
 
@@ -101,6 +101,9 @@ class _LLMJudge:
     @property
     def client(self) -> LLMClient:
         return self.runner.client
+
+    def shared_budget(self) -> dict[str, Any] | None:
+        return self.runner.shared_budget()
 
     @property
     def version(self) -> str:

@@ -147,20 +147,32 @@ class TokenBucketBudget:
 class RayBudget:
     """The same interface backed by one named Ray actor, so many Ray workers share one budget.
 
-    Picklable (holds only the actor handle); pass it to actors or re-open it by ``name``.
+    Picklable (holds the actor handle, its name and settings); pass it to actors or re-open it by
+    ``name``. The actor lives while the process that created it holds it: a pipeline run creates its
+    budgets in the driver (:func:`evalcore.pipeline.llm_resources.hold_budgets`). Should the creator
+    drop it anyway (e.g. a Ray worker that created it exits), the next call opens it again.
     """
 
     def __init__(self, name: str, **budget_kwargs: Any) -> None:
+        self.name = name
+        self._kwargs = budget_kwargs
+        self._actor = self._open()
+
+    def _open(self) -> Any:
         import ray
 
         actor_cls = ray.remote(num_cpus=0, max_restarts=-1)(TokenBucketBudget)
-        self.name = name
-        self._actor = actor_cls.options(name=name, get_if_exists=True, lifetime=None).remote(**budget_kwargs)
+        return actor_cls.options(name=self.name, get_if_exists=True, lifetime=None).remote(**self._kwargs)
 
     def _call(self, method: str, *args: Any) -> Any:
         import ray
 
-        return ray.get(getattr(self._actor, method).remote(*args))
+        try:
+            return ray.get(getattr(self._actor, method).remote(*args))
+        except ray.exceptions.ActorDiedError:
+            # a handle found by name does not keep the actor alive: its creator dropped it
+            self._actor = self._open()
+            return ray.get(getattr(self._actor, method).remote(*args))
 
     def acquire(self, n_tokens: int) -> Lease | float:
         return self._call("acquire", n_tokens)

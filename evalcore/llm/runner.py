@@ -77,6 +77,10 @@ class LLMRunner:
                            batch_timeout_s=batch_timeout_s, log_name=log_name, **endpoint)
         self._client: LLMClient | None = None
 
+    def shared_budget(self) -> dict[str, Any] | None:
+        """``{name, rpm, tpm}`` of the named Ray budget this runner shares, if any."""
+        return {"name": self.budget_name, "rpm": self.config.rpm, "tpm": self.config.tpm} if self.budget_name else None
+
     def __getstate__(self) -> dict[str, Any]:
         return {"params": self.params}
 

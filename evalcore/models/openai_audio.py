@@ -9,7 +9,7 @@ Requests go through the LLM layer (:mod:`evalcore.llm`): :class:`~evalcore.llm.c
 (bounded retries, Retry-After), the content-addressed response cache (the cache key covers the
 model, the messages — so the audio bytes — and the parameters; ``cache_root``: the param, else
 ``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``; inside ``evalcore run`` the cache and the
-request log default to the run's root, see :mod:`evalcore.pipeline.llm_roots`) and the rate budget (a shared
+request log default to the run's root, see :mod:`evalcore.pipeline.llm_resources`) and the rate budget (a shared
 :class:`~evalcore.llm.budget.RayBudget` actor when ``budget`` names one, so every actor of the pool
 shares the endpoint's RPM/TPM; otherwise one budget per actor). The client's own token estimate
 counts characters, which for base64 audio is ~100× the real cost; this backend reserves
@@ -77,7 +77,7 @@ class OpenAIAudioChat(MusicLM):
 
     sample_rate = 16_000
     max_audio_seconds = 30.0
-    llm_backed = True  # a run defaults cache_root/log_root to its root (evalcore.pipeline.llm_roots)
+    llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
 
     def __init__(
         self,
@@ -139,6 +139,11 @@ class OpenAIAudioChat(MusicLM):
                                      cache=ResponseCache(self.cache_root or default_cache_root()), log=log)
         return self._client
 
+    def shared_budget(self) -> dict[str, Any] | None:
+        """``{name, rpm, tpm}`` of the named Ray budget the pool shares, if any."""
+        c = self.config
+        return {"name": self.budget_name, "rpm": c.rpm, "tpm": c.tpm} if self.budget_name else None
+
     def generation_settings(self) -> dict[str, Any]:
         c = self.config
         return {"max_tokens": c.max_tokens, "temperature": c.temperature, "seed": c.seed}
@@ -186,5 +191,6 @@ class OpenAIAudioChat(MusicLM):
         """One text per input; an input whose request failed gets an exception (its row's error)."""
         if not batch:
             return []
+        self.client  # built once here: the threads below share it (a race would make two budgets)
         with ThreadPoolExecutor(max_workers=min(self.threads, len(batch))) as pool:
             return list(pool.map(self._one, batch))

@@ -38,7 +38,7 @@ class ReferenceRewrite(MusicLM):
     """Rewrites the request's reference answer with an LLM; see the module docstring."""
 
     uses_audio = False  # its audio is never fetched or decoded
-    llm_backed = True  # a run defaults cache_root/log_root to its root (evalcore.pipeline.llm_roots)
+    llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
 
     def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: str, model: str, rpm: int, tpm: int,
                  api: Literal["online", "batch"] = "online", sample_rate: int = 16_000,
@@ -51,6 +51,9 @@ class ReferenceRewrite(MusicLM):
         self.max_audio_seconds = max_audio_seconds
         self.runner = LLMRunner(base_url=base_url, model=model, rpm=rpm, tpm=tpm, api=api,
                                 log_name=f"reference_rewrite-{mode}", **llm)
+
+    def shared_budget(self) -> dict[str, Any] | None:
+        return self.runner.shared_budget()
 
     def generation_settings(self) -> dict[str, Any]:
         cfg = self.runner.config

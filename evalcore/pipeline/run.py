@@ -27,7 +27,7 @@ from evalcore.config import ConfigError, JudgeConfig, ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
 from evalcore.pipeline import commit
-from evalcore.pipeline.llm_roots import with_run_llm_roots
+from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
 from evalcore.pipeline.resume import open_run
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table
 from evalcore.protocols import expand_requests
@@ -279,8 +279,10 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
         writer.add(unformed)
         if ready:
             init_ray(cfg)
+            budgets = hold_budgets(cfg)  # named rate budgets live as long as the driver holds them
             for batch in judged_batches(cfg, ready):
                 writer.add(batch.to_pylist())
+            del budgets
     judged = account_for_all(requests, out)
 
     # 6. score and report over every committed row; the error budget is checked after both are written

@@ -1,14 +1,16 @@
-"""Inside a run, LLM judges and LLM-backed models keep their cache and request log under the run's root."""
+"""Run-level LLM resources: cache and request log under the run's root; named budgets held by the driver."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from evalcore.config import parse_config
+from evalcore.llm.budget import Lease, RayBudget
 from evalcore.llm.runner import CACHE_ENV
-from evalcore.pipeline.llm_roots import with_run_llm_roots
+from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
 from evalcore.pipeline.run import run
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
 
@@ -71,3 +73,50 @@ def test_a_run_writes_its_llm_cache_and_log_under_its_root(tmp_path, monkeypatch
               for line in p.read_text().splitlines()]
     assert sum(1 for e in logged if not e["cached"] and e.get("text") is not None) == sent
     assert not (tmp_path / ".evalcore-llm-cache").exists()
+
+
+@pytest.mark.ray
+def test_the_driver_holds_one_budget_per_name(tmp_path, local_ray) -> None:
+    ray = local_ray
+    rewrite = {"name": "para", "kind": "reference_rewrite",
+               "params": {"mode": "paraphrase", **_endpoint(budget="run-budget-a")}}
+    audio = {"name": "remote", "kind": "openai_audio_chat", "params": {**_endpoint(budget="run-budget-b")}}
+    cfg = parse_config(_config(str(tmp_path / "run"), _endpoint(budget="run-budget-a"),
+                               [{"name": "listener", "kind": "dsp_listener"}, rewrite, audio]))
+    held = hold_budgets(cfg)
+    try:
+        assert sorted(b.name for b in held) == ["run-budget-a", "run-budget-b"]
+        assert ray.get_actor("run-budget-a") and ray.get_actor("run-budget-b")  # workers find them by name
+        assert held[0].stats()["granted"] == 0
+    finally:
+        for b in held:
+            b.kill()
+
+
+@pytest.mark.ray
+def test_a_budget_whose_creator_is_gone_is_opened_again(local_ray) -> None:
+    ray = local_ray
+    name = "budget-of-a-gone-worker"
+
+    @ray.remote(num_cpus=0)
+    class Creator:
+        def make(self) -> bool:
+            self.budget = RayBudget(name, rpm=600, tpm=10**6)
+            return True
+
+    creator = Creator.remote()
+    ray.get(creator.make.remote())
+    found = RayBudget(name, rpm=600, tpm=10**6)  # by name: does not keep the actor alive
+    assert isinstance(found.acquire(1), Lease)
+    ray.kill(creator)  # its budget actor goes with it
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            ray.get_actor(name)
+        except ValueError:
+            break
+        assert time.monotonic() < deadline, "the budget actor outlived its creator"
+        time.sleep(0.2)
+    assert isinstance(found.acquire(1), Lease)  # reopened, not an ActorDiedError
+    assert found.stats()["granted"] == 1
+    found.kill()

@@ -45,8 +45,9 @@ def _start_head(env: dict, temp: str, log_path: str) -> tuple[subprocess.Popen, 
     gcs, dash, *free = free_ports(2 + len(names))
     ports = [f"--{name}={port}" for name, port in zip(names, free)]
     with open(log_path, "w") as log:
-        head = subprocess.Popen([RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
-                                 "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), *ports,
+        head = subprocess.Popen([RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+                                 "--port", str(gcs), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+                                 *ports,
                                  "--num-cpus", "2", "--include-dashboard", "true", "--disable-usage-stats",
                                  "--temp-dir", temp],
                                 stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -3,8 +3,9 @@
 Both call an OpenAI-compatible endpoint through :class:`evalcore.llm.runner.LLMRunner` with
 the versioned prompt templates of :mod:`evalcore.llm.prompts` (the template tag is part of
 every cache key), the content-addressed response cache (``cache_root``: the param, else
-``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``; inside ``evalcore run`` the run's root, see
-:mod:`evalcore.pipeline.llm_resources`), a request/response log under ``<log_root or cache_root>/llm-log/`` and, when ``budget`` names one, a shared
+``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``; inside ``evalcore run`` the run's root,
+see :mod:`evalcore.pipeline.llm_resources`), a request/response log under
+``<log_root or cache_root>/llm-log/`` and, when ``budget`` names one, a shared
 :class:`~evalcore.llm.budget.RayBudget` actor (otherwise each process has its own
 in-process budget with the configured ``rpm``/``tpm``). ``mode: online`` (default) runs the
 items of one ``judge`` call concurrently; ``mode: batch`` sends them through the OpenAI Batch

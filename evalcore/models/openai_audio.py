@@ -8,11 +8,12 @@ alone), after an optional system message.
 Requests go through the LLM layer (:mod:`evalcore.llm`): :class:`~evalcore.llm.client.LLMClient`
 (bounded retries, Retry-After), the content-addressed response cache (the cache key covers the
 model, the messages — so the audio bytes — and the parameters; ``cache_root``: the param, else
-``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``; inside ``evalcore run`` the cache and the
-request log default to the run's root, see :mod:`evalcore.pipeline.llm_resources`) and the rate budget (a shared
-:class:`~evalcore.llm.budget.RayBudget` actor when ``budget`` names one, so every actor of the pool
-shares the endpoint's RPM/TPM; otherwise one budget per actor). The client's own token estimate
-counts characters, which for base64 audio is ~100× the real cost; this backend reserves
+``$EVALCORE_LLM_CACHE``, else ``./.evalcore-llm-cache``; inside ``evalcore run`` the cache and
+the request log default to the run's root, see :mod:`evalcore.pipeline.llm_resources`) and the
+rate budget (a shared :class:`~evalcore.llm.budget.RayBudget` actor when ``budget`` names one,
+so every actor of the pool shares the endpoint's RPM/TPM; otherwise one budget per actor). The
+client's own token estimate counts characters, which for base64 audio is ~100× the real cost; this
+backend reserves
 ``audio seconds × audio_tokens_per_second`` + text instead (``settle`` then corrects it with the
 server's ``usage``).
 

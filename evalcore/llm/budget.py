@@ -195,6 +195,11 @@ class RayBudget:
         ray.kill(self._actor)
 
 
+def endpoint_budget(name: str | None, rpm: int, tpm: int) -> Budget:
+    """The named :class:`RayBudget` every Ray worker shares, else a budget of this process alone."""
+    return RayBudget(name, rpm=rpm, tpm=tpm) if name else TokenBucketBudget(rpm, tpm)
+
+
 def acquire_blocking(budget: Budget, n_tokens: int, max_wait_s: float, rng: random.Random | None = None) -> Lease | None:
     """Poll ``budget`` until it grants a lease; None after ``max_wait_s`` (bounded loop)."""
     rng = rng or random.Random()

@@ -90,14 +90,13 @@ class LLMRunner:
     @property
     def client(self) -> LLMClient:
         if self._client is None:
-            from evalcore.llm.budget import RayBudget, TokenBucketBudget
+            from evalcore.llm.budget import endpoint_budget
             from evalcore.llm.cache import RequestLog, ResponseCache
 
             cfg = self.config
-            budget = (RayBudget(self.budget_name, rpm=cfg.rpm, tpm=cfg.tpm) if self.budget_name
-                      else TokenBucketBudget(cfg.rpm, cfg.tpm))
             log = RequestLog.for_run(self.log_root, self.log_name)
-            self._client = LLMClient(cfg, budget, cache=ResponseCache(self.cache_root), log=log)
+            self._client = LLMClient(cfg, endpoint_budget(self.budget_name, cfg.rpm, cfg.tpm),
+                                     cache=ResponseCache(self.cache_root), log=log)
         return self._client
 
     def run(self, requests: list[list[dict]], template_version: str = "",

@@ -127,16 +127,14 @@ class OpenAIAudioChat(MusicLM):
     def client(self) -> Any:
         """The LLM layer's client (built on first use, in the actor)."""
         if self._client is None:
-            from evalcore.judges.llm_judges import default_cache_root
-            from evalcore.llm.budget import RayBudget, TokenBucketBudget
+            from evalcore.llm.budget import endpoint_budget
             from evalcore.llm.cache import RequestLog, ResponseCache
             from evalcore.llm.client import LLMClient
+            from evalcore.llm.runner import default_cache_root
 
             cfg = self.config
-            inner = (RayBudget(self.budget_name, rpm=cfg.rpm, tpm=cfg.tpm) if self.budget_name
-                     else TokenBucketBudget(cfg.rpm, cfg.tpm))
             log = RequestLog.for_run(self.log_root, "openai_audio_chat") if self.log_root else None
-            self._client = LLMClient(cfg, EstimatedBudget(inner),
+            self._client = LLMClient(cfg, EstimatedBudget(endpoint_budget(self.budget_name, cfg.rpm, cfg.tpm)),
                                      cache=ResponseCache(self.cache_root or default_cache_root()), log=log)
         return self._client
 

@@ -69,7 +69,7 @@ def with_run_llm_roots(cfg: RunConfig) -> RunConfig:
 def hold_budgets(cfg: RunConfig) -> list[Any]:
     """Create (in this process, on the running Ray) every named budget of the run's LLM-backed judges
     and models; keep the returned handles until the run ends."""
-    from evalcore.llm.budget import RayBudget
+    from evalcore.llm.budget import endpoint_budget
 
     _register()
     parts: list[tuple[Registry, str, dict[str, Any]]] = [(MODELS, m.kind, m.params) for m in cfg.models]
@@ -80,5 +80,5 @@ def hold_budgets(cfg: RunConfig) -> list[Any]:
             continue
         spec = registry.build(kind, **params).shared_budget()  # building one is cheap: no client yet
         if spec and spec["name"] not in held:
-            held[spec["name"]] = RayBudget(spec["name"], rpm=spec["rpm"], tpm=spec["tpm"])
+            held[spec["name"]] = endpoint_budget(**spec)
     return list(held.values())

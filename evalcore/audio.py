@@ -21,6 +21,14 @@ Behaviour worth knowing (libsndfile 1.2 via ``soundfile``):
   runs out of bytes, even when the cut falls on a frame boundary. That cannot be told apart
   from damage inside the stream, so it is reported as ``"corrupt"`` (the message says it
   may be truncated). Excerpts wholly inside the surviving part still decode.
+* **Edges**: only regular files are read (a FIFO, device, socket or directory is ``"unreadable"``
+  before any open, :func:`evalcore.storage.read_bytes`), within the read deadline (``"timeout"``,
+  class ``transient``; an unreachable or overloaded store is ``"unreachable"``, also transient). A
+  sample rate outside ``MIN_RATE..MAX_RATE`` is ``"bad_rate"``; excerpt times beyond
+  ``schema.MAX_EXCERPT_SECONDS`` are ``"bad_excerpt"``; audio with 0 samples after any step (excerpt,
+  mono, resample) is ``"empty"``; a finite float sample too large for float32 (a DOUBLE WAV holding
+  1e300), or samples that overflow while mixing or resampling, is ``"out_of_range"`` (NaN and inf
+  in the file stay ``"non_finite"``).
 * **MP3 seeking**: after a seek mpg123 lands on a frame boundary without the Layer III bit
   reservoir, so the first frames after the seek decode wrongly. We seek ``_MP3_PREROLL``
   frames earlier and drop them, which makes excerpts match a full decode sample for sample.
@@ -36,25 +44,35 @@ import soundfile as sf
 import soxr
 
 from evalcore import storage
+from evalcore.errors import INPUT, TRANSIENT
+from evalcore.schema import MAX_EXCERPT_SECONDS
 
 # Enough to refill the Layer III bit reservoir at the lowest bitrates (measured need ≤ ~8k).
 _MP3_PREROLL = 16384
 _FLOAT_SUBTYPES = frozenset({"FLOAT", "DOUBLE"})
+#: sample rates a recording may have (Hz): below or above is a broken header, not audio
+MIN_RATE, MAX_RATE = 1_000, 768_000
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+# libsndfile's open errors speak of files; evalcore decodes bytes in memory, where they mislead
+_SNDFILE_CAUSES = {"File does not exist or is not a regular file (possibly a pipe?).":
+                   "damaged data: no decodable audio stream after the header"}
 
 
 class AudioError(Exception):
     """A bad audio input; ``reason`` is a short machine-friendly tag, str(e) the human message.
 
-    Reasons: ``missing``, ``unreadable`` (permission/IO), ``corrupt``, ``truncated``, ``empty``,
-    ``non_finite``, ``bad_excerpt``.
+    Reasons: ``missing``, ``unreadable`` (permission/IO, not a regular file), ``corrupt``, ``truncated``,
+    ``empty``, ``non_finite``, ``out_of_range``, ``bad_rate``, ``bad_excerpt`` (class ``input``), and
+    ``timeout``, ``unreachable`` (class ``transient``: the file may be fine, the store was not).
     """
 
-    def __init__(self, reason: str, message: str):
+    def __init__(self, reason: str, message: str, error_class: str = INPUT):
         super().__init__(message)
         self.reason = reason
+        self.error_class = error_class
 
     def __reduce__(self):  # picklable across Ray workers
-        return (type(self), (self.reason, str(self)))
+        return (type(self), (self.reason, str(self), self.error_class))
 
 
 # --------------------------------------------------------------------------- fetch
@@ -66,7 +84,12 @@ def fetch(uri: str) -> bytes:
         return storage.read_bytes(uri)
     except FileNotFoundError as e:
         raise AudioError("missing", f"audio file not found: {uri}") from e
-    except OSError as e:  # PermissionError, a directory, network/S3 errors
+    except storage.ReadTimeout as e:
+        raise AudioError("timeout", f"{e}", TRANSIENT) from e
+    except OSError as e:  # PermissionError, not a regular file, network/S3 errors
+        if storage.is_transient(e):
+            tag = "timeout" if "Timeout was reached" in str(e) else "unreachable"  # the S3 client's own timeout
+            raise AudioError(tag, f"cannot read audio {uri}: {e}", TRANSIENT) from e
         raise AudioError("unreadable", f"cannot read audio {uri}: {e}") from e
 
 
@@ -95,6 +118,8 @@ def _check_excerpt(start_s: float | None, end_s: float | None) -> None:
     for name, v in (("start", start_s), ("end", end_s)):
         if v is not None and not math.isfinite(v):
             raise AudioError("bad_excerpt", f"excerpt {name} is not finite: {v}")
+        if v is not None and abs(v) > MAX_EXCERPT_SECONDS:
+            raise AudioError("bad_excerpt", f"excerpt {name} {v:g} s is out of range (> {MAX_EXCERPT_SECONDS:g} s)")
     if start_s is not None and start_s < 0:
         raise AudioError("bad_excerpt", f"excerpt start {start_s}s < 0")
     if end_s is not None and end_s <= (start_s or 0.0):
@@ -115,9 +140,11 @@ def decode(data: bytes, start_s: float | None = None, end_s: float | None = None
     except (RuntimeError, ValueError, TypeError) as e:  # sf.LibsndfileError is a RuntimeError
         # libsndfile names the in-memory file ("Error opening <_io.BytesIO object at 0x…>: …"); keep the cause
         cause = str(getattr(e, "error_string", "") or e).split(">: ")[-1]
-        raise AudioError("corrupt", f"cannot decode audio: {cause}") from e
+        raise AudioError("corrupt", f"cannot decode audio: {_SNDFILE_CAUSES.get(cause, cause)}") from e
     with f:
         sr, n, ch = f.samplerate, f.frames, f.channels
+        if not MIN_RATE <= sr <= MAX_RATE:
+            raise AudioError("bad_rate", f"sample rate {sr} Hz is outside {MIN_RATE}..{MAX_RATE} Hz")
         promised = _wav_promised_frames(data) if f.format in ("WAV", "WAVEX") else None
         if promised is not None and promised > n:
             raise AudioError("truncated", f"WAV truncated: header promises {promised} frames, file holds {n}")
@@ -133,24 +160,30 @@ def decode(data: bytes, start_s: float | None = None, end_s: float | None = None
             raise AudioError("empty", f"excerpt [{start_s}, {end_s}) holds no frames at {sr} Hz")
 
         pre = min(_MP3_PREROLL, start) if f.format == "MP3" else 0
+        subtype = f.subtype
+        # DOUBLE samples are read as float64, so a finite value beyond float32 is told from inf
+        dtype = "float64" if subtype == "DOUBLE" else "float32"
         try:
             if start - pre:
                 f.seek(start - pre)
-            buf = f.read(want + pre, dtype="float32", always_2d=False)
+            buf = f.read(want + pre, dtype=dtype, always_2d=False)
         except (RuntimeError, ValueError) as e:
             raise AudioError("corrupt", f"audio decode failed after the header (damaged or truncated): {e}") from e
-        subtype = f.subtype
 
     got = len(buf) - pre
     if got < want:
         raise AudioError("truncated", f"audio truncated: expected {want} frames, decoded {max(got, 0)}")
     if pre:
         buf = buf[pre:]
+    if subtype in _FLOAT_SUBTYPES:
+        if not np.isfinite(buf).all():
+            raise AudioError("non_finite", "audio contains NaN or infinite samples")
+        peak = float(np.abs(buf).max(initial=0.0))
+        if peak > _FLOAT32_MAX:
+            raise AudioError("out_of_range", f"audio has a sample of magnitude {peak:.3g}, beyond float32")
     # channel mean as a mat-vec product: ~10x faster than buf.mean(axis=1) on (frames, ch) data
-    x = buf if ch == 1 else buf @ np.full(ch, 1.0 / ch, dtype=np.float32)
-    if subtype in _FLOAT_SUBTYPES and not np.isfinite(x).all():
-        raise AudioError("non_finite", "audio contains NaN or infinite samples")
-    return x, sr
+    x = buf if ch == 1 else buf @ np.full(ch, 1.0 / ch, dtype=buf.dtype)
+    return x.astype(np.float32, copy=False), sr
 
 
 # --------------------------------------------------------------------------- resample / chunk
@@ -198,9 +231,14 @@ def load(uri: str, target_sr: int, start_s: float | None = None, end_s: float | 
     data = fetch(uri)
     try:
         x, sr = decode(data, start_s, end_s)
+        y = resample(x, sr, target_sr)
+        if len(y) == 0:
+            raise AudioError("empty", f"{len(x)} samples at {sr} Hz give 0 samples at {target_sr} Hz")
+        if not np.isfinite(y).all():
+            raise AudioError("out_of_range", "samples overflow float32 when mixed to mono or resampled")
     except AudioError as e:
-        raise AudioError(e.reason, f"{uri}: {e}") from e
-    return resample(x, sr, target_sr)
+        raise AudioError(e.reason, f"{uri}: {e}", e.error_class) from e
+    return y
 
 
 def silence_like(n: int) -> np.ndarray:

@@ -31,14 +31,21 @@ ITEM = pa.schema(
     ]
 )
 
-# Key columns identifying one request; a request is item × model × condition ×
+#: excerpt times (``excerpt_start``/``excerpt_end``) lie within 0..MAX_EXCERPT_SECONDS (about 11.6 days)
+MAX_EXCERPT_SECONDS = 1e6
+
+# Key columns identifying one request; a request is item × protocol instance × model × condition ×
 # prompt variant × option order, and the decode stage splits it into chunks.
 REQUEST_KEY = ["dataset", "item_id", "protocol", "model", "condition", "variant", "option_order"]
 
 REQUEST = pa.schema(
     [
         pa.field("request_id", pa.string(), nullable=False),
-        *[ITEM.field(n) for n in ("dataset", "item_id", "protocol", "task")],
+        # "protocol" is the protocol instance's name (config protocols[].name), "protocol_kind" its kind (one of
+        # PROTOCOLS: how it is judged and scored); null in shards of runs from before instances = the name
+        *[ITEM.field(n) for n in ("dataset", "item_id", "protocol")],
+        pa.field("protocol_kind", pa.string()),
+        ITEM.field("task"),
         pa.field("model", pa.string(), nullable=False),
         pa.field("condition", pa.string(), nullable=False),
         pa.field("variant", pa.string(), nullable=False),
@@ -59,6 +66,7 @@ REQUEST = pa.schema(
         pa.field("metadata", pa.string()),  # the item's JSON metadata (breakdowns: genre, dimensions, option types)
         pa.field("error", pa.string()),
         pa.field("error_stage", pa.string()),
+        pa.field("error_class", pa.string()),  # evalcore.errors.CLASSES: transient / input / model / judge
     ]
 )
 
@@ -86,15 +94,17 @@ JUDGMENT = pa.schema(
         pa.field("embedding_key", pa.string()),  # freeform: key of a cached embedding
         pa.field("error", pa.string()),
         pa.field("error_stage", pa.string()),
+        pa.field("error_class", pa.string()),
     ]
 )
 
 # One row per scored request; metric columns are added by the protocols' scorers.
-SCORE_KEY = ["request_id", *REQUEST_KEY, "task", "category", "difficulty", "audio_item_id"]
+SCORE_KEY = ["request_id", *REQUEST_KEY, "protocol_kind", "task", "category", "difficulty", "audio_item_id"]
 
 SUMMARY = pa.schema(
     [
-        pa.field("protocol", pa.string()),
+        pa.field("protocol", pa.string()),  # the protocol instance's name
+        pa.field("protocol_kind", pa.string()),  # its kind (one of PROTOCOLS)
         pa.field("dataset", pa.string()),
         pa.field("model", pa.string()),
         pa.field("condition", pa.string()),  # "correct-random" etc. for paired differences
@@ -119,6 +129,7 @@ ERRORS = pa.schema(
         pa.field("model", pa.string()),
         pa.field("condition", pa.string()),
         pa.field("error_stage", pa.string()),
+        pa.field("error_class", pa.string()),
         pa.field("error", pa.string()),
     ]
 )
@@ -133,3 +144,10 @@ def conform(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """Rows (dicts) → table of ``schema``; missing keys become nulls, extras are dropped."""
     cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
     return pa.Table.from_pydict(cols, schema=schema)
+
+
+def protocol_kind(row: dict) -> str:
+    """The kind of a request/score row's protocol: ``protocol_kind``, else (rows written before protocol
+    instances had names of their own) the protocol's name, which then was its kind."""
+    kind = row.get("protocol_kind")
+    return kind if isinstance(kind, str) and kind else str(row.get("protocol"))

@@ -3,13 +3,23 @@
 S3 settings (endpoint override for S3-compatible servers, region, scheme) come from
 the run config or the standard AWS environment variables; credentials only ever
 come from the environment / AWS credential chain, never from config files.
+
+Reads never hang and never open what is not a file: a local path is ``stat``-ed before any open and
+only a regular file is read (a FIFO, device, socket or directory raises :class:`NotAFile`); every read
+has a deadline (:func:`configure_reads`, the run's ``storage.read_timeout_s``), after which it raises
+:class:`ReadTimeout` (S3 requests also stop after that long without progress). :func:`is_transient` tells
+failures of the world (timeouts, unreachable or overloaded servers) from bad inputs.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import posixpath
+import re
+import stat
+import threading
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,6 +42,48 @@ _S3 = S3Options(
 )
 
 
+#: seconds one read may take, by default (a run sets its ``storage.read_timeout_s``)
+READ_TIMEOUT_S = 300.0
+_read_timeout_s = READ_TIMEOUT_S
+
+
+class NotAFile(OSError):
+    """A local path that is a FIFO, device, socket or directory: refused before any open."""
+
+
+class ReadTimeout(TimeoutError):
+    """A read that did not finish within its deadline (the input may be fine: a transient failure)."""
+
+
+def configure_reads(timeout_s: float) -> None:
+    """Set the process-wide deadline of one read (called from the run config, and in each Ray task that
+    reads inputs, since a worker process does not see the driver's settings)."""
+    global _read_timeout_s
+    if timeout_s <= 0:
+        raise ValueError(f"read timeout must be positive, got {timeout_s}")
+    _read_timeout_s = float(timeout_s)
+
+
+def read_timeout_s() -> float:
+    return _read_timeout_s
+
+
+# failures of the world, not of the input: pyarrow's S3 errors are OSErrors whose text names the AWS error
+_TRANSIENT_TEXT = re.compile(r"NETWORK_CONNECTION|curlCode: (6|7|28|52|55|56)\b|SLOW_DOWN|SERVICE_UNAVAILABLE|"
+                             r"INTERNAL_FAILURE|THROTTLING|REQUEST_TIMEOUT|Timeout was reached|HTTP response code: 5\d\d")
+_TRANSIENT_ERRNO = {errno.ETIMEDOUT, errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.EHOSTUNREACH,
+                    errno.ENETUNREACH, errno.EAGAIN, errno.EIO}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a read failed because of the world (timeout, unreachable or overloaded server), not its input."""
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    if isinstance(exc, OSError) and not isinstance(exc, (FileNotFoundError, PermissionError, NotAFile)):
+        return exc.errno in _TRANSIENT_ERRNO or bool(_TRANSIENT_TEXT.search(str(exc)))
+    return False
+
+
 def configure_s3(options: S3Options) -> None:
     """Set process-wide S3 options (called from the run config, and in each Ray task that reads S3,
     since a worker process does not see the driver's settings). Cheap when nothing changes."""
@@ -39,7 +91,6 @@ def configure_s3(options: S3Options) -> None:
     if options == _S3:
         return
     _S3 = options
-    _s3_filesystem.cache_clear()
 
 
 def s3_options() -> S3Options:
@@ -47,10 +98,11 @@ def s3_options() -> S3Options:
 
 
 @lru_cache(maxsize=4)
-def _s3_filesystem(options: S3Options) -> pafs.S3FileSystem:
+def _s3_filesystem(options: S3Options, timeout_s: float) -> pafs.S3FileSystem:
     # No keys are passed: pyarrow's S3 client takes them from the standard AWS chain
     # (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE, instance roles).
-    kwargs: dict = {}
+    # request_timeout: a request that transfers nothing for that long fails (curl's low-speed limit)
+    kwargs: dict = {"connect_timeout": timeout_s, "request_timeout": timeout_s}
     endpoint = options.endpoint_override
     if endpoint:
         scheme = options.scheme
@@ -71,7 +123,7 @@ def is_s3(uri: str) -> bool:
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     """``uri`` → (filesystem, path inside it)."""
     if is_s3(uri):
-        return _s3_filesystem(_S3), uri[len("s3://") :]
+        return _s3_filesystem(_S3, _read_timeout_s), uri[len("s3://") :]
     if uri.startswith("file://"):
         uri = uri[len("file://") :]
     return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
@@ -84,10 +136,90 @@ def join(root: str, *parts: str) -> str:
     return os.path.join(root, *parts)
 
 
-def read_bytes(uri: str) -> bytes:
-    fs, path = resolve(uri)
-    with fs.open_input_stream(path) as f:
+def parent(uri: str) -> str:
+    """The directory (local) or prefix (``s3://``) holding ``uri``."""
+    if is_s3(uri):
+        return "s3://" + posixpath.dirname(uri[len("s3://"):].rstrip("/"))
+    return os.path.dirname(uri.rstrip(os.sep)) or "."
+
+
+def absolute(uri: str, base: str | None = None) -> str:
+    """``uri`` as an absolute URI: ``s3://`` and other schemes unchanged, ``file://`` dropped, ``~`` expanded,
+    and a relative path joined to ``base`` (a local directory or ``s3://`` prefix; default the working
+    directory), with ``.``/``..`` segments resolved. Done once, on the driver, so that every worker reads the
+    same file whatever its own working directory. ValueError when a relative path climbs above its bucket."""
+    if uri.startswith("file://"):
+        uri = uri[len("file://"):]
+    if "://" in uri:
+        return uri
+    uri = os.path.expanduser(uri)
+    if os.path.isabs(uri):
+        return os.path.normpath(uri)
+    base = absolute(base) if base is not None else os.getcwd()
+    if not is_s3(base):
+        return os.path.normpath(os.path.join(base, uri))
+    key = posixpath.normpath(posixpath.join(base[len("s3://"):], uri))
+    if key.startswith("../") or key in ("..", ".") or "/" not in key:
+        raise ValueError(f"relative path {uri!r} leaves the bucket of {base!r}")
+    return "s3://" + key
+
+
+def _check_local(path: str) -> None:
+    """Refuse a path that is not a regular file, from its ``stat`` (no open: a FIFO would block, a device
+    could stream forever)."""
+    mode = os.stat(path).st_mode  # FileNotFoundError / PermissionError as they are
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file")
+        raise NotAFile(f"{path} is {kind}, not a regular file")
+
+
+def _read_local(path: str) -> bytes:
+    _check_local(path)
+    # O_NONBLOCK: should the path have become a FIFO since the stat, opening it cannot block; fstat checks again
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotAFile(f"{path} changed into something that is not a regular file")
         return f.read()
+
+
+def _within_deadline(fn, timeout_s: float, what: str):
+    """``fn()`` in a daemon thread, abandoned with :class:`ReadTimeout` after ``timeout_s`` (a hung read
+    cannot be interrupted; its thread ends when the read does)."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="evalcore-read", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise ReadTimeout(f"reading {what} did not finish within {timeout_s:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def read_bytes(uri: str, timeout_s: float | None = None) -> bytes:
+    """The bytes at ``uri``: a regular local file or an S3 object, within ``timeout_s`` (default: the
+    process-wide read deadline). Raises :class:`NotAFile` for FIFOs, devices, sockets and directories
+    (before any open) and :class:`ReadTimeout` when the deadline passes."""
+    fs, path = resolve(uri)
+    timeout = _read_timeout_s if timeout_s is None else timeout_s
+
+    def read() -> bytes:
+        if isinstance(fs, pafs.LocalFileSystem):
+            return _read_local(path)
+        with fs.open_input_stream(path) as f:
+            return f.read()
+
+    return _within_deadline(read, timeout, uri)
 
 
 def exists(uri: str) -> bool:

@@ -22,6 +22,15 @@ ends batches in that state instead (an expired batch keeps the output of its fir
 ``response_formats`` (e.g. ``("json_object",)``) lists the ``response_format`` types a chat
 request may carry; any other type is refused with HTTP 400, like a server without that
 feature (None: every type is accepted and ignored).
+
+llama.cpp's own answers (``llama-cpp-python[server]`` 0.3.36, recorded from the real server; see
+tests/llama_server.py for the server itself): ``llama_refusals=True`` answers a ``json_schema``
+response format, and any message carrying an ``input_audio`` part, with llama.cpp's HTTP 500 whose
+body is a pydantic validation error that echoes the request (the audio's base64 repeated per error).
+An ``answer`` may return ``(text, finish_reason)``, e.g. ``("a", "length")`` for an answer cut at the
+token limit. ``delay_s`` holds every chat answer that long (so identical requests overlap in flight);
+:meth:`LLMServer.down` closes the port (connections are refused) and :meth:`LLMServer.up` opens it
+again on the same port, like an endpoint that died and came back.
 """
 
 from __future__ import annotations
@@ -103,6 +112,15 @@ def default_answer(messages: list[dict]) -> str:
     return "echo:" + hashlib.sha256(blob).hexdigest()[:16]
 
 
+def parenthesised_letter(messages: list[dict]) -> str:
+    """A scripted MCQ matcher: the letter the answer to classify puts in parentheses, else "none"."""
+    import re
+
+    answer = re.search(r'"""\n(.*)\n"""', messages[-1]["content"], re.DOTALL)
+    m = re.search(r"\(([A-D])\)", answer.group(1) if answer else "")
+    return m.group(1) if m else "none"
+
+
 def count_tokens(text: str) -> int:
     """The server's token count: about four characters a token."""
     return max(1, math.ceil(len(text) / 4))
@@ -122,8 +140,13 @@ class LLMServer:
         batch_line_faults: dict[int, str] | None = None,
         batch_outcome: str = "completed",
         response_formats: tuple[str, ...] | None = None,
+        llama_refusals: bool = False,
+        delay_s: float = 0.0,
     ) -> None:
         self.answer = answer
+        self.llama_refusals = llama_refusals
+        self.delay_s = delay_s
+        self._port = 0
         self.batch_polls = batch_polls
         self.batch_line_faults = dict(batch_line_faults or {})
         self.batch_outcome = batch_outcome
@@ -149,7 +172,9 @@ class LLMServer:
         class Handler(_Handler):
             server_owner = owner
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._stop.clear()
+        self._httpd = _Server(("127.0.0.1", self._port), Handler)
+        self._port = self._httpd.server_address[1]
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True, name="llm-server")
@@ -164,6 +189,20 @@ class LLMServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
+    def down(self) -> None:
+        """Close the port: new connections are refused until :meth:`up` (requests in flight are cut)."""
+        self.stop()
+        self._httpd = None
+
+    def up(self) -> None:
+        """Listen again on the same port."""
+        self.start()
+
+    def chat_calls(self) -> int:
+        """Chat completion requests that reached the server (every status)."""
+        with self._lock:
+            return sum(1 for r in self.requests if r.path.startswith("POST") and "chat/completions" in r.path)
+
     def __enter__(self) -> "LLMServer":
         return self.start()
 
@@ -172,8 +211,8 @@ class LLMServer:
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        assert self._port, "server not started"
+        return f"http://127.0.0.1:{self._port}/v1"
 
     # ---- assertions helpers ----------------------------------------------------------------
     def statuses(self) -> Counter:
@@ -448,13 +487,21 @@ class _Handler(BaseHTTPRequestHandler):
 
         rf = req.get("response_format")
         rf_type = rf.get("type") if isinstance(rf, dict) else None
+        if srv.llama_refusals:
+            refusal = llama_refusal(req)
+            if refusal is not None:
+                rec.status = 500
+                return self._send(500, refusal)
         if rf_type is not None and srv.response_formats is not None and rf_type not in srv.response_formats:
             rec.status = 400
             return self._send(400, _error(f"response_format of type {rf_type!r} is not supported",
                                           "invalid_request_error"))
         text = srv.answer(messages)
+        text, finish_reason = text if isinstance(text, tuple) else (text, "stop")
         prompt_tokens = sum(count_tokens(str(m.get("content", ""))) + 4 for m in messages)
         completion_tokens = count_tokens(text)
+        if srv.delay_s:
+            srv._stop.wait(srv.delay_s)
         now = time.monotonic()
         ok, retry_after, rem_req, rem_tok = srv._admit(now, prompt_tokens + completion_tokens)
         if not ok:
@@ -483,7 +530,7 @@ class _Handler(BaseHTTPRequestHandler):
             rec.status = 200
             return self._send(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
 
-        payload = _chat_payload(req, text, prompt_tokens, completion_tokens)
+        payload = _chat_payload(req, text, prompt_tokens, completion_tokens, finish_reason)
         rec.status = 200
         self._send(200, json.dumps(payload).encode(), {
             "x-ratelimit-limit-requests": str(srv.rpm or 0),
@@ -493,7 +540,8 @@ class _Handler(BaseHTTPRequestHandler):
         })
 
 
-def _chat_payload(req: dict, text: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+def _chat_payload(req: dict, text: str, prompt_tokens: int, completion_tokens: int,
+                  finish_reason: str = "stop") -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -504,7 +552,7 @@ def _chat_payload(req: dict, text: str, prompt_tokens: int, completion_tokens: i
             "index": 0,
             "message": {"role": "assistant", "content": text, "refusal": None},
             "logprobs": None,
-            "finish_reason": "stop",
+            "finish_reason": finish_reason,
         }],
         "usage": {
             "prompt_tokens": prompt_tokens,
@@ -512,6 +560,61 @@ def _chat_payload(req: dict, text: str, prompt_tokens: int, completion_tokens: i
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+_LLAMA_TRAILER = ('\n  File "/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, '
+                  'in create_chat_completion\n    POST /v1/chat/completions')
+_PARTS = "list[union[ChatCompletionRequestMessageContentPartText,ChatCompletionRequestMessageContentPartImage]]"
+
+
+def _llama_500(errors: list[dict]) -> bytes:
+    """llama.cpp's (llama-cpp-python's) HTTP 500 body for a request its pydantic model rejects."""
+    n = len(errors)
+    message = f"{n} validation error{'s' if n > 1 else ''}:\n" + "".join(f"  {e!r}\n" for e in errors) + _LLAMA_TRAILER
+    return json.dumps({"error": {"message": message, "type": "internal_server_error", "param": None,
+                                 "code": None}}, separators=(",", ":")).encode()
+
+
+def llama_refusal(req: dict) -> bytes | None:
+    """llama.cpp's 500 for a ``json_schema`` response format or an ``input_audio`` content part, else None."""
+    rf = req.get("response_format")
+    if isinstance(rf, dict) and rf.get("type") not in (None, "text", "json_object"):
+        return _llama_500([{"type": "literal_error", "loc": ("body", "response_format", "type"),
+                            "msg": "Input should be 'text' or 'json_object'", "input": rf.get("type"),
+                            "ctx": {"expected": "'text' or 'json_object'"}}])
+    for i, m in enumerate(req.get("messages") or []):
+        content = m.get("content")
+        if not isinstance(content, list) or not any(isinstance(p, dict) and p.get("type") == "input_audio"
+                                                    for p in content):
+            continue
+        j = next(k for k, p in enumerate(content) if isinstance(p, dict) and p.get("type") == "input_audio")
+        part = content[j]
+        role = m.get("role")
+        errors: list[dict] = []
+        for cls, want in (("System", "system"), ("User", None), ("Assistant", "assistant"), ("Tool", "tool"),
+                          ("Function", "function")):
+            name = f"ChatCompletionRequest{cls}Message"
+            if want is None:
+                errors += [
+                    {"type": "string_type", "loc": ("body", "messages", i, name, "content", "str"),
+                     "msg": "Input should be a valid string", "input": content},
+                    *({"type": t, "loc": ("body", "messages", i, name, "content", _PARTS, j,
+                                          f"ChatCompletionRequestMessageContentPart{kind}", field),
+                       "msg": msg, "input": inp, **({"ctx": {"expected": f"'{lit}'"}} if t == "literal_error" else {})}
+                      for kind, lit, extra in (("Text", "text", "text"), ("Image", "image_url", "image_url"))
+                      for t, field, msg, inp in (("literal_error", "type", f"Input should be '{lit}'", "input_audio"),
+                                                 ("missing", extra, "Field required", part)))]
+                continue
+            errors.append({"type": "literal_error", "loc": ("body", "messages", i, name, "role"),
+                           "msg": f"Input should be '{want}'", "input": role, "ctx": {"expected": f"'{want}'"}})
+            errors.append({"type": "string_type", "loc": ("body", "messages", i, name, "content"),
+                           "msg": "Input should be a valid string", "input": content})
+            if want in ("tool", "function"):
+                errors.append({"type": "missing", "loc": ("body", "messages", i, name,
+                                                          "tool_call_id" if want == "tool" else "name"),
+                               "msg": "Field required", "input": m})
+        return _llama_500(errors)
+    return None
 
 
 def _error(message: str, code: str) -> bytes:

@@ -1,8 +1,11 @@
 """The bad-input corpus, built here and run through the real pipeline (`evalcore run` in a subprocess, real
-Ray, audio on a real SeaweedFS S3 server whose run identity may not read the ``private`` bucket).
+Ray, audio on a real SeaweedFS S3 server whose run identity may not read the ``private`` bucket, and local
+files: a FIFO, a directory, a device, audio named by a path relative to the items file while the driver runs
+in another directory).
 
 Every case ends as an error row with its reason or is handled correctly; the run completes and the
 counts reconcile. ``docs/bad_inputs.md`` holds the same table: the test checks the doc against it.
+Nothing binary is committed: every file is built here.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +55,8 @@ def _audio_files() -> dict[str, bytes]:
     wav = _enc(_tone(2.0, 16000), 16000, "WAV", "PCM_16")
     nan, inf = _tone(1.0, 16000), _tone(1.0, 16000)
     nan[100], inf[200] = np.nan, np.inf
+    huge = np.zeros(16000)
+    huge[100] = 1e300
     three_hours = np.zeros(3 * 3600 * MODEL_SR, dtype=np.float32)
     three_hours[:MODEL_SR] = _tone(1.0, MODEL_SR)
     return {
@@ -66,7 +72,19 @@ def _audio_files() -> dict[str, bytes]:
         "truncated.mp3": mp3[: len(mp3) // 2],
         "nan.wav": _enc(nan, 16000, "WAV", "FLOAT"),
         "inf.wav": _enc(inf, 16000, "WAV", "FLOAT"),
+        "huge.wav": _enc(huge, 16000, "WAV", "DOUBLE"),
+        "2mhz.wav": _enc(np.full(10, 0.1, dtype=np.float32), 2_000_000),
+        "3frames.wav": _enc(np.full(3, 0.1, dtype=np.float32), 48000),
+        "garbage.mp3": mp3[:200] + np.random.default_rng(1).integers(0, 256, 8000, dtype=np.uint8).tobytes(),
     }
+
+
+def _local_files(tmp: Path) -> None:
+    """The corpus's local audio: a WAV next to the items (named relatively), a FIFO and a directory."""
+    (tmp / "audio").mkdir()
+    (tmp / "audio" / "ok.wav").write_bytes(_enc(_tone(1.0, 16000), 16000))
+    os.mkfifo(tmp / "audio" / "fifo.wav")
+    (tmp / "audio" / "dir.wav").mkdir()
 
 
 @dataclass(frozen=True)
@@ -133,7 +151,59 @@ CASES = [
     Case("dup-first", "duplicate `item_id`: first row", "scored", _item("r-dup", f"{AUDIO}/ok.wav")),
     Case("dup-second", "duplicate `item_id`: second row", "load: duplicate item_id 'r-dup'",
          _item("r-dup", f"{AUDIO}/8ch.wav")),
+    Case("fifo", "a FIFO where an audio file is expected", "decode/unreadable", _item("a-fifo", "../audio/fifo.wav")),
+    Case("directory", "a directory where an audio file is expected", "decode/unreadable",
+         _item("a-dir", "../audio/dir.wav")),
+    Case("device", "a device file (`/dev/null`)", "decode/unreadable", _item("a-device", "/dev/null")),
+    Case("relative", "`audio_uri` relative to the items file (`../audio/ok.wav`), driver elsewhere", "scored",
+         _item("a-relative", "../audio/ok.wav")),
+    Case("2mhz", "10 frames at a 2 MHz sample rate", "decode/bad_rate", _item("a-2mhz", f"{AUDIO}/2mhz.wav")),
+    Case("0-after-resample", "3 frames at 48 kHz: 0 samples at the model's 1 kHz", "decode/empty",
+         _item("a-3frames", f"{AUDIO}/3frames.wav")),
+    Case("huge-float", "float (DOUBLE) WAV with a finite sample of 1e300", "decode/out_of_range",
+         _item("a-huge", f"{AUDIO}/huge.wav")),
+    Case("garbage-mp3", "MP3 frame header followed by random bytes", "decode/corrupt",
+         _item("a-garbage-mp3", f"{AUDIO}/garbage.mp3")),
+    Case("excerpt-401-digits", "`excerpt_start` a 401-digit integer",
+         "load: field 'excerpt_start' is out of range: an integer of 401 digits",
+         _item("r-excerpt-401", f"{AUDIO}/ok.wav", excerpt_start=10**400)),
+    Case("excerpt-1e308", "`excerpt_end` = 1e308", "load: field 'excerpt_end' is out of range",
+         _item("r-excerpt-1e308", f"{AUDIO}/ok.wav", excerpt_end=1e308)),
+    Case("int-4301-digits", "a line with a 4,301-digit integer", "load: item row #k: line n: invalid JSON",
+         b'{"item_id": "r-int", "excerpt_start": 1' + b"0" * 4300 + b"}"),
+    Case("metadata-list", "`metadata` a JSON list (`[1,2]`)", "load: field 'metadata' must be a JSON object, got list",
+         _item("r-metadata-list", f"{AUDIO}/ok.wav", metadata="[1,2]")),
+    Case("metadata-nan", "`metadata` = `NaN`", "load: field 'metadata' must be a JSON object, got float",
+         _item("r-metadata-nan", f"{AUDIO}/ok.wav", metadata="NaN")),
+    Case("metadata-invalid", "`metadata` not JSON", "load: field 'metadata' is not valid JSON",
+         _item("r-metadata-invalid", f"{AUDIO}/ok.wav", metadata="{genre: rock")),
+    Case("metadata-deep", "`metadata` nested 30,000 deep", "load: field 'metadata' is nested too deeply",
+         _item("r-metadata-deep", f"{AUDIO}/ok.wav", metadata="[" * 30_000 + "]" * 30_000)),
+    Case("dataset-field", "a `dataset` field in an item row", "load: unknown field(s) ['dataset']",
+         _item("r-dataset", f"{AUDIO}/ok.wav", dataset="other")),
+    Case("labels-empty", "`labels` empty", "load: field 'labels' is empty",
+         _item("r-labels-empty", f"{AUDIO}/ok.wav", labels=[])),
+    Case("labels-outside", "every label outside the judge's vocabulary", "load: labels outside the judge's vocabulary",
+         _item("r-labels-outside", f"{AUDIO}/ok.wav", labels=["Guitar", "kazoo"])),
+    Case("labels-some-outside", "one label of two outside the vocabulary", "scored (warning)",
+         _item("a-labels-some", f"{AUDIO}/ok.wav", labels=["guitar", "kazoo"])),
+    Case("id-case", "item id equal to another after case folding (`A-OK`)", "scored (warning)",
+         _item("A-OK", f"{AUDIO}/ok.wav")),
+    Case("id-fullwidth", "item id equal to another after NFKC (`ａ-ok`, full width)", "scored (warning)",
+         _item("\uff41-ok", f"{AUDIO}/ok.wav")),
+    Case("id-zero-width", "item id equal to another but for a zero-width space", "scored (warning)",
+         _item("a-\u200bok", f"{AUDIO}/ok.wav")),
+    Case("id-space", "item id equal to another but for a trailing space", "scored (warning)",
+         _item("a-ok ", f"{AUDIO}/ok.wav")),
+    Case("breakdown-object", "multiple-choice item whose `genre` breakdown is an object", "scored",
+         {**_item("m-object", f"{AUDIO}/ok.wav", protocol="mcq", options=["guitar", "piano"], correct_option=0,
+                  metadata=json.dumps({"genre": {"name": "rock"}})), "labels": None}),
+    Case("breakdown-text", "multiple-choice item whose `genre` is text (control)", "scored",
+         {**_item("m-text", f"{AUDIO}/ok.wav", protocol="mcq", options=["guitar", "piano"], correct_option=1,
+                  metadata=json.dumps({"genre": "jazz"})), "labels": None}),
 ]
+WARNED = {"a-labels-some": "'kazoo' ×1", "A-OK": "'A-OK'", "\uff41-ok": "'\uff41-ok'", "a-\u200bok": "'a-\\u200bok'",
+          "a-ok ": "'a-ok '"}
 
 
 def _line(case: Case) -> bytes:
@@ -148,6 +218,11 @@ def _error_id(i: int, case: Case) -> str:
     return f"#{i}"
 
 
+def _outcome(case: Case) -> str:
+    """The outcome a run records for ``case`` (warnings are checked apart)."""
+    return case.outcome.removesuffix(" (warning)")
+
+
 @pytest.fixture(scope="module")
 def bad_run(tmp_path_factory):
     server = s3_server.start()
@@ -160,15 +235,19 @@ def bad_run(tmp_path_factory):
             with fs.open_output_stream(key) as f:
                 f.write(_enc(_tone(1.0, 16000), 16000))
         tmp = tmp_path_factory.mktemp("bad")
-        (tmp / "items.jsonl").write_bytes(b"\n".join(_line(c) for c in CASES) + b"\n")
+        _local_files(tmp)
+        (tmp / "items").mkdir()
+        (tmp / "elsewhere").mkdir()
+        (tmp / "items" / "items.jsonl").write_bytes(b"\n".join(_line(c) for c in CASES) + b"\n")
         cfg = {"name": "bad-inputs",
-               "datasets": [{"name": "bad", "kind": "items_file", "params": {"path": str(tmp / "items.jsonl")}}],
+               "datasets": [{"name": "bad", "kind": "items_file", "params": {"path": "../items/items.jsonl"}}],
                "models": [{"name": "null", "kind": "null",
                            "params": {"sample_rate": MODEL_SR, "max_audio_seconds": WINDOW_S},
                            "resources": {"num_cpus": 0.5, "batch_size": 4}}],
-               "protocols": [{"name": "factual", "conditions": ["correct"]}],
+               "protocols": [{"name": "factual", "conditions": ["correct"]},
+                             {"name": "mcq", "conditions": ["correct"]}],
                "storage": {"root": str(tmp / "run"), "s3": {"endpoint_override": server.endpoint},
-                           "allowed_audio_roots": [AUDIO, f"s3://{PRIVATE_BUCKET}"]},
+                           "allowed_audio_roots": [AUDIO, f"s3://{PRIVATE_BUCKET}", str(tmp / "audio"), "/dev"]},
                "stats": {"bootstrap_resamples": 100},
                "ray": {"progress_bars": False, "decode_num_cpus": 0.5}}
         (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
@@ -177,8 +256,10 @@ def bad_run(tmp_path_factory):
                    AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true", RAY_USAGE_STATS_ENABLED="0",
                    RAY_DATA_DISABLE_PROGRESS_BARS="1", RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION="0.05",
                    PYTHONPATH=str(REPO))
+        t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "evalcore.cli", "run", str(tmp / "config.yaml"), "--quiet"],
-                              env=env, capture_output=True, timeout=300, cwd=tmp)
+                              env=env, capture_output=True, timeout=300, cwd=tmp / "elsewhere")
+        print(f"\nbad-input run: {time.monotonic() - t0:.0f} s wall")
         yield tmp / "run", proc
     finally:
         server.stop()
@@ -208,11 +289,11 @@ def test_run_completes_and_counts_reconcile(bad_run):
     root, proc = bad_run
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]
     c = json.loads((root / "run.json").read_text())["counts"]
-    n_items_errored = sum(case.outcome.startswith("load:") for case in CASES)
+    n_items_errored = sum(_outcome(case).startswith("load:") for case in CASES)
     assert c["items_in"] == len(CASES) == c["items_valid"] + c["items_errored"]
     assert c["items_errored"] == n_items_errored
     assert c["requests_in"] == c["items_valid"] == c["requests_scored"] + c["requests_errored"]
-    assert c["requests_scored"] == sum(case.outcome.startswith("scored") for case in CASES)
+    assert c["requests_scored"] == sum(_outcome(case).startswith("scored") for case in CASES)
     errors = pq.read_table(root / "tables" / "errors.parquet")
     assert errors.num_rows == c["requests_errored"] + c["items_errored"]
     print(f"\nbad inputs: items {c['items_in']} in = {c['items_valid']} valid + {c['items_errored']} errored; "
@@ -223,7 +304,7 @@ def test_every_case_has_its_outcome(bad_run):
     root, _ = bad_run
     expected: dict[str, list[str]] = {}
     for i, case in enumerate(CASES):
-        o = case.outcome.replace("#k", f"#{i}").replace("line n", f"line {i + 1}")
+        o = _outcome(case).replace("#k", f"#{i}").replace("line n", f"line {i + 1}")
         expected.setdefault(_error_id(i, case), []).append(o)
     got = _outcomes(root)
     assert sorted(got) == sorted(expected)  # every case has an outcome, and nothing else does
@@ -241,6 +322,18 @@ def test_long_and_odd_audio_is_handled(bad_run):
     for item in ("a-8ch", "a-192k", "a-ok"):
         r = resp.loc[(item, 0)]
         assert pd.isna(r["error"]) and r["n_chunks"] == 1 and r["audio_seconds"] == pytest.approx(1.0), item
+
+
+def test_data_warnings_name_their_items_and_objects_are_never_printed(bad_run):
+    root, _ = bad_run
+    warnings = json.loads((root / "run.json").read_text())["warnings"]
+    assert len(warnings) == 2, warnings
+    for item, shown in WARNED.items():
+        assert any(shown in w for w in warnings), (item, warnings)
+    assert [c.name for c in CASES if c.outcome.endswith("(warning)")] == [
+        c.name for c in CASES if _error_id(CASES.index(c), c) in WARNED]
+    report = (root / "report.md").read_text(encoding="utf-8")
+    assert "## Warnings" in report and "'name': 'rock'" not in report and "genre={" not in report
 
 
 def test_doc_states_the_same_table():

@@ -160,3 +160,23 @@ def test_run_over_budget_raises_after_writing_tables(tmp_path, local_ray):
     assert correct["x-outside"].startswith("not_allowed") and correct["x-dotdot"].startswith("not_allowed")
     assert {"missing", "corrupt", "truncated", "non_finite"} <= {x.split(":")[0] for x in errors["error"]}
     assert sorted(os.listdir(tmp_path)) == ["extra.jsonl", "outside", "run"]  # nothing written beside the root
+
+
+def test_items_count_against_the_budget_and_an_empty_protocol_fails_it() -> None:
+    from evalcore.pipeline.run import protocols_without_items
+
+    res = RunResult(root="/runs/x", report="", counts={"requests_in": 10, "requests_errored": 0,
+                                                      "requests_scored": 10, "items_in": 5, "items_errored": 3,
+                                                      "items_valid": 2, "protocols_without_items": []})
+    item_errors = [{"error": "unknown field(s) ['answer']", "error_stage": "load"}] * 3
+    with pytest.raises(ErrorBudgetExceeded, match=r"3 of 5 items errored \(60.0%\) > max_error_rate 5.0%; "
+                                                  r"top reasons: load/unknown field\(s\) \['answer'\] ×3"):
+        check_error_budget(res, [], 0.05, item_errors=item_errors)
+    check_error_budget(res, [], 0.6, item_errors=item_errors)  # 60 % is within a 60 % budget
+    cfg = parse_config(_cfg(protocols=[{"name": "factual"}, {"name": "mcq"}]))
+    empty = protocols_without_items(cfg, [{"protocol": "factual", "dataset": "d"}])
+    assert empty == ["protocol 'mcq' is configured but has no valid item"]
+    res.counts["protocols_without_items"] = empty
+    with pytest.raises(ErrorBudgetExceeded, match="protocol 'mcq' is configured but has no valid item"):
+        check_error_budget(res, [], 0.6, item_errors=item_errors)
+    check_error_budget(res, [], None)  # no budget: a warning only (in the report and on the terminal)

@@ -129,6 +129,8 @@ def test_mcq_llm_json_output_online_and_batch(tmp_path):
     assert [r.get("parsed_index") for r in online] == [1, -1, -1, None, None]
     assert online[3]["error"].startswith("invalid output:") and online[4]["error"] == "no response"
     assert n_online == 3 + 2  # the invalid item: 1 + json_retries calls
+    assert online[3]["error"].endswith(" (after 2 attempts)")  # online: the invalid answer and its retry
+    online[3]["error"] = online[3]["error"].removesuffix(" (after 2 attempts)")
     assert batch == online and judge.version == "1+mcq_match_json@1" and text_judge.version == "1+mcq_match@1"
     assert len(lines) == 4 and all(ln["body"]["response_format"]["type"] == "json_schema" for ln in lines)
     assert lines[0]["body"]["messages"][0]["content"] == MCQ_MATCH_JSON.system

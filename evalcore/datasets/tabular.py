@@ -41,6 +41,26 @@ def number(v: Any) -> float | None:
         return v
 
 
+def seconds(v: Any) -> float | None:
+    """A time cell as seconds: a number, a numeric string ("12.5") or a clock string ("1:05", "0:01:05.5");
+    None when empty; anything else is returned as-is so validation reports it."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return None if isinstance(v, float) and math.isnan(v) else float(v)
+    t = text(v)
+    if t is None:
+        return None
+    parts = t.split(":")
+    if 1 < len(parts) <= 3:
+        try:
+            whole = [float(p) for p in parts]
+        except ValueError:
+            return v
+        if all(p >= 0 for p in whole) and all(p < 60 for p in whole[1:]):
+            return sum(p * 60 ** k for k, p in enumerate(reversed(whole)))
+        return v
+    return number(t)
+
+
 def string_list(v: Any) -> list[str]:
     """A list cell stored as a string ("['a', 'b']", '["a"]' or "a, b") or as a real list."""
     if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):

@@ -3,18 +3,28 @@
 Beyond fields and types, text must be valid Unicode that encodes as UTF-8 (a JSON ``\\ud800`` escape
 gives a lone surrogate that no Parquet/Arrow writer accepts) and of bounded length: ids and URIs
 (``MAX_ID_CHARS``) and every other text (``MAX_TEXT_CHARS``, e.g. a 1 MB question is an error row).
+Numbers are finite and bounded (excerpt times within ``schema.MAX_EXCERPT_SECONDS``; a 401-digit integer is an error
+row, not an ``OverflowError``), ``metadata`` is a JSON object (text or mapping) at most
+``MAX_METADATA_DEPTH`` deep, and a field the item schema does not know (``dataset`` included: the run
+config names the dataset) is an error. Every check and conversion runs inside the per-row guard.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any, Iterable
 
-from evalcore.schema import ITEM, PROTOCOLS
+from evalcore.errors import INPUT, bounded
+from evalcore.schema import ITEM, MAX_EXCERPT_SECONDS, PROTOCOLS
 
-_STR_FIELDS = ("item_id", "task", "audio_uri", "question", "reference", "category", "difficulty", "metadata")
+_STR_FIELDS = ("item_id", "task", "audio_uri", "question", "reference", "category", "difficulty")
 _FLOAT_FIELDS = ("excerpt_start", "excerpt_end")
+#: the fields an item row may have; ``dataset`` is set from the config, never taken from a row
+FIELDS = tuple(n for n in ITEM.names if n != "dataset")
 MAX_ID_CHARS = 1024  # item_id, audio_uri
 MAX_TEXT_CHARS = 65_536  # question, reference, each label and option, metadata, ...
+MAX_METADATA_DEPTH = 32  # nesting of the metadata object
 
 
 def _text_problem(field: str, v: str) -> str | None:
@@ -29,11 +39,102 @@ def _text_problem(field: str, v: str) -> str | None:
     return None
 
 
+def _shown(v: Any) -> str:
+    """A value as an error message shows it: short, whatever its size (a 401-digit integer is named so)."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**15:
+        return f"an integer of {len(str(abs(v)))} digits"
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _seconds_problem(field: str, v: Any) -> str | None:
+    """Why ``v`` is not a usable number of seconds for ``field``, or None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"field {field!r} must be a number of seconds, got {_shown(v)}"
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"field {field!r} must be a finite number of seconds, got {v!r}"
+    if not 0 <= v <= MAX_EXCERPT_SECONDS:  # int comparisons are exact: a huge integer never reaches float()
+        return f"field {field!r} is out of range: {_shown(v)} not within 0..{MAX_EXCERPT_SECONDS:g} s"
+    return None
+
+
+def _depth(v: Any) -> int:
+    """Nesting depth of a JSON value (0 for a scalar), iteratively (a 30,000-deep value is fine)."""
+    deepest, stack = 0, [(v, 0)]
+    while stack:
+        x, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(x, dict):
+            stack.extend((y, d + 1) for y in x.values())
+        elif isinstance(x, list):
+            stack.extend((y, d + 1) for y in x)
+    return deepest
+
+
+def metadata_text(v: Any) -> str:
+    """``metadata`` (JSON text or a mapping) as JSON text of an object; ValueError naming the field."""
+    if isinstance(v, str):
+        if (problem := _text_problem("metadata", v)) is not None:
+            raise ValueError(problem)
+        try:
+            parsed = json.loads(v)
+        except RecursionError:
+            raise ValueError("field 'metadata' is nested too deeply") from None
+        except ValueError as e:
+            raise ValueError(f"field 'metadata' is not valid JSON ({getattr(e, 'msg', e)})") from None
+    elif isinstance(v, dict):
+        parsed = v
+    else:
+        raise ValueError(f"field 'metadata' must be a JSON object (text or mapping), got {type(v).__name__}")
+    if not isinstance(parsed, dict):
+        raise ValueError(f"field 'metadata' must be a JSON object, got {type(parsed).__name__}")
+    if _depth(parsed) > MAX_METADATA_DEPTH:
+        raise ValueError(f"field 'metadata' is nested too deeply (more than {MAX_METADATA_DEPTH} levels)")
+    if isinstance(v, str):
+        return v
+    try:
+        text = json.dumps(parsed, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"field 'metadata' is not JSON-serialisable ({e})") from None
+    if (problem := _text_problem("metadata", text)) is not None:
+        raise ValueError(problem)
+    return text
+
+
+#: other names accepted for an item field (the ``evalcore score`` inputs' name for it) → its item name
+ALIASES = {"correct_index": "correct_option"}
+
+
+def _unknown(names: set) -> str:
+    """``unknown field(s) [...]`` with a "did you mean" per name difflib finds close to a field."""
+    import difflib
+
+    hints = []
+    for name in sorted(names, key=str):
+        close = difflib.get_close_matches(str(name), FIELDS, n=1, cutoff=0.6)
+        hints += [f"{str(name)[:60]!r}: did you mean {close[0]!r}?"] if close else []
+    return f"unknown field(s) {sorted(names, key=str)}" + (f" ({'; '.join(hints)})" if hints else "")
+
+
+def canonical(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with accepted other names (``correct_index``) under the item's name (``correct_option``);
+    ValueError when a row gives both and they differ."""
+    for alias, name in ALIASES.items():
+        if alias in row:
+            row = dict(row)
+            value = row.pop(alias)
+            if name in row and row[name] != value:
+                raise ValueError(f"fields {alias!r} and {name!r} name one value (the correct option's index) and "
+                                 "disagree; keep one")
+            row[name] = value
+    return row
+
+
 def _check(row: dict[str, Any]) -> str | None:
     """The reason ``row`` is malformed, or None."""
-    unknown = set(row) - set(ITEM.names)
+    unknown = set(row) - set(FIELDS)
     if unknown:
-        return f"unknown field(s) {sorted(unknown)}"
+        return _unknown(unknown)
     for f in _STR_FIELDS:
         v = row.get(f)
         if v is not None and not isinstance(v, str):
@@ -43,14 +144,12 @@ def _check(row: dict[str, Any]) -> str | None:
     if not row.get("item_id"):
         return "missing item_id"
     if row.get("protocol") not in PROTOCOLS:
-        return f"field 'protocol' must be one of {list(PROTOCOLS)}, got {row.get('protocol')!r}"
+        return f"field 'protocol' must be one of {list(PROTOCOLS)}, got {_shown(row.get('protocol'))}"
     for f in _FLOAT_FIELDS:
         v = row.get(f)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v != v):
-            return f"field {f!r} must be a number of seconds, got {v!r}"
+        if v is not None and (problem := _seconds_problem(f, v)):
+            return problem
     start, end = row.get("excerpt_start"), row.get("excerpt_end")
-    if start is not None and start < 0:
-        return f"excerpt_start must be >= 0, got {start}"
     if start is not None and end is not None and end <= start:
         return f"excerpt_end ({end}) must be after excerpt_start ({start})"
     if not row.get("question"):
@@ -65,10 +164,17 @@ def _check(row: dict[str, Any]) -> str | None:
         for x in v or ():
             if problem := _text_problem(f, x):
                 return problem
+    if row.get("metadata") is not None:
+        try:
+            metadata_text(row["metadata"])
+        except ValueError as e:
+            return str(e)
     if proto == "freeform" and not isinstance(row.get("reference"), str):
         return "free-form item needs a reference answer (string)"
     if proto == "factual" and row.get("labels") is None:
         return "factual item needs labels (a list of strings)"
+    if proto == "factual" and not row["labels"]:
+        return "field 'labels' is empty: a factual item needs at least one label"
     if proto == "true_false":
         if row.get("labels") not in (["yes"], ["no"]):
             return "true/false item needs labels ['yes'] or ['no']"
@@ -76,17 +182,44 @@ def _check(row: dict[str, Any]) -> str | None:
             return "true/false item needs options = [the asked label]"
     if proto == "binary_choice" and len(row.get("options") or ()) != 2:
         return "binary-choice item needs exactly 2 options"
+    ci = row.get("correct_option")
+    if ci is not None and (isinstance(ci, bool) or not isinstance(ci, int) or not 0 <= ci < 26):
+        return f"field 'correct_option' must be an index into options (0..25), got {_shown(ci)}"
     if proto in ("mcq", "binary_choice"):
-        opts, ci = row.get("options"), row.get("correct_option")
+        opts = row.get("options")
         if not opts or len(opts) < 2:
             return "multiple-choice item needs at least 2 options"
         if len(opts) > 26:
             return "multiple-choice item has more than 26 options"
         if isinstance(ci, bool) or not isinstance(ci, int) or not 0 <= ci < len(opts):
-            return f"correct_option must be an index into options (0..{len(opts) - 1}), got {ci!r}"
+            return f"field 'correct_option' must be an index into options (0..{len(opts) - 1}), got {_shown(ci)}"
         if len(set(opts)) != len(opts):
             return "options must be distinct"
     return None
+
+
+class _Bad(ValueError):
+    """A row's own mistake, reported as it is."""
+
+
+def _item(dataset: str, row: dict[str, Any]) -> dict:
+    """A checked row as an item of the schema: lists as lists, seconds as floats, metadata as JSON text."""
+    item = {name: row.get(name) for name in ITEM.names}
+    item["dataset"] = dataset
+    for f in ("labels", "options"):
+        if item[f] is not None:
+            item[f] = list(item[f])
+    for f in _FLOAT_FIELDS:
+        if item[f] is not None:
+            item[f] = float(item[f])
+    if item["metadata"] is not None:
+        item["metadata"] = metadata_text(item["metadata"])
+    return item
+
+
+def _usable_id(row: dict[str, Any], i: int) -> str:
+    rid = row.get("item_id")
+    return rid if isinstance(rid, str) and rid and _text_problem("item_id", rid) is None else f"#{i}"
 
 
 def validate_items(dataset: str, rows: Iterable[Any]) -> tuple[list[dict], list[dict]]:
@@ -99,29 +232,30 @@ def validate_items(dataset: str, rows: Iterable[Any]) -> tuple[list[dict], list[
             what = raw if isinstance(raw, str) else f"not a mapping ({type(raw).__name__})"
             errors.append(_error(dataset, f"#{i}", f"item row #{i}: {what}"))
             continue
-        row = {k: v for k, v in raw.items() if k != "dataset"}
-        try:
-            reason = _check(row)
-        except Exception as e:  # a row so odd that checking it fails is still just a bad row
+        item_id, item = f"#{i}", None
+        try:  # every check and conversion of one row: a row so odd that checking it fails is still just a bad row
+            item_id = _usable_id(raw, i)
+            try:
+                raw = canonical(raw)
+            except ValueError as e:
+                raise _Bad(str(e)) from None
+            reason = _check(raw)
+            if reason is None and item_id in seen:
+                reason = f"duplicate item_id {item_id!r}"
+            if reason is None:
+                item = _item(dataset, raw)
+        except _Bad as e:
+            reason = str(e)
+        except Exception as e:  # noqa: BLE001
             reason = f"unreadable item row: {type(e).__name__}: {e}"
-        rid = row.get("item_id")
-        item_id = rid if isinstance(rid, str) and rid and _text_problem("item_id", rid) is None else f"#{i}"
-        if reason is None and item_id in seen:
-            reason = f"duplicate item_id {item_id!r}"
-        if reason is not None:
-            errors.append(_error(dataset, item_id, reason))
+        if reason is not None or item is None:
+            errors.append(_error(dataset, item_id, reason or "unreadable item row"))
             continue
         seen.add(item_id)
-        row["dataset"] = dataset
-        for f in ("labels", "options"):
-            if row.get(f) is not None:
-                row[f] = list(row[f])
-        for f in _FLOAT_FIELDS:
-            if row.get(f) is not None:
-                row[f] = float(row[f])
-        good.append({name: row.get(name) for name in ITEM.names})
+        good.append(item)
     return good, errors
 
 
 def _error(dataset: str, item_id: str, reason: str) -> dict:
-    return {"table": "items", "dataset": dataset, "item_id": item_id, "error_stage": "load", "error": reason}
+    return {"table": "items", "dataset": dataset, "item_id": item_id, "error_stage": "load",
+            "error_class": INPUT, "error": bounded(reason)}

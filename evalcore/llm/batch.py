@@ -56,9 +56,10 @@ from typing import Any, Callable, Sequence, Union
 import openai
 from pydantic import BaseModel
 
-from evalcore import storage
+from evalcore import jsonl, storage
 from evalcore.llm.cache import RequestLog, ResponseCache, canonical_json
-from evalcore.llm.client import (_RETRYABLE_STATUS, Completion, EndpointConfig, LLMClient, parse_json_output,
+from evalcore.errors import INCOMPLETE, TRANSIENT, bounded, http_class
+from evalcore.llm.client import (UNFINISHED, Completion, EndpointConfig, LLMClient, parse_json_output,
                                  response_format, schema_of)
 
 __all__ = ["run_batch", "BatchRequest", "BatchError", "MAX_LINES_PER_BATCH", "TERMINAL_STATUSES"]
@@ -269,7 +270,7 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
                 else:
                     err = f"missing from the output of batch {job.batch_id}"
                 c = Completion(None, None, cached=False, attempts=1 if job.batch_id else 0,
-                               error=err.replace(api_key, "***"), key=k)
+                               error=bounded(err.replace(api_key, "***")), key=k, error_class=TRANSIENT)
             it = todo[k]
             if c.text is not None and it.schema is not None:
                 try:
@@ -517,9 +518,9 @@ def _collect(api: "_Api", job: _Job, b: Any) -> None:
         except BatchError as e:
             job.error = str(e)
             return
-        for line in raw.decode("utf-8", errors="replace").splitlines():
+        for _, line in jsonl.lines(raw):
             try:
-                obj = json.loads(line)
+                obj = json.loads(line.decode("utf-8", errors="replace"))
             except ValueError:
                 continue  # its key stays missing → an error Completion
             cid = obj.get("custom_id") if isinstance(obj, dict) else None
@@ -528,8 +529,8 @@ def _collect(api: "_Api", job: _Job, b: Any) -> None:
 
 
 def _line_completion(key: str, obj: dict, batch_id: str | None) -> Completion:
-    def err(msg: str) -> Completion:
-        return Completion(None, None, cached=False, attempts=1, error=msg, key=key)
+    def err(msg: str, error_class: str = TRANSIENT) -> Completion:
+        return Completion(None, None, cached=False, attempts=1, error=bounded(msg), key=key, error_class=error_class)
 
     if obj.get("error"):
         e = obj["error"]
@@ -540,9 +541,13 @@ def _line_completion(key: str, obj: dict, batch_id: str | None) -> Completion:
     body = resp.get("body") or {}
     if status != 200:
         msg = body.get("error", {}).get("message") if isinstance(body.get("error"), dict) else None
-        return err(f"HTTP {status}: {msg}")
+        return err(f"HTTP {status}: {msg}", http_class(int(status or 500), str(body)))
     try:
-        text = body["choices"][0]["message"]["content"]
+        choice = body["choices"][0]
+        if choice.get("finish_reason") in UNFINISHED:
+            return err(f"incomplete: the answer was {UNFINISHED[choice['finish_reason']]} "
+                       f"(finish_reason {choice['finish_reason']!r})", INCOMPLETE)
+        text = choice["message"]["content"]
         if text is None:
             raise ValueError("response has no message content")
         u = body.get("usage")
@@ -568,7 +573,7 @@ class _Api:
                 return fn()
             except openai.APIStatusError as e:
                 error, retry, status = f"HTTP {e.status_code}: {e.message}", (
-                    e.status_code in _RETRYABLE_STATUS or e.status_code >= 500), e.status_code
+                    http_class(e.status_code, f"{e.message} {e.body}") == TRANSIENT), e.status_code
             except openai.APITimeoutError:
                 error, retry, status = f"timeout after {self.owner.config.timeout_s}s", True, None
             except openai.APIConnectionError as e:

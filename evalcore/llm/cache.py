@@ -31,6 +31,20 @@ def cache_key(model: str, messages: list[dict], params: dict[str, Any], template
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def loggable(messages: list[dict]) -> list[dict]:
+    """``messages`` for the request log: every audio part's base64 data replaced by its length and sha256
+    (the response cache keeps the whole request; the log stays small and never carries audio)."""
+    def part(p: Any) -> Any:
+        if isinstance(p, dict) and isinstance(p.get("input_audio"), dict) and isinstance(p["input_audio"].get("data"), str):
+            data = p["input_audio"]["data"]
+            return {**p, "input_audio": {**p["input_audio"], "data": f"<{len(data)} chars, sha256 "
+                                         f"{hashlib.sha256(data.encode()).hexdigest()[:16]}>"}}
+        return p
+
+    return [{**m, "content": [part(p) for p in m["content"]]} if isinstance(m.get("content"), list) else m
+            for m in messages]
+
+
 class ResponseCache:
     """Responses under ``<root>/llm-cache``; ``root`` is a local path or an ``s3://`` URI."""
 

@@ -142,7 +142,13 @@ def parse_labels(output: str, vocabulary: Sequence[str]) -> list[str]:
     return out
 
 
+_MATCHER_LETTER = re.compile(r"\W*(?:(?i:option|choice|letter)\s*:?\s*([ABCDabcd])|([ABCDbcd])|[(\[]([abcd])[)\]])\W*")
+
+
 def parse_letter(output: str) -> str | None:
-    """"A".."D" from a matcher answer, None for "none" or anything unclear."""
-    m = re.fullmatch(r"\W*(?:option\s+)?([ABCD])\b\W*", (output or "").strip(), re.IGNORECASE)
-    return m.group(1).upper() if m else None
+    """"A".."D" from a matcher answer, None for "none" or anything unclear.
+
+    A lowercase "a" alone is the English article (an answer cut after its first word), never option A:
+    it counts only enclosed ("(a)") or after "option"/"choice"/"letter"."""
+    m = _MATCHER_LETTER.fullmatch((output or "").strip())
+    return next(g for g in m.groups() if g).upper() if m else None

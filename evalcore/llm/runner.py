@@ -38,6 +38,9 @@ def default_cache_root() -> str:
 class LLMRunner:
     """One endpoint + cache + budget + log; ``run`` answers requests online or in batch mode."""
 
+    #: where ``**endpoint`` goes (the params schema of the components built on a runner: evalcore.params)
+    params_extend = (EndpointConfig,)
+
     def __init__(
         self,
         base_url: str,

@@ -11,6 +11,12 @@ pairs). The commit is atomic: the data files are written first (locally to a hid
 then renamed; on S3 each PUT is atomic), and the small marker ``_commits/shard-<key>.json`` last. A
 data file without a marker is not part of the run: readers skip it and :func:`clean_uncommitted`
 deletes it. The items stage is committed the same way by ``_commits/items.json``.
+
+Each marker records the run *attempt* that committed it (0 for the first, +1 for every
+``--resume``). A resumed run may run a committed request again (an error row of a class it
+retries, e.g. ``transient``): its new rows are committed by the new attempt, and readers keep, for
+every request, only the rows of the latest attempt that committed it — nothing is rewritten or
+deleted, so a kill at any point leaves either the old rows or the new ones.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from evalcore import storage
+from evalcore.errors import TRANSIENT, bounded
 from evalcore.schema import ERRORS, ITEM, JUDGMENT, RESPONSE, conform
 
 log = logging.getLogger("evalcore")
@@ -43,21 +50,26 @@ def _commits(root: str, name: str = "") -> str:
     return storage.join(root, COMMITS, name) if name else storage.join(root, COMMITS)
 
 
-def shard_key(rows: Iterable[dict]) -> str:
-    """A content-derived shard name: a hash of the sorted (request_id, chunk_index) pairs."""
+def shard_key(rows: Iterable[dict], attempt: int = 0) -> str:
+    """A content-derived shard name: a hash of the sorted (request_id, chunk_index) pairs (and the attempt
+    after the first, so a request run again never overwrites its earlier shard)."""
     ids = sorted(f"{r['request_id']}:{r.get('chunk_index') or 0}" for r in rows)
+    if attempt:
+        ids.append(f"attempt:{attempt}")
     return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:24]
 
 
-def commit_shard(out: storage.RunStorage, rows: list[dict]) -> str:
-    """Write ``rows`` (complete requests) as one shard, data first, marker last; returns its key."""
+def commit_shard(out: storage.RunStorage, rows: list[dict], attempt: int = 0) -> str:
+    """Write ``rows`` (complete requests) as one shard, data first, marker last; returns its key.
+    Every error reason is stored bounded (:func:`evalcore.errors.bounded`)."""
     rows = sorted(rows, key=lambda r: (r["request_id"], r.get("chunk_index") or 0))
-    key = shard_key(rows)
+    rows = [{**r, "error": bounded(r["error"])} if r.get("error") is not None else r for r in rows]
+    key = shard_key(rows, attempt)
     files = {"responses": f"responses/{key}.parquet", "judgments": f"judgments/{key}.parquet"}
     out.write_parquet(conform(rows, RESPONSE), storage.join(out.root, files["responses"]))
     out.write_parquet(conform(rows, JUDGMENT), storage.join(out.root, files["judgments"]))
     marker = {"format": FORMAT, "key": key, "rows": len(rows), "requests": len({r["request_id"] for r in rows}),
-              "files": files}
+              "files": files, "attempt": attempt}
     out.write_text(_commits(out.root, f"shard-{key}.json"), json.dumps(marker, sort_keys=True))
     return key
 
@@ -73,6 +85,7 @@ class ShardWriter:
     """
 
     out: storage.RunStorage
+    attempt: int = 0
     shard_rows: int = SHARD_ROWS
     every_s: float = COMMIT_SECONDS
     clock: Callable[[], float] = time.monotonic
@@ -98,7 +111,7 @@ class ShardWriter:
         """Commit the complete requests waiting, if any."""
         if not self._ready:
             return
-        self.shards.append(commit_shard(self.out, self._ready))
+        self.shards.append(commit_shard(self.out, self._ready, self.attempt))
         self.rows_committed += len(self._ready)
         self._ready = []
         self._last = self.clock()
@@ -108,7 +121,7 @@ class ShardWriter:
         for parts in self._pending.values():
             first = dict(min(parts.items())[1])
             n = int(first.get("n_chunks") or 1)
-            first.update(chunk_index=0, n_chunks=1, text=None, error_stage="pipeline",
+            first.update(chunk_index=0, n_chunks=1, text=None, error_stage="pipeline", error_class=TRANSIENT,
                          error=f"incomplete: {len(parts)} of {n} chunks came back from the pipeline")
             self._ready.append(first)
         self._pending = {}
@@ -155,10 +168,13 @@ def load_items(root: str) -> tuple[list[dict], list[dict], int] | None:
 
 @dataclass
 class Committed:
-    """What earlier attempts of a run committed: rows (one per chunk) and their request ids."""
+    """What earlier attempts of a run committed: rows (one per chunk; a request's latest attempt only),
+    their request ids, and the next attempt's number."""
 
     rows: list[dict]
     shards: list[str]
+    next_attempt: int = 1
+    superseded: int = 0  # rows of requests that a later attempt committed again
 
     @property
     def request_ids(self) -> set[str]:
@@ -192,7 +208,12 @@ def load_committed(root: str) -> Committed:
         by_key = {(j["request_id"], j["chunk_index"]): j for j in judg}
         for r in resp:
             j = by_key.get((r["request_id"], r["chunk_index"]), {})
-            rows.append({**r, **{k: j.get(k) for k in _JUDGMENT_ONLY}})
+            rows.append({**r, **{k: j.get(k) for k in _JUDGMENT_ONLY}, "_attempt": int(m.get("attempt", 0))})
+    latest: dict[str, int] = {}
+    for r in rows:
+        latest[r["request_id"]] = max(latest.get(r["request_id"], 0), r["_attempt"])
+    n_all = len(rows)
+    rows = [r for r in rows if r.pop("_attempt") == latest[r["request_id"]]]
     rows.sort(key=lambda r: (r["request_id"], r["chunk_index"] or 0))
     chunks: dict[str, list[int]] = {}
     for r in rows:
@@ -204,7 +225,9 @@ def load_committed(root: str) -> Committed:
     broken = sorted(rid for rid, got in chunks.items() if sorted(got) != list(range(n_of[rid])))
     if broken:
         raise RunStateError(f"{root}: {len(broken)} committed request(s) lack some chunks, e.g. {broken[0]}")
-    return Committed(rows=rows, shards=[m["key"] for m in markers])
+    return Committed(rows=rows, shards=[m["key"] for m in markers],
+                     next_attempt=1 + max((int(m.get("attempt", 0)) for m in markers), default=0),
+                     superseded=n_all - len(rows))
 
 
 def clean_uncommitted(out: storage.RunStorage) -> list[str]:

@@ -5,6 +5,9 @@
 * ``evalcore run --resume RUN_URI`` takes the run's own ``config.yaml``; a config given as well
   must agree with it (only ``storage.root`` and the ``ray`` section may differ), else it refuses
   naming the differing fields. Uncommitted files of the killed attempt are deleted.
+* A resumed run runs again the committed requests with an error row of a retried class
+  (:func:`retried_requests`; ``transient`` by default); those that failed only in their judge are
+  judged again on their committed answer (:func:`rejudged_rows`), without calling their model.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import yaml
 
 from evalcore import storage
 from evalcore.config import ConfigError, RunConfig, parse_config
+from evalcore.errors import class_of
 from evalcore.pipeline.commit import COMMITS, RunStateError, clean_uncommitted, shard_markers
 
 log = logging.getLogger("evalcore")
@@ -99,4 +103,33 @@ def open_run(cfg: RunConfig, resume: bool) -> storage.RunStorage:
         log.info("run root %s: replaced the outputs of an earlier run (%d files)", root, removed)
     out.makedirs(root)
     out.write_text(storage.join(root, "config.yaml"), yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    return out
+
+
+# ----------------------------------------------------------------------------- committed errors run again
+
+
+def retried_requests(rows: list[dict], classes: set[str]) -> dict[str, list[dict]]:
+    """request_id → its committed rows, for every request with an error row of a class in ``classes``."""
+    if not classes:
+        return {}
+    ids = {r["request_id"] for r in rows
+           if r.get("error") is not None and class_of(r.get("error_stage"), r.get("error_class")) in classes}
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["request_id"] in ids:
+            out.setdefault(r["request_id"], []).append(r)
+    return out
+
+
+_JUDGED = ("judge", "extracted", "dropped", "parsed_index", "embedding_key", "error", "error_stage", "error_class")
+
+
+def rejudged_rows(retried: dict[str, list[dict]]) -> list[dict]:
+    """The committed rows (every chunk) of the retried requests that failed only in their judge, with an
+    answer for every chunk: they go to the judge again, with their errors and judgments cleared."""
+    out = []
+    for rows in retried.values():
+        if all(r.get("text") is not None and r.get("error_stage") in (None, "judge") for r in rows):
+            out += [{**r, **{k: None for k in _JUDGED}} for r in rows]
     return out

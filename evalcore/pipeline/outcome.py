@@ -1,0 +1,107 @@
+"""Whether a finished run's numbers are usable: nothing scored, the error budget, protocols left empty.
+
+The checks run after the tables and the report are written (:func:`evalcore.pipeline.run.finish`); a
+failed one raises :class:`RunUnscored`, which the CLI turns into exit code 4 with the message (the top
+reasons of the errors: ``stage/tag × count``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from evalcore.config import RunConfig
+
+
+@dataclass
+class RunResult:
+    root: str
+    counts: dict[str, Any]
+    report: str
+
+
+class RunUnscored(RuntimeError):
+    """The run finished but its numbers are not usable (nothing scored, or the error budget exceeded).
+    Raised after the tables and report are written (``.result`` holds the run's counts and report); the
+    CLI exits with :attr:`evalcore.errors.ExitCode.UNSCORED` and the message."""
+
+    result: RunResult
+
+
+class ErrorBudgetExceeded(RunUnscored):
+    """More requests (or items) errored than ``max_error_rate`` allows, or a protocol was left without
+    any valid item while a budget is set."""
+
+    def __init__(self, rate: float, limit: float, reasons: list[tuple[str, int]], result: RunResult,
+                 what: str = "requests", problems: list[str] | None = None) -> None:
+        top = ", ".join(f"{r} ×{n}" for r, n in reasons) or "none"
+        c = result.counts
+        if problems:
+            msg = f"error budget exceeded: {'; '.join(problems)}"
+        else:
+            msg = (f"error budget exceeded: {c[f'{what}_errored']} of {c[f'{what}_in']} {what} errored "
+                   f"({rate:.1%}) > max_error_rate {limit:.1%}; top reasons: {top}")
+        super().__init__(f"{msg}. Tables and report are in {result.root}")
+        self.rate, self.limit, self.reasons, self.result = rate, limit, reasons, result
+
+
+class NothingScored(RunUnscored):
+    """Not one request could be scored (every item invalid, or every request errored)."""
+
+    def __init__(self, result: RunResult, reasons: list[tuple[str, int]]) -> None:
+        c = result.counts
+        top = ", ".join(f"{r} ×{n}" for r, n in reasons) or "none"
+        what = (f"no valid item: {c['items_errored']} of {c['items_in']} item rows rejected" if not c["items_valid"]
+                else f"{c['requests_errored']} of {c['requests_in']} requests errored")
+        super().__init__(f"nothing could be scored ({what}); top reasons: {top}. "
+                         f"Tables and report are in {result.root}")
+        self.result, self.reasons = result, reasons
+
+
+def error_reason(row: dict) -> str:
+    """``stage/tag`` of an error row, e.g. ``decode/missing`` (the tag is the error's text up to ':'; an item
+    row's reason up to its first 60 characters)."""
+    text = (row.get("error") or "").strip()
+    tag = text.split(":", 1)[0].strip() if ":" in text[:40] else text[:60]
+    return f"{row.get('error_stage') or '?'}/{tag or '?'}"
+
+
+def _top(rows: list[dict], top: int = 3) -> list[tuple[str, int]]:
+    return Counter(error_reason(r) for r in rows if r.get("error") is not None).most_common(top)
+
+
+def check_error_budget(result: RunResult, rows: list[dict], limit: float | None, top: int = 3,
+                       item_errors: list[dict] | None = None) -> None:
+    """Raise :class:`ErrorBudgetExceeded` when errored requests / requests in, or errored items / items in,
+    is above ``limit``, or (with a limit) a configured protocol was left without a valid item."""
+    c = result.counts
+    if limit is None:
+        return
+    if c.get("items_in") and c["items_errored"] / c["items_in"] > limit:
+        raise ErrorBudgetExceeded(c["items_errored"] / c["items_in"], limit, _top(item_errors or [], top), result,
+                                  what="items")
+    if c["requests_in"] and c["requests_errored"] / c["requests_in"] > limit:
+        raise ErrorBudgetExceeded(c["requests_errored"] / c["requests_in"], limit, _top(rows, top), result)
+    if c.get("protocols_without_items"):
+        raise ErrorBudgetExceeded(0.0, limit, [], result, problems=list(c["protocols_without_items"]))
+
+
+def check_scored(result: RunResult, rows: list[dict], item_errors: list[dict], top: int = 3) -> None:
+    """Raise :class:`NothingScored` when no request was scored, naming the top reasons (items' when no
+    item was valid)."""
+    c = result.counts
+    if c["requests_scored"] == 0:
+        raise NothingScored(result, _top(item_errors if not c["items_valid"] or not rows else rows, top))
+
+
+def protocols_without_items(cfg: RunConfig, items: list[dict]) -> list[str]:
+    """One line per configured protocol that no valid item reaches (its items all rejected, or none given)."""
+    out = []
+    for p in cfg.protocols:
+        datasets = set(p.datasets) if p.datasets is not None else None
+        n = sum(1 for i in items if i["protocol"] == p.name and (datasets is None or i["dataset"] in datasets))
+        if n == 0:
+            where = f" in dataset(s) {', '.join(sorted(datasets))}" if datasets else ""
+            out.append(f"protocol {p.name!r} is configured but has no valid item{where}")
+    return out

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
 
 
 @dataclass(frozen=True)
@@ -16,9 +16,24 @@ class DatasetContext:
     seed: int
 
 
+@dataclass(frozen=True)
+class FactualVocabulary:
+    """What a dataset's factual items are labelled with, known from its config params alone: task → the name
+    of its lexicon (``evalcore.judges.lexicon.LEXICONS``), and the genre tree file of its genre tasks."""
+
+    tasks: Mapping[str, str] = field(default_factory=dict)
+    tree: str | None = None
+
+
 class Dataset(ABC):
     """Yields item dicts; malformed rows are allowed and become error rows downstream."""
 
     @abstractmethod
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
-        """Item rows with the fields of ``evalcore.schema.ITEM`` (``dataset`` may be omitted)."""
+        """Item rows with the fields of ``evalcore.schema.ITEM`` but ``dataset`` (the run sets it from the config)."""
+
+    @classmethod
+    def factual_vocabulary(cls, params: Mapping[str, Any]) -> FactualVocabulary:
+        """The vocabulary of the factual tasks this dataset's config produces (none by default: the
+        dataset has no factual items, or they are only known once read)."""
+        return FactualVocabulary()

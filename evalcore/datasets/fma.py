@@ -28,7 +28,7 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.tabular import read_table, string_list, text
 from evalcore.judges.vocab import normalize, vocabulary
 from evalcore.protocols.factual_prompts import derive_formats
@@ -83,12 +83,20 @@ class GenreTree:
 
 @DATASETS.register("fma")
 class FMA(Dataset):
-    """``tracks``/``genres``: the metadata CSVs; ``audio_root``: the ``fma_<subset>`` folder."""
+    """``tracks``/``genres``: the metadata CSVs; ``audio_root``: the ``fma_<subset>`` folder; ``binary_order``:
+    ``balanced`` (exactly half of the binary-choice items name the truth first) or ``coin`` (a seeded coin per item)."""
+    path_params = {"tracks": "file", "genres": "file", "audio_root": "dir"}  # must exist (evalcore validate)
+
+    @classmethod
+    def factual_vocabulary(cls, params: dict[str, Any]) -> FactualVocabulary:
+        """The genre lexicon for the configured task, and ``genres.csv`` as the genre tree."""
+        return FactualVocabulary(tasks={str(params.get("task", "genre")): "genre"}, tree=params.get("genres"))
 
     def __init__(self, tracks: str, genres: str, audio_root: str, subset: str = "small",
                  split: str | None = None, task: str = "genre", question: str = DEFAULT_QUESTION,
-                 limit: int | None = None, formats: Sequence[str] = ("standard",), format_seed: int = 0) -> None:
-        derive_formats([], formats, [], 0)  # checks the format names
+                 limit: int | None = None, formats: Sequence[str] = ("standard",), format_seed: int = 0,
+                 binary_order: str = "balanced") -> None:
+        derive_formats([], formats, [], 0, binary_order)  # checks the format names and the order
         if subset not in SUBSETS:
             raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")
         if split is not None and split not in SPLITS:
@@ -99,7 +107,7 @@ class FMA(Dataset):
             raise ValueError(f"limit must be >= 0, got {limit}")
         self.tracks, self.genres, self.audio_root = tracks, genres, audio_root
         self.subset, self.split, self.task, self.question, self.limit = subset, split, task, question, limit
-        self.formats, self.format_seed = list(formats), format_seed
+        self.formats, self.format_seed, self.binary_order = list(formats), format_seed, binary_order
 
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
         tree = GenreTree(read_table(self.genres))
@@ -109,7 +117,7 @@ class FMA(Dataset):
             return
         vocab = (list(dict.fromkeys(normalize(t, "genre") for t in tree.title.values())) if self.task == "genre-node"
                  else vocabulary(self.task))
-        yield from derive_formats(items, self.formats, vocab, self.format_seed)
+        yield from derive_formats(items, self.formats, vocab, self.format_seed, self.binary_order)
 
     def _standard(self, tree: GenreTree) -> Iterator[dict[str, Any]]:
         df = read_tracks(self.tracks)

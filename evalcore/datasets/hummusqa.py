@@ -2,9 +2,12 @@
 
 Reads the published Parquet (features ``identifier, audio, question, answer, distractor_1..3,
 main_category, secondary_categories, difficulty, excerpt_start_time, excerpt_end_time,
-jamendo_id``; ``audio`` is the Hugging Face audio struct with the file's bytes, which are
-written once under the run root) or the CSV release (same columns without ``audio``; clips
-found under ``audio_root`` by ``audio_pattern``). Excerpts are cut by start/end time.
+jamendo_id``, plus song and license columns; ``audio`` is the Hugging Face audio struct with the
+file's bytes, which are written once under the run root) or the CSV release (same columns without
+``audio``; clips found under ``audio_root`` by ``audio_pattern``). As released, every column but
+``audio`` is a string: excerpt times ("30", "30.5", or a clock time "1:05") are read as seconds and
+``secondary_categories`` as a list ("['Harmony']", a JSON list or "Harmony, Melody"). Excerpts are cut
+by start/end time.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from typing import Any, Iterator
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
-from evalcore.datasets.tabular import number, read_table, string_list, text
+from evalcore.datasets.tabular import read_table, seconds, string_list, text
 from evalcore.registry import DATASETS
 
 
 @DATASETS.register("hummusqa")
 class HumMusQA(Dataset):
+    path_params = {"path": "file", "audio_root": "dir"}  # must exist (evalcore validate)
     def __init__(self, path: str, audio_root: str | None = None, audio_pattern: str = "{jamendo_id}.mp3",
                  audio_dir: str | None = None) -> None:
         self.path, self.audio_root, self.audio_pattern, self.audio_dir = path, audio_root, audio_pattern, audio_dir
@@ -32,8 +36,8 @@ class HumMusQA(Dataset):
             yield {
                 "item_id": text(row.get("identifier")) or f"row{i:05d}", "protocol": "mcq", "task": "hummusqa",
                 "audio_uri": self._audio(row, audio_dir),
-                "excerpt_start": number(row.get("excerpt_start_time")),
-                "excerpt_end": number(row.get("excerpt_end_time")),
+                "excerpt_start": seconds(row.get("excerpt_start_time")),
+                "excerpt_end": seconds(row.get("excerpt_end_time")),
                 "question": text(row.get("question")),
                 "options": [text(row.get(k)) for k in ("answer", "distractor_1", "distractor_2", "distractor_3")],
                 "correct_option": 0,

@@ -26,7 +26,7 @@ import json
 from typing import Any, Iterator, Sequence
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.tabular import number, read_table, text
 from evalcore.judges.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
 from evalcore.protocols.factual_prompts import derive_formats
@@ -41,10 +41,19 @@ QUESTIONS = {
 
 @DATASETS.register("musicnet")
 class MusicNet(Dataset):
+    """``binary_order``: ``balanced`` (exactly half of the binary-choice items name the truth first) or ``coin``."""
+    path_params = {"metadata": "file", "audio_root": "dir", "labels_root": "dir"}  # must exist (evalcore validate)
+
+    @classmethod
+    def factual_vocabulary(cls, params: dict[str, Any]) -> FactualVocabulary:
+        """The 11 MusicNet instruments or the 10 composers, by the configured task."""
+        task = str(params.get("task", "instrument"))
+        return FactualVocabulary(tasks={task: "composer" if task == "composer" else "musicnet_instrument"})
+
     def __init__(self, metadata: str, audio_root: str | Sequence[str], labels_root: str | Sequence[str] | None = None,
                  task: str = "instrument", question: str | None = None, limit: int | None = None,
-                 formats: Sequence[str] = ("standard",), format_seed: int = 0) -> None:
-        derive_formats([], formats, [], 0)  # checks the format names
+                 formats: Sequence[str] = ("standard",), format_seed: int = 0, binary_order: str = "balanced") -> None:
+        derive_formats([], formats, [], 0, binary_order)  # checks the format names and the order
         if task not in TASKS:
             raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
         audio = [audio_root] if isinstance(audio_root, str) else list(audio_root)
@@ -57,7 +66,7 @@ class MusicNet(Dataset):
             raise ValueError(f"limit must be >= 0, got {limit}")
         self.metadata, self.audio_roots, self.labels_roots = metadata, audio, labels
         self.task, self.question, self.limit = task, question or QUESTIONS[task], limit
-        self.formats, self.format_seed = list(formats), format_seed
+        self.formats, self.format_seed, self.binary_order = list(formats), format_seed, binary_order
 
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
         rows = read_table(self.metadata).to_dict("records")
@@ -65,7 +74,7 @@ class MusicNet(Dataset):
         if self.formats == ["standard"]:
             yield from items
             return
-        yield from derive_formats(items, self.formats, vocabulary(self.task), self.format_seed)
+        yield from derive_formats(items, self.formats, vocabulary(self.task), self.format_seed, self.binary_order)
 
     def _item(self, i: int, row: dict[str, Any]) -> dict[str, Any]:
         rid = text(row.get("id"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
@@ -52,12 +52,18 @@ def _turns(row: Any) -> tuple[str, str] | str:
 @DATASETS.register("musicqa")
 class MusicQA(Dataset):
     """``path``: local path or s3:// URI of the JSON file; ``audio_root``: prefix for ``audio_name``;
-    ``limit``: only the first rows."""
+    ``limit``: only the first rows; ``subset``: ``captioning`` (the four generic questions, paper App. C.1)
+    or ``qa`` (the others) keeps only those rows, with the item ids of the whole file."""
+    path_params = {"path": "file", "audio_root": "dir"}  # must exist (evalcore validate)
 
-    def __init__(self, path: str, audio_root: str | None = None, limit: int | None = None) -> None:
+    def __init__(self, path: str, audio_root: str | None = None, limit: int | None = None,
+                 subset: Literal["all", "captioning", "qa"] = "all") -> None:
+        if subset not in ("all", "captioning", "qa"):
+            raise ValueError(f"subset must be all, captioning or qa, got {subset!r}")
         self.path = path
         self.audio_root = audio_root
         self.limit = limit
+        self.subset = subset
 
     def items(self, ctx: DatasetContext) -> Iterator[Any]:
         rows = json.loads(storage.read_bytes(self.path))
@@ -76,12 +82,15 @@ class MusicQA(Dataset):
                 yield BadRow(f"MusicQA row {i} ({name!r}): {got}")
                 continue
             question, answer = got
+            task = "captioning" if question.strip() in CAPTIONING_QUESTIONS else "qa"
+            if self.subset not in ("all", task):
+                continue
             stem = posixpath.splitext(posixpath.basename(name))[0]
             audio = storage.join(self.audio_root, name) if self.audio_root else name
             yield {
                 "item_id": f"{stem}-{k}",
                 "protocol": "freeform",
-                "task": "captioning" if question.strip() in CAPTIONING_QUESTIONS else "qa",
+                "task": task,
                 "audio_uri": audio,
                 "question": question,
                 "reference": answer,

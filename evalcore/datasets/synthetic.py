@@ -17,7 +17,7 @@ import numpy as np
 import soundfile as sf
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
 from evalcore.registry import DATASETS
 
 INSTRUMENTS = ("guitar", "drums", "bass", "organ", "flute")
@@ -365,10 +365,9 @@ def _instrument_mcq(spec: ClipSpec) -> tuple[list[str], int]:
     return options, options.index(correct)
 
 
-def clip_items(spec: ClipSpec, dataset: str, uri: str, metadata: dict[str, Any]) -> list[dict]:
+def clip_items(spec: ClipSpec, uri: str, metadata: dict[str, Any]) -> list[dict]:
     """The five item rows asked about one clip."""
     base = {
-        "dataset": dataset,
         "audio_uri": uri,
         "excerpt_start": 0.0,
         "excerpt_end": None,
@@ -464,6 +463,11 @@ def _write_if_changed(uri: str, data: bytes) -> None:
 class SyntheticBenchmark(Dataset):
     """Synthetic clips with exact tempo/key/mode/instrument ground truth (offline demo data)."""
 
+    @classmethod
+    def factual_vocabulary(cls, params: dict[str, Any]) -> FactualVocabulary:
+        """Instrument labels among guitar, drums, bass, organ and flute: the general instrument lexicon."""
+        return FactualVocabulary(tasks={"instrument": "instrument"})
+
     def __init__(
         self,
         n_clips: int = 48,
@@ -500,7 +504,7 @@ class SyntheticBenchmark(Dataset):
                 "instruments": sorted(spec.instruments),
                 "tonal": is_tonal(spec),
             }
-            yield from clip_items(spec, ctx.name, uri, meta)
+            yield from clip_items(spec, uri, meta)
         bad_specs = make_specs(self.bad_clips, self.seconds, self.seed + 1, prefix="bad")
         for j, spec in enumerate(bad_specs):
             kind = BAD_KINDS[j % len(BAD_KINDS)]
@@ -508,4 +512,4 @@ class SyntheticBenchmark(Dataset):
             data = bad_clip_bytes(kind, self.sample_rate, self.seed + j)
             if data is not None:
                 _write_if_changed(uri, data)
-            yield from clip_items(spec, ctx.name, uri, {"bad": kind})
+            yield from clip_items(spec, uri, {"bad": kind})

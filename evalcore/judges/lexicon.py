@@ -57,7 +57,9 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Annotated, Mapping, Sequence
+
+from pydantic import AfterValidator
 
 from evalcore.judges import vocab as _vocab
 from evalcore.registry import JUDGES
@@ -199,6 +201,24 @@ LEXICONS: dict[str, Lexicon] = {
     "musicnet_instrument": MUSICNET_INSTRUMENT_LEXICON,
 }
 
+
+def _lexicon_name(v: str, auto: bool = False) -> str:
+    """``v`` if it names a lexicon (or is ``auto`` where allowed); else a ValueError with a suggestion."""
+    import difflib
+
+    known = (["auto"] if auto else []) + sorted(LEXICONS)
+    if v not in known:
+        close = difflib.get_close_matches(v, known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"unknown vocabulary {v!r}; {hint}known: {', '.join(known)}")
+    return v
+
+
+#: a lexicon name, as a judge's params take it (checked by ``evalcore validate``: evalcore.params)
+LexiconName = Annotated[str, AfterValidator(_lexicon_name)]
+#: a lexicon name or ``auto`` (each row's lexicon from its task)
+VocabularyName = Annotated[str, AfterValidator(lambda v: _lexicon_name(v, auto=True))]
+
 # --- negation / comparative machinery -------------------------------------------------------
 
 _TRIGGER = re.compile(
@@ -328,26 +348,36 @@ GENRE_TREE_TASKS = ("genre-tree", "genre-node")
 class LexiconJudge:
     """Factual-protocol judge: the labels of a closed vocabulary mentioned in each response.
 
-    ``vocabulary``: a name in :data:`LEXICONS`, or ``"auto"`` — each row's lexicon from its task
+    ``vocabulary``: a name in :data:`LEXICONS`, or ``"auto"`` — each row's lexicon from its task:
+    ``tasks`` (task → lexicon name, e.g. what the datasets of a run declare:
+    :func:`evalcore.protocols.vocab_fit.default_judge`), else the built-in map
     (:func:`evalcore.judges.vocab.lexicon_name`: FMA genre tasks → genres, ``instrument`` → the
-    MusicNet instruments, ``composer`` → composers), so one protocol can hold every factual task.
+    MusicNet instruments, ``composer`` → composers), so one protocol can hold every factual task; a row whose
+    task has no vocabulary (none, or unknown) uses ``fallback`` if given, else is an error row.
     ``tree`` (FMA ``genres.csv`` or a JSON {genre: top-level}) widens the genre lexicon to every genre
     of the tree for ``genre-tree`` and ``genre-node`` rows; ``genre-tree`` rows then report each genre
     mentioned as its top-level genre (the "same tree" credit against the FMA top-level label, i.e.
     :func:`evalcore.metrics.factual_modes.apply_mode` ``"top"``), ``genre-node`` rows the genres
     themselves (exact). ``genre`` rows use the 16 top-level genres only.
     """
+    path_params = {"tree": "file"}  # must exist (evalcore validate)
 
     name = "lexicon"
     version = "2"
     uses_tasks = True
 
-    def __init__(self, vocabulary: str = "instrument", tree: str | None = None) -> None:
+    def __init__(self, vocabulary: VocabularyName = "instrument", tree: str | None = None,
+                 tasks: dict[str, LexiconName] | None = None, fallback: LexiconName | None = None) -> None:
         if vocabulary != "auto" and vocabulary not in LEXICONS:
             raise KeyError(
                 f"unknown vocabulary {vocabulary!r}; known: auto, {', '.join(sorted(LEXICONS))}"
             )
+        unknown = sorted(set((tasks or {}).values()) - set(LEXICONS) | ({fallback} - set(LEXICONS) - {None}))
+        if unknown:
+            raise KeyError(f"tasks: unknown vocabulary {unknown}; known: {', '.join(sorted(LEXICONS))}")
         self.vocabulary = vocabulary
+        self.tasks = dict(tasks or {})
+        self.fallback = fallback
         self.lexicon = LEXICONS.get(vocabulary)
         self.tree = _vocab.read_genre_tree(tree) if tree else {}
         self._tree_lexicon = (_vocab.restrict(GENRE_LEXICON, list(dict.fromkeys(
@@ -360,7 +390,18 @@ class LexiconJudge:
             return self._tree_lexicon
         if self.lexicon is not None:
             return self.lexicon
-        return LEXICONS[_vocab.lexicon_name(str(task))]
+        if task in self.tasks:
+            return LEXICONS[self.tasks[task]]
+        try:
+            return LEXICONS[_vocab.lexicon_name(str(task))]
+        except ValueError:
+            if self.fallback is None:
+                raise
+            return LEXICONS[self.fallback]
+
+    def labels_for(self, task: str | None) -> list[str]:
+        """The canonical labels a row of ``task`` can be credited with (ValueError: unknown task under "auto")."""
+        return list(self._lexicon(task).labels)
 
     def _one(self, text: str, task: str | None) -> dict:
         try:

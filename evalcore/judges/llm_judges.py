@@ -17,9 +17,18 @@ param, the key is read at call time) and build the client lazily, so they pickle
 can be built from config params inside Ray workers.
 
 * ``llm_extractor`` → ``{"extracted": [...], "dropped": n}``: the model's comma-separated
-  labels, matched case-insensitively to the canonical labels of the vocabulary, deduped, in
-  order; any other term is *dropped* (never scored) and counted in ``dropped`` (distinct
-  terms). An answer of "none" or an empty answer is ``[]``.
+  labels, lowercased and mapped to the canonical labels of the vocabulary, deduped, in order; any
+  other term is *dropped* (never scored) and counted in ``dropped`` (distinct terms). An answer of
+  "none" or an empty answer is ``[]``. Before that check, the paper's deterministic post-processing
+  (§4.1, App. D) maps variants to canonical labels (``canonicalize``): ``paper`` (default) maps the
+  variants an instrument vocabulary's lexicon knows ("grand piano" → piano, "French horn" → horn,
+  "double bass" / "contrabass" → bass) and, like the paper, no genre or composer variant; ``lexicon``
+  maps the variants of any named vocabulary's lexicon; ``none`` only lowercases. ``vocabulary:
+  auto`` takes each row's vocabulary from its task (``tasks``, else the built-in map, as the lexicon
+  judge); with ``tree`` (FMA ``genres.csv``) ``genre-tree`` and ``genre-node`` rows are extracted over
+  every genre of the tree and ``genre-tree`` labels reported as their top-level genre (same-tree credit),
+  ``genre-node`` ones as they are (same node). A row with options (binary choice) is extracted over its
+  two presented labels and also gets ``parsed_index`` (the one label named, else -1).
 * ``mcq_llm`` → ``{"parsed_index": i}``: the option letter A–D the matcher chose, ``-1`` for
   "none", anything unclear, or a letter beyond the item's options. At most four options.
   ``output: json`` asks for structured output ``{"choice": "A".."D" | "none"}`` (the
@@ -27,8 +36,9 @@ can be built from config params inside Ray workers.
   validated, bounded retries on invalid JSON, then an error); ``output: text`` (default) is
   the one-letter text answer.
 
-A failed API call (after the client's bounded retries) gives ``{"error": reason}`` (with
-``extracted``/``parsed_index`` None), like a missing response; nothing is dropped.
+A failed API call (after the client's bounded retries) gives ``{"error": reason, "error_class": class}``
+(with ``extracted``/``parsed_index`` None; the class from :mod:`evalcore.errors`: a connection error is
+``transient``, retried by ``evalcore run --resume``), like a missing response; nothing is dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from pydantic import BaseModel
 
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient
 from evalcore.llm.prompts import LABEL_EXTRACTION, MCQ_MATCH, MCQ_MATCH_JSON, McqChoice, PromptTemplate, parse_letter
+from evalcore.judges.lexicon import LexiconName, VocabularyName
 from evalcore.llm.runner import CACHE_ENV, DEFAULT_CACHE_ROOT, LLMRunner, default_cache_root
 from evalcore.registry import JUDGES
 
@@ -49,8 +60,10 @@ __all__ = ["LLMExtractorJudge", "McqLLMJudge", "validate_labels", "default_cache
 _NONE_ANSWERS = {"", "none", "no labels", "n/a", "empty", "nothing", '""', "''"}
 
 
-def validate_labels(output: str | None, vocabulary: Sequence[str]) -> tuple[list[str], int]:
-    """(in-vocabulary labels deduped in order, number of distinct out-of-vocabulary terms)."""
+def validate_labels(output: str | None, vocabulary: Sequence[str],
+                    variants: Any = None) -> tuple[list[str], int]:
+    """(in-vocabulary labels deduped in order, number of distinct out-of-vocabulary terms). ``variants``: a
+    :class:`~evalcore.judges.lexicon.Lexicon` whose surface forms map a whole term to its canonical label first."""
     canon = {v.lower(): v for v in vocabulary}
     text = (output or "").strip()
     if text.strip(".\"'` ").lower() in _NONE_ANSWERS:
@@ -62,6 +75,9 @@ def validate_labels(output: str | None, vocabulary: Sequence[str]) -> tuple[list
         if not term:
             continue
         label = canon.get(term)
+        if label is None and variants is not None:
+            whole = [lab for start, end, lab in variants.mentions(term) if (start, end) == (0, len(term))]
+            label = canon.get(str(whole[0]).lower()) if whole and whole[0] is not None else None
         if label is None:
             dropped.add(term)
         elif label not in kept:
@@ -71,6 +87,9 @@ def validate_labels(output: str | None, vocabulary: Sequence[str]) -> tuple[list
 
 class _LLMJudge:
     """Endpoint, cache, budget and the lazily built client shared by the LLM judges."""
+
+    params_extend = (LLMRunner,)  # ``**params`` are the runner's (evalcore.params)
+    params_exclude = ("api", "log_name")  # set from ``mode`` and the judge's name
 
     name = "llm"
     judge_version = "1"
@@ -133,19 +152,25 @@ class _LLMJudge:
 class LLMExtractorJudge(_LLMJudge):
     """Factual-protocol judge: labels of a closed vocabulary named in each response, by an LLM."""
 
+    path_params = {"tree": "file"}  # must exist (evalcore validate)
     name = "llm_extractor"
+    judge_version = "2"
     template = LABEL_EXTRACTION
+    uses_tasks = True  # vocabulary "auto" and the genre tree read each row's task
 
-    def __init__(self, vocabulary: str | Sequence[str] = "instrument", category: str | None = None,
-                 **params: Any) -> None:
+    def __init__(self, vocabulary: VocabularyName | Sequence[str] = "instrument", category: str | None = None,
+                 canonicalize: Literal["paper", "lexicon", "none"] = "paper", tree: str | None = None,
+                 tasks: dict[str, LexiconName] | None = None, **params: Any) -> None:
+        from evalcore.judges import vocab as _vocab
+        from evalcore.judges.lexicon import LEXICONS
+
+        if canonicalize not in ("paper", "lexicon", "none"):
+            raise ValueError(f"canonicalize must be paper, lexicon or none, not {canonicalize!r}")
         if isinstance(vocabulary, str):
-            from evalcore.judges.lexicon import LEXICONS
-
-            try:
-                labels = LEXICONS[vocabulary].labels
-            except KeyError:
-                raise KeyError(f"unknown vocabulary {vocabulary!r}; known: {', '.join(sorted(LEXICONS))} "
-                               "(or give an explicit list)") from None
+            if vocabulary != "auto" and vocabulary not in LEXICONS:
+                raise KeyError(f"unknown vocabulary {vocabulary!r}; known: auto, {', '.join(sorted(LEXICONS))} "
+                               "(or give an explicit list)")
+            labels = LEXICONS[vocabulary].labels if vocabulary != "auto" else []
             default_category = vocabulary.rsplit("_", 1)[-1]
         else:
             labels = [str(v) for v in vocabulary]
@@ -156,23 +181,82 @@ class LLMExtractorJudge(_LLMJudge):
         self.vocabulary = vocabulary if isinstance(vocabulary, str) else list(labels)
         self.labels = list(labels)
         self.category = category or default_category
-        self._params.update(vocabulary=self.vocabulary, category=category)
+        self.canonicalize, self.tasks = canonicalize, dict(tasks or {})
+        self.tree = _vocab.read_genre_tree(tree) if tree else {}
+        self._params.update(vocabulary=self.vocabulary, category=category, canonicalize=canonicalize, tree=tree,
+                            tasks=tasks)
 
-    def messages(self, text: str) -> list[dict]:
-        return self.template.render(category=self.category, vocabulary=", ".join(self.labels), text=text)
+    def _lexicon_name(self, task: str | None) -> str | None:
+        """The named lexicon behind a row's vocabulary (None for an explicit list)."""
+        from evalcore.judges import vocab as _vocab
 
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
-        """One ``{"extracted": [...], "dropped": n}`` per text; ``options`` is unused."""
+        if not isinstance(self.vocabulary, str):
+            return None
+        if self.vocabulary != "auto":
+            return self.vocabulary
+        base = re.sub(r"-(?:binary|true-false)$", "", str(task))  # a derived format's task: its source task
+        return self.tasks.get(str(task)) or self.tasks.get(base) or _vocab.lexicon_name(base)
+
+    def _variants(self, name: str | None, labels: Sequence[str]) -> Any:
+        """The lexicon whose variants post-processing maps for a row (None: lowercase only)."""
+        from evalcore.judges import vocab as _vocab
+        from evalcore.judges.lexicon import LEXICONS
+
+        if name is None or self.canonicalize == "none":
+            return None
+        if self.canonicalize == "paper" and name not in ("instrument", "musicnet_instrument"):
+            return None  # §4.1: no normalisation for genres, nor composers
+        return _vocab.restrict(LEXICONS[name], list(labels))
+
+    def row_vocabulary(self, task: str | None, options: Sequence[str] | None) -> tuple[list[str], Any, dict]:
+        """(labels shown and accepted, variants lexicon, genre → top-level map) of one row."""
+        from evalcore.judges import vocab as _vocab
+        from evalcore.judges.lexicon import GENRE_TREE_TASKS, LEXICONS
+
+        if options:
+            try:
+                name = self._lexicon_name(task)
+            except ValueError:
+                name = None  # the presented labels are the vocabulary whatever the task
+            return list(options), self._variants(name, options), {}
+        name = self._lexicon_name(task)
+        if task in GENRE_TREE_TASKS and self.tree and name == "genre":
+            labels = list(dict.fromkeys([*_vocab.FMA_GENRES, *self.tree, *self.tree.values()]))
+            return labels, self._variants(name, labels), self.tree if task == "genre-tree" else {}
+        labels = self.labels if self.vocabulary != "auto" else LEXICONS[str(name)].labels
+        return list(labels), self._variants(name, labels), {}
+
+    def messages(self, text: str, labels: Sequence[str] | None = None) -> list[dict]:
+        return self.template.render(category=self.category, vocabulary=", ".join(labels or self.labels), text=text)
+
+    def judge(self, texts: list[str | None], options: list[list[str] | None],
+              tasks: list[str | None] | None = None) -> list[dict]:
+        """One ``{"extracted": [...], "dropped": n}`` per text (with ``parsed_index`` for rows with options)."""
         self._check(texts, options)
-        todo = [i for i, t in enumerate(texts) if t is not None]
-        done = self._complete([self.messages(texts[i]) for i in todo])  # type: ignore[arg-type]
+        tasks = list(tasks) if tasks is not None else [None] * len(texts)
         out: list[dict] = [{"extracted": None, "error": "no response"} for _ in texts]
+        todo, vocab = [], {}
+        for i, t in enumerate(texts):
+            if t is None:
+                continue
+            try:
+                vocab[i] = self.row_vocabulary(tasks[i], options[i])
+            except ValueError as e:  # vocabulary "auto" and a task it does not know
+                out[i] = {"extracted": None, "error": f"llm_extractor: {e}"}
+                continue
+            todo.append(i)
+        done = self._complete([self.messages(texts[i], vocab[i][0]) for i in todo])  # type: ignore[arg-type]
         for i, c in zip(todo, done):
             if c.error is not None or c.text is None:
-                out[i] = {"extracted": None, "error": c.error or "no completion"}
-            else:
-                labels, dropped = validate_labels(c.text, self.labels)
-                out[i] = {"extracted": labels, "dropped": dropped}
+                out[i] = {"extracted": None, "error": c.error or "no completion", "error_class": c.error_class}
+                continue
+            labels, variants, top = vocab[i]
+            kept, dropped = validate_labels(c.text, labels, variants)
+            if top:
+                kept = list(dict.fromkeys(top.get(lab, lab) for lab in kept))
+            out[i] = {"extracted": kept, "dropped": dropped}
+            if options[i]:
+                out[i]["parsed_index"] = list(options[i]).index(kept[0]) if len(kept) == 1 else -1  # type: ignore
         return out
 
 
@@ -225,7 +309,7 @@ class McqLLMJudge(_LLMJudge):
         done = self._complete([self.messages(texts[i], options[i], qs[i]) for i in todo])  # type: ignore[arg-type]
         for i, c in zip(todo, done):
             if c.error is not None or c.text is None:
-                out[i] = {"parsed_index": None, "error": c.error or "no completion"}
+                out[i] = {"parsed_index": None, "error": c.error or "no completion", "error_class": c.error_class}
                 continue
             letter = c.data["choice"] if self.schema is not None else parse_letter(c.text)
             idx = ord(letter) - 65 if letter in ("A", "B", "C", "D") else -1

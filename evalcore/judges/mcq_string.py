@@ -54,6 +54,8 @@ _REJECTED_BEFORE = re.compile(
 )
 # a note name, not an option: "B-flat", "C#", "E♭"
 _NOTE_NAME = re.compile(r"\s?-?\s?(?:flat|sharp)\b|[#\u266d\u266f]", re.IGNORECASE)
+# lowercase letters that are English words (article, pronoun): never an option without enclosure or cue
+_WORDS = ("a", "i")
 _NEGATED_BEFORE = re.compile(r"(?:\bnot|n't|\bno)\s+(?:(?:a|an|the)\s+)?$", re.IGNORECASE)
 
 
@@ -99,6 +101,8 @@ def _letters(text: str, options: Sequence[str]) -> set[int]:
         )
         if _STRONG_CUE.search(before) and (ch.isupper() or terminated):
             found.add(idx)
+        elif ch in _WORDS:
+            continue  # the article "a" or the pronoun "i": a letter only enclosed or after a strong cue
         elif (_WEAK_CUE.search(before) or at_line_start) and terminated:
             found.add(idx)
     return found
@@ -146,6 +150,8 @@ def parse_choice(text: str, options: Sequence[str]) -> int:
          ``because/since/as/is/was/would/which/fits/seems/best/correct``, or that letter's own
          option text ("B major" when option B is "major").
 
+       A lowercase ``a`` or ``i`` (the English article and pronoun) names an option only enclosed or
+       after a strong cue: "a" alone (an answer cut after its first word) names nothing.
        So "A guitar plays ..." names nothing (the article is followed by a word that is not
        option A's text), while "B", "(B)", "B.", "**B**", "Answer: B", "The correct answer
        is B", "the answer is (B)", "Option B" and "B) major" all name B. Two different

@@ -29,6 +29,11 @@ Both readers return "unanswered" rather than guess: nothing is ever filled in at
    the other one.
 4. With no label named, "the first/former" or "the second/latter" picks by position in the question.
 
+The judge also returns the **labels named** in the answer (:func:`named_labels`): the two presented
+labels extracted as above but without the one-label rule (a hedge does not hide a mention, both
+affirmed gives both, the position words name nothing), which the binary-choice scorer compares with
+the ground truth by P/R/F1 as the paper does (:mod:`evalcore.metrics.factual_formats`).
+
 The lexicon is chosen from the labels (``vocabulary="auto"``: the first built-in lexicon whose
 vocabulary holds them; a label outside every lexicon is matched by its own name), or named.
 """
@@ -39,11 +44,11 @@ import re
 from functools import lru_cache
 from typing import Sequence
 
-from evalcore.judges.lexicon import LEXICONS, Lexicon, extract
+from evalcore.judges.lexicon import LEXICONS, Lexicon, VocabularyName, extract
 from evalcore.judges.vocab import restrict
 from evalcore.registry import JUDGES
 
-__all__ = ["HEDGES", "read_yes_no", "read_choice", "lexicon_for", "TrueFalseJudge", "BinaryChoiceJudge"]
+__all__ = ["HEDGES", "read_yes_no", "read_choice", "named_labels", "lexicon_for", "TrueFalseJudge", "BinaryChoiceJudge"]
 
 #: a hedge anywhere in an answer makes it unanswered
 HEDGES = re.compile(
@@ -122,6 +127,14 @@ def read_yes_no(text: str | None, label: str | None = None, vocabulary: str = "a
     return label in extract(t, lexicon)
 
 
+def named_labels(text: str | None, options: Sequence[str], vocabulary: str = "auto") -> list[str]:
+    """The presented labels an answer names affirmatively (echo of the question dropped), in order."""
+    t = _clean(text)
+    if len(options) != 2 or not t:
+        return []
+    return extract(_ECHO.sub("", t, count=1), lexicon_for(tuple(options), vocabulary))
+
+
 def read_choice(text: str | None, options: Sequence[str], vocabulary: str = "auto") -> int:
     """Index of the chosen option (0/1) of a binary-choice answer, or -1 (unanswered)."""
     t = _clean(text)
@@ -142,7 +155,7 @@ class _Reader:
 
     version = "1"
 
-    def __init__(self, vocabulary: str = "auto") -> None:
+    def __init__(self, vocabulary: VocabularyName = "auto") -> None:
         if vocabulary != "auto" and vocabulary not in LEXICONS:
             raise KeyError(f"unknown vocabulary {vocabulary!r}; known: auto, {', '.join(sorted(LEXICONS))}")
         self.vocabulary = vocabulary
@@ -176,7 +189,10 @@ class TrueFalseJudge(_Reader):
 
 @JUDGES.register("binary_choice")
 class BinaryChoiceJudge(_Reader):
-    """Binary-choice judge: ``{"parsed_index": 0 | 1 | -1}`` (-1 = unanswered) over the two options."""
+    """Binary-choice judge: ``{"parsed_index": 0 | 1 | -1, "extracted": [labels named]}`` (-1 = unanswered)
+    over the two options."""
+
+    version = "2"
 
     name = "binary_choice"
 
@@ -189,5 +205,6 @@ class BinaryChoiceJudge(_Reader):
             elif not opts or len(opts) != 2:
                 out.append({"parsed_index": None, "error": f"binary choice needs 2 options, got {len(opts or [])}"})
             else:
-                out.append({"parsed_index": read_choice(text, opts, self.vocabulary)})
+                out.append({"parsed_index": read_choice(text, opts, self.vocabulary),
+                            "extracted": named_labels(text, opts, self.vocabulary)})
         return out

@@ -46,6 +46,13 @@ class Scorer(ABC):
     #: per-request metric columns written to tables/per_item.parquet
     columns: tuple[str, ...]
     aggregates: tuple[Aggregate, ...]
+    #: aggregates over scored *and* errored requests, an errored one filled in by :meth:`error_fill`
+    #: (e.g. MCQ accuracy counting errors as wrong); reported beside ``aggregates`` (evalcore.reports.denominators)
+    with_errors: tuple[Aggregate, ...] = ()
+
+    def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
+        """The metric columns of ``with_errors`` for an errored request ``row`` (what an empty answer scores)."""
+        return {}
 
     @abstractmethod
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:

@@ -206,9 +206,9 @@ def embed_texts(texts: Sequence[str], cfg: ClapTextConfig, *, ray_actors: int = 
         return dict(zip(distinct, emb)), stats
     import ray
 
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False,
-                 configure_logging=False, include_dashboard=False)
+    from evalcore import cluster
+
+    cluster.start(None, log_to_driver=False, configure_logging=False)  # $RAY_ADDRESS, else a local cluster
     actor_cls = ray.remote(num_cpus=actor_cpus)(ClapTextEmbedder)
     actors = [actor_cls.remote(cfg) for _ in range(min(ray_actors, len(distinct)))]
     size = max(cfg.batch_size, -(-len(distinct) // (len(actors) * 4)))

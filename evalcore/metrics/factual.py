@@ -20,7 +20,8 @@ def set_scores(predicted: list[str], truth: list[str]) -> dict[str, float]:
     return {"tp": float(tp), "fp": float(fp), "fn": float(fn), "precision": prec, "recall": rec, "f1": f1}
 
 
-def _micro(kind: str):
+def micro_prf(kind: str):
+    """Micro precision / recall / F1 from mean TP/FP/FN (no prediction: precision 0; nothing at all: F1 1)."""
     def fn(m: np.ndarray) -> np.ndarray:
         tp, fp, fn_ = m[..., 0], m[..., 1], m[..., 2]
         if kind == "precision":
@@ -36,11 +37,20 @@ class FactualScorer(Scorer):
     protocol = "factual"
     columns = ("tp", "fp", "fn", "precision", "recall", "f1")
     aggregates = (
-        *(Aggregate(f"{k}_micro", ("tp", "fp", "fn"), _micro(k),
+        *(Aggregate(f"{k}_micro", ("tp", "fp", "fn"), micro_prf(k),
                     f"{k} over TP/FP/FN pooled across items (micro)") for k in ("precision", "recall", "f1")),
         *(Aggregate(f"{k}_macro", (k,), mean_of(), f"mean per-item {k} (macro); an empty prediction scores 0")
           for k in ("precision", "recall", "f1")),
     )
+
+    with_errors = tuple(
+        Aggregate(f"{k}_micro_with_errors", ("tp", "fp", "fn"), micro_prf(k),
+                  f"{k} over TP/FP/FN pooled across items (micro), every errored request of the cell counted as "
+                  "predicting no label (its true labels are misses)") for k in ("recall", "f1"))
+
+    def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
+        """An errored request predicts no label: every true label is a miss."""
+        return {"tp": 0.0, "fp": 0.0, "fn": float(len(set(row.get("labels") or [])))}
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
         return [set_scores(r.get("extracted") or [], r.get("labels") or []) for r in rows]

@@ -18,11 +18,16 @@ Bootstrap units are recordings (all labels of one recording resample together); 
 also breaks the metrics down per asked label (``group = label=<label>``).
 
 **Binary choice** (protocol ``binary_choice``; "Between A and B, …", one ground-truth label vs one
-distractor). Chunk answers (the ``binary_choice`` judge's option index, -1 = unanswered) are
-combined by majority over the chunks that answered (a tie is unanswered). ``accuracy`` counts an
-unanswered item as wrong (chance level 0.5), ``answered`` is the share answered and
-``accuracy_answered`` the accuracy among answered items. With the chosen label as the predicted
-set, the paper's precision equals ``accuracy_answered`` and its recall equals ``accuracy``.
+distractor), scored as the paper's Tables 7 and 13 report it: the labels an answer names are
+extracted by the protocol's judge over the two presented options (the lexicon reader, or the LLM
+extractor), united over chunks, and scored like every factual task against the ground-truth label:
+``precision_micro`` / ``recall_micro`` / ``f1_micro`` over TP/FP/FN pooled across items. An answer
+naming both options has recall 1 and precision 0.5, one naming neither recall 0 and no precision
+term, so recall can exceed precision (it does in every column of the paper's tables); F1 is the
+harmonic mean of the pooled P and R, as the published columns are. Kept beside them: the judge's
+strict reading of the answer as one option (index, -1 = unanswered: both, neither or a hedge),
+combined by majority over the chunks that answered (a tie is unanswered): ``accuracy`` (unanswered
+= wrong, chance 0.5), ``answered`` and ``accuracy_answered``.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from evalcore.metrics.base import Aggregate, Scorer, mean_item_stats, mean_of, safe_ratio
-from evalcore.metrics.factual_modes import aggregate_answers
+from evalcore.metrics.factual import micro_prf, set_scores
+from evalcore.metrics.factual_modes import aggregate_answers, union_labels
 
 __all__ = ["RULES", "chunk_answers", "combine_choices", "TrueFalseScorer", "BinaryChoiceScorer", "recording_id"]
 
@@ -110,6 +116,13 @@ class TrueFalseScorer(Scorer):
     protocol = "true_false"
     columns = tuple(f"{c}_{r}" for r in RULES for c in ("answer", "correct", "answered", "tp", "fp", "fn", "tn"))
     aggregates = (*_tf_aggregates("any"), *_tf_aggregates("majority"))
+    with_errors = tuple(
+        Aggregate(f"accuracy_{rule}_with_errors", (f"correct_{rule}",), mean_of(),
+                  f"accuracy_{rule} counting every errored request of the cell as a wrong answer") for rule in RULES)
+
+    def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
+        """An errored request is a wrong answer."""
+        return {f"correct_{rule}": 0.0 for rule in RULES}
 
     def breakdown_groups(self, df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         """Per asked label (the item's category): summary groups ``label=<label>``."""
@@ -141,18 +154,34 @@ class TrueFalseScorer(Scorer):
 
 
 class BinaryChoiceScorer(Scorer):
-    """Per binary-choice item: the chosen option (majority over chunks), correct and answered."""
+    """Per binary-choice item: the labels named (P/R/F1 against the truth) and the chosen option (accuracy)."""
 
     protocol = "binary_choice"
-    columns = ("choice", "correct", "answered")
+    columns = ("choice", "correct", "answered", "tp", "fp", "fn", "precision", "recall", "f1")
     aggregates = (
+        *(Aggregate(f"{k}_micro", ("tp", "fp", "fn"), micro_prf(k),
+                    f"micro {k} of the labels named in the answer (extracted over the two presented options, united "
+                    "over chunks) against the ground-truth label, TP/FP/FN pooled across items (the factual paper's "
+                    "binary-choice P/R/F1: naming both options = recall 1, precision 0.5)")
+          for k in ("precision", "recall", "f1")),
         Aggregate("accuracy", ("correct",), mean_of(),
-                  "share of binary-choice items answered with the ground-truth label; unanswered = wrong "
-                  "(chance 0.5); chunks combined by majority, a tie is unanswered"),
+                  "share of binary-choice items answered with the ground-truth label alone; unanswered (both, "
+                  "neither, a hedge) = wrong (chance 0.5); chunks combined by majority, a tie is unanswered"),
         Aggregate("answered", ("answered",), mean_of(), "share of binary-choice items with exactly one label chosen"),
         Aggregate("accuracy_answered", ("correct", "answered"), lambda m: safe_ratio(m[..., 0], m[..., 1], np.nan),
-                  "accuracy among answered binary-choice items (the paper's precision)"),
+                  "accuracy among answered binary-choice items"),
     )
+    with_errors = (
+        *(Aggregate(f"{k}_micro_with_errors", ("tp", "fp", "fn"), micro_prf(k),
+                    f"micro {k} of the labels named against the ground-truth label, every errored request of the "
+                    "cell counted as naming no label") for k in ("recall", "f1")),
+        Aggregate("accuracy_with_errors", ("correct",), mean_of(),
+                  "accuracy counting every errored request of the cell as wrong"),
+    )
+
+    def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
+        """An errored request names no label and chooses nothing."""
+        return {"tp": 0.0, "fp": 0.0, "fn": 1.0, "correct": 0.0, "answered": 0.0}
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
         out = []
@@ -160,6 +189,10 @@ class BinaryChoiceScorer(Scorer):
             chunks = r.get("chunk_parsed")
             choice = combine_choices(chunks if chunks is not None else [r.get("parsed_index")])
             ci = r.get("correct_index")
+            options = list(r.get("options") or [])
+            truth = [options[ci]] if ci is not None and 0 <= ci < len(options) else []
+            named = r.get("chunk_extracted")
+            named = union_labels(named if named is not None else [r.get("extracted")])
             out.append({"choice": float(choice), "correct": float(choice >= 0 and ci is not None and choice == ci),
-                        "answered": float(choice >= 0)})
+                        "answered": float(choice >= 0), **set_scores(named, truth)})
         return out

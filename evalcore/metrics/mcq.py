@@ -17,10 +17,21 @@ class MCQScorer(Scorer):
     columns = ("correct", "answered")
     aggregates = (
         Aggregate("accuracy", ("correct",), mean_of(),
-                  "share of questions answered correctly (mean over option orders, then items); unanswered = wrong"),
+                  "share of questions answered correctly (mean over option orders, then items) over answered and "
+                  "unanswered requests; unanswered = wrong; errored requests left out (see errored, "
+                  "accuracy_with_errors)"),
         Aggregate("ifr", ("answered",), mean_of(), "instruction-following rate: share of responses parsed to an option"),
         Aggregate("consistency", ("consistent",), mean_of(), DEFINITIONS["consistency"]),
     )
+    with_errors = (
+        Aggregate("accuracy_with_errors", ("correct",), mean_of(),
+                  "share of questions answered correctly (mean over option orders, then items), counting every "
+                  "errored request of the cell as wrong; unanswered = wrong"),
+    )
+
+    def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
+        """An errored request is a wrong answer."""
+        return {"correct": 0.0, "answered": 0.0}
 
     def item_stats(self, df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
         """Adds ``consistent``: the same option text chosen, and answered, in every order of the item."""

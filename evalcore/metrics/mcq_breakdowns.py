@@ -2,8 +2,8 @@
 
 * :func:`breakdown_groups` — ``(group label, rows)`` per value of each breakdown: ``category``,
   ``secondary_category`` (HumMusQA ``secondary_categories``), ``difficulty``, ``dimension``
-  (MuChoMusic ``music_knowledge`` / ``music_reasoning`` as ``knowledge/<dim>`` and
-  ``reasoning/<dim>``) and ``genre``. A question with several values (lists) is counted under
+  (MuChoMusic ``music_knowledge`` / ``music_reasoning``: ``knowledge`` and ``reasoning`` overall, then
+  ``knowledge/<dim>`` and ``reasoning/<dim>``) and ``genre`` (one string per question, kept whole). A question with several values (lists) is counted under
   each. A breakdown is skipped when no row has a value, when it has a single value covering every
   row (it would repeat ``all``) or when it splits the rows exactly like ``task`` (the summary
   already has ``task=`` groups).
@@ -26,7 +26,7 @@ from evalcore.metrics.base import mean_of
 from evalcore.metrics.bootstrap import estimate
 from evalcore.protocols.seeding import derive_seed
 
-__all__ = ["BREAKDOWNS", "breakdown_values", "breakdown_groups", "chosen_type", "chosen_type_rows",
+__all__ = ["BREAKDOWNS", "as_labels", "breakdown_values", "breakdown_groups", "chosen_type", "chosen_type_rows",
            "CHOSEN_METRIC", "CHOSEN_DEFINITION"]
 
 CHOSEN_METRIC = "chosen_share"
@@ -46,18 +46,34 @@ def _meta(v: Any) -> dict:
     return m if isinstance(m, dict) else {}
 
 
-def _as_list(v: Any) -> list[str]:
-    if v is None or (isinstance(v, float) and v != v):
-        return []
+def _label(x: Any) -> str | None:
+    """A breakdown label from a scalar (text, number, boolean); None for a missing or empty value, an object
+    or a list (never printed raw into a group name)."""
+    if isinstance(x, (bool, np.bool_, str, int, np.integer)) or (isinstance(x, (float, np.floating)) and x == x):
+        return str(x) if str(x) != "" else None
+    return None
+
+
+def as_labels(v: Any) -> list[str]:
+    """The breakdown labels of one value: a scalar's, or those of each scalar in a list (objects left out)."""
     if isinstance(v, (list, tuple, np.ndarray)):
-        return [str(x) for x in v if x is not None and str(x) != ""]
-    return [str(v)] if str(v) != "" else []
+        return [lab for x in v if (lab := _label(x)) is not None]
+    lab = _label(v)
+    return [] if lab is None else [lab]
+
+
+_as_list = as_labels
 
 
 def _dimension(row: dict) -> list[str]:
+    """MuChoMusic's categories: ``knowledge`` / ``reasoning`` overall (a question with any dimension of the
+    category, as the released scorer's Knowledge and Reasoning accuracies) and ``<category>/<dimension>``."""
     m = _meta(row.get("metadata"))
-    return ([f"knowledge/{d}" for d in _as_list(m.get("music_knowledge"))]
-            + [f"reasoning/{d}" for d in _as_list(m.get("music_reasoning"))])
+    out = []
+    for category, key in (("knowledge", "music_knowledge"), ("reasoning", "music_reasoning")):
+        dims = _as_list(m.get(key))
+        out += [category] * bool(dims) + [f"{category}/{d}" for d in dims]
+    return out
 
 
 #: breakdown name → the values of one per-item row

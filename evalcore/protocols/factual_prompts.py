@@ -7,8 +7,9 @@
   "among" form in a run config.
 * :func:`binary_choice_items` — one ``binary_choice`` item per factual item: a ground-truth label vs
   one random distractor from the vocabulary (not in the ground truth), asked as "Between A and B,
-  …"; the correct label comes first for about half of the items (seeded coin per item) or for
-  exactly half (``balanced=True``, a seeded assignment over the whole list).
+  …"; the correct label comes first for exactly half of the items (``order="balanced"``, the default and
+  the paper's "correct answer first in 50 % of the prompts": a seeded assignment over the whole list) or
+  by a seeded coin per item (``order="coin"``).
 * :func:`true_false_items` — one ``true_false`` item per (item, vocabulary label), "Is {label} used
   in this song?", labelled ``["yes"]`` or ``["no"]``, with the asked label as its one option. Per-chunk
   answers are aggregated with :func:`evalcore.metrics.factual_modes.aggregate_answers` (rule
@@ -30,7 +31,7 @@ from evalcore.protocols.seeding import rng
 
 __all__ = ["PROMPTS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS", "TRUE_FALSE_VARIANTS",
            "prompts_for", "variants", "binary_choice_items", "true_false_items", "aggregate_true_false",
-           "FORMATS", "derive_formats"]
+           "FORMATS", "BINARY_ORDERS", "derive_formats"]
 
 PROMPTS: dict[str, dict[str, str]] = {
     "instrument": {  # Table 5
@@ -112,30 +113,42 @@ def _base(item: dict) -> dict[str, Any]:
     return {k: item[k] for k in ("dataset", "audio_uri", "excerpt_start", "excerpt_end", "difficulty") if k in item}
 
 
+#: how binary-choice items order their two labels
+BINARY_ORDERS = ("balanced", "coin")
+
+
 def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, template: str | None = None,
-                        balanced: bool = False) -> list[dict]:
+                        order: str = "balanced") -> list[dict]:
     """One ``binary_choice`` item per factual item: a ground-truth label vs one distractor, in seeded order.
 
     For a multi-label item the ground-truth label is drawn at random (seeded). ``options`` holds
     the two labels in the asked order and ``correct_option`` the truth's index; the question
     names them in that order ("Between A and B, …"), so use a template like ``{question}``
-    (:data:`BINARY_VARIANTS`). Draws depend only on (seed, item id), so adding items does not
-    change others; ``balanced=True`` instead puts the truth first for exactly ⌊n/2⌋ items
-    (by a seeded permutation of the list). A factual item without labels, or whose labels cover
-    the vocabulary, yields an item with fewer than two options, which validation reports.
+    (:data:`BINARY_VARIANTS`). Labels are drawn from (seed, item id), so adding items does not change
+    others' labels. ``order="balanced"`` puts the truth first for exactly ⌊n/2⌋ of the n items that can be
+    asked (by a seeded permutation of them); ``order="coin"`` flips a seeded coin per item (depending only on
+    (seed, item id)). A factual item without labels, or whose labels cover the vocabulary, yields an
+    item with fewer than two options, which validation reports.
     """
+    if order not in BINARY_ORDERS:
+        raise ValueError(f"binary_order must be one of {list(BINARY_ORDERS)}, got {order!r}")
+    balanced = order == "balanced"
     factual = [it for it in items if it.get("protocol") == "factual"]
     vocab = list(dict.fromkeys(vocab))
+    # the items that can be asked (a true label and a distractor): "exactly half" is of these
+    usable = [k for k, it in enumerate(factual)
+              if it.get("labels") and any(v not in it["labels"] for v in vocab)]
     first: dict[int, bool] = {}
     if balanced:
-        perm = rng("binary-choice-balance", seed, len(factual)).permutation(len(factual))
-        first = {int(k): pos < len(factual) // 2 for pos, k in enumerate(perm)}
+        perm = rng("binary-choice-balance", seed, len(usable)).permutation(len(usable))
+        first = {usable[int(j)]: pos < len(usable) // 2 for pos, j in enumerate(perm)}
     out = []
     for k, it in enumerate(factual):
         r = rng("binary-choice", seed, it.get("dataset"), it.get("item_id"))
         truth = list(dict.fromkeys(it.get("labels") or []))
         pool = [v for v in vocab if v not in truth]
-        correct_first = bool(r.random() < 0.5) if not balanced else first[k]
+        coin = bool(r.random() < 0.5)  # drawn in both orders, so the labels below do not depend on the order
+        correct_first = coin if not balanced else first.get(k, coin)
         meta = {"source_item_id": it.get("item_id"), "source_task": it.get("task"), "source_labels": truth}
         row = {**_base(it), "item_id": f"{it.get('item_id')}:binary", "protocol": "binary_choice",
                "task": f"{it.get('task')}-binary", "category": it.get("category")}
@@ -149,7 +162,7 @@ def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, 
         wrong = pool[int(r.integers(len(pool)))]
         options = [right, wrong] if correct_first else [wrong, right]
         q = template or BINARY_QUESTIONS[_family(it.get("task"))]
-        meta.update(truth=right, distractor=wrong, correct_first=correct_first)
+        meta.update(truth=right, distractor=wrong, correct_first=correct_first, order=order)
         row.update(question=q.format(a=options[0], b=options[1]), options=options,
                    correct_option=0 if correct_first else 1, metadata=json.dumps(meta))
         out.append(row)
@@ -187,20 +200,23 @@ def true_false_items(items: Iterable[dict], vocab: Sequence[str], template: str 
 FORMATS = ("standard", "binary_choice", "true_false")
 
 
-def derive_formats(items: Iterable[dict], formats: Sequence[str], vocab: Sequence[str], seed: int) -> list[dict]:
+def derive_formats(items: Iterable[dict], formats: Sequence[str], vocab: Sequence[str], seed: int,
+                   binary_order: str = "balanced") -> list[dict]:
     """The factual ``items`` in each of ``formats``, in that order: ``standard`` (the items themselves),
-    ``binary_choice`` (:func:`binary_choice_items`, seeded by ``seed``) and ``true_false``
-    (:func:`true_false_items` over ``vocab``)."""
+    ``binary_choice`` (:func:`binary_choice_items`, seeded by ``seed``, labels ordered by ``binary_order``)
+    and ``true_false`` (:func:`true_false_items` over ``vocab``)."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ValueError(f"unknown or no format(s) {unknown}; known: {', '.join(FORMATS)}")
+    if binary_order not in BINARY_ORDERS:
+        raise ValueError(f"binary_order must be one of {list(BINARY_ORDERS)}, got {binary_order!r}")
     items = list(items)
     out: list[dict] = []
     for f in dict.fromkeys(formats):
         if f == "standard":
             out += items
         elif f == "binary_choice":
-            out += binary_choice_items(items, vocab, seed)
+            out += binary_choice_items(items, vocab, seed, order=binary_order)
         else:
             out += true_false_items(items, vocab)
     return out

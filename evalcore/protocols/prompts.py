@@ -18,7 +18,7 @@ from evalcore.protocols.templates import TemplateSet
 DEFAULT_VARIANTS: dict[str, dict[str, str]] = {
     "freeform": {"default": "{question}"},
     "factual": {"default": "{question}"},
-    # the MuChoMusic prompt form
+    # a plain form after MuChoMusic's (one option a line); the released MuChoMusic prompt is `templates: muchomusic`
     "mcq": {"default": "Question: {question}\nOptions:\n{options}\nThe correct answer is:"},
     # derived factual formats: the item's question is the whole prompt (evalcore.protocols.factual_prompts)
     "true_false": {"default": "{question}"},

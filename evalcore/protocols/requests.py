@@ -17,8 +17,9 @@ from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import IclPools
 from evalcore.protocols.prompts import DEFAULT_VARIANTS, option_order, render
-from evalcore.protocols.templates import set_for_model
+from evalcore.protocols.templates import RELEASED_EXAMPLE, set_for_model
 from evalcore.protocols.seeding import derive_seed, stable_id
+from evalcore.errors import INPUT
 from evalcore.schema import REQUEST_KEY
 
 
@@ -61,7 +62,7 @@ def vocabulary(proto: ProtocolConfig) -> list[str]:
     return list(proto.vocabulary or [])
 
 
-def _request(item: dict, model: ModelConfig, condition: str, variant: str, template: Any,
+def _request(proto: ProtocolConfig, item: dict, model: ModelConfig, condition: str, variant: str, template: Any,
              order: int, seeds_options: int, vocab: list[str], examples: tuple = ()) -> dict[str, Any]:
     options = item.get("options")
     presented, correct_index = None, None
@@ -73,7 +74,9 @@ def _request(item: dict, model: ModelConfig, condition: str, variant: str, templ
         # derived factual formats keep their seeded order (the question names the labels in it)
         presented, correct_index = list(options), item.get("correct_option")
     row: dict[str, Any] = {
-        "dataset": item["dataset"], "item_id": item["item_id"], "protocol": item["protocol"],
+        # the protocol instance's name keys the request (= its kind for a protocol named after its kind, so
+        # request ids of such configs do not change); the kind says how it is judged and scored
+        "dataset": item["dataset"], "item_id": item["item_id"], "protocol": proto.name, "protocol_kind": proto.kind,
         "task": item.get("task"), "model": model.name, "condition": condition, "variant": variant,
         "option_order": order,
         "prompt": render(template, item["question"], presented, vocab, examples),
@@ -84,7 +87,7 @@ def _request(item: dict, model: ModelConfig, condition: str, variant: str, templ
         "options": presented, "correct_index": correct_index,
         "category": item.get("category"), "difficulty": item.get("difficulty"),
         "metadata": item.get("metadata"),
-        "error": None, "error_stage": None,
+        "error": None, "error_stage": None, "error_class": None,
     }
     row["request_id"] = stable_id(*(row[k] for k in REQUEST_KEY))
     return row
@@ -94,37 +97,44 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
     """All requests of the run, in item order; requests that cannot be formed carry an error."""
     clips = _clips(items)
     partner, unpairable = _random_partners(clips, cfg.seeds.derangement)
-    pools = IclPools(items) if any(p.icl_examples for p in cfg.protocols) else None
+    pools = IclPools(items) if any(any(p.icl_counts()) for p in cfg.protocols) else None
     requests: list[dict] = []
     for proto in cfg.protocols:
-        variants = proto.variants or DEFAULT_VARIANTS[proto.name]
+        variants = proto.variants or DEFAULT_VARIANTS[proto.kind]
         vocab = vocabulary(proto)
         datasets = set(proto.datasets) if proto.datasets is not None else None
         models = [m for m in cfg.models if proto.models is None or m.name in proto.models]
         for item in items:
-            if item["protocol"] != proto.name or (datasets is not None and item["dataset"] not in datasets):
+            if item["protocol"] != proto.kind or (datasets is not None and item["dataset"] not in datasets):
                 continue
-            orders = range(proto.option_orders if proto.name == "mcq" else 1)
+            orders = range(proto.option_orders if proto.kind == "mcq" else 1)
             clip = (item["dataset"], _clip(item))
             other = partner.get(clip)
             noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], clips[clip[0]][clip[1]]["item_id"])
-            examples, icl_error = _examples(pools, item, proto.icl_examples, cfg.seeds.icl)
+            shots = [(k, *_examples(pools, proto, item, k, cfg.seeds.icl)) for k in proto.icl_counts()]
             for model in models:
                 tset = set_for_model(proto.templates, model.name)
                 for condition in proto.conditions:
-                    for variant, template in ({tset.name: tset} if tset else variants).items():
-                        for order in orders:
-                            req = _request(item, model, condition, variant, template, order, cfg.seeds.options,
-                                           vocab, examples)
-                            if icl_error:
-                                req.update(error=icl_error, error_stage="expand")
-                            requests.append(_apply_condition(req, condition, other, unpairable, noise_seed))
+                    for base, template in ({tset.name: tset} if tset else variants).items():
+                        for k, examples, icl_error in shots:
+                            variant = proto.icl_variant(base, k)
+                            for order in orders:
+                                req = _request(proto, item, model, condition, variant, template, order,
+                                               cfg.seeds.options, vocab, examples)
+                                if icl_error:
+                                    req.update(error=icl_error, error_stage="expand", error_class=INPUT)
+                                requests.append(_apply_condition(req, condition, other, unpairable, noise_seed))
     return requests
 
 
-def _examples(pools: IclPools | None, item: dict, k: int, seed: int) -> tuple[tuple, str | None]:
+def _examples(pools: IclPools | None, proto: ProtocolConfig, item: dict, k: int,
+              seed: int) -> tuple[tuple, str | None]:
     """The item's in-context examples as (question, options, correct index) tuples, or the reason there are none."""
-    if pools is None or not k or item["protocol"] != "mcq":
+    if not k or item["protocol"] != "mcq":
+        return (), None
+    if proto.icl_pool == "released":
+        return (RELEASED_EXAMPLE,), None
+    if pools is None:
         return (), None
     try:
         return tuple(e.as_tuple() for e in pools.examples(item, k, seed)), None
@@ -135,7 +145,8 @@ def _examples(pools: IclPools | None, item: dict, k: int, seed: int) -> tuple[tu
 def _apply_condition(req: dict, condition: str, other: dict | None, unpairable: dict, noise_seed: int) -> dict:
     if condition == "random":
         if other is None:
-            req.update(error=f"random audio: {unpairable.get(req['dataset'], 'no partner')}", error_stage="expand")
+            req.update(error=f"random audio: {unpairable.get(req['dataset'], 'no partner')}", error_stage="expand",
+                       error_class=INPUT)
         else:
             req.update(audio_uri=other["audio_uri"], audio_item_id=other["item_id"],
                        excerpt_start=other.get("excerpt_start"), excerpt_end=other.get("excerpt_end"))
@@ -150,4 +161,4 @@ def _apply_condition(req: dict, condition: str, other: dict | None, unpairable: 
 def unused_protocols(cfg: RunConfig, items: list[dict]) -> list[ProtocolConfig]:
     """Protocols for which no item exists (reported, not an error)."""
     present = {it["protocol"] for it in items}
-    return [p for p in cfg.protocols if p.name not in present]
+    return [p for p in cfg.protocols if p.kind not in present]

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from evalcore.reports.denominators import ERRORED
 from evalcore.scoring.io import fmt
 
 ROLE_NAMES = {"paraphrase": "paraphrase skyline", "adversarial": "adversarial rewrite"}
@@ -25,15 +26,24 @@ def ci_cell(value: Any, lo: Any, hi: Any) -> str:
 def table2(summary: pd.DataFrame, groups: list[str], metrics: list[str], kind: str = "value",
            mark_above_zero: bool = False) -> list[str]:
     """Rows = groups (e.g. model, condition), columns = metrics, cells = value [CI], like the paper's Table 2;
-    ``kind`` picks value or paired_diff rows, ``mark_above_zero`` appends ↑ where the CI lies above 0."""
+    ``kind`` picks value or paired_diff rows, ``mark_above_zero`` appends ↑ where the CI lies above 0.
+    The cell's ``errored`` count (explicit denominators), when the rows hold one, is a last integer column."""
     vals = summary[summary["kind"] == kind]
-    lines = [f"| {' | '.join([*groups, 'n', *metrics])} |", "|" + "---|" * (len(groups) + 1 + len(metrics))]
+    metrics = [m for m in metrics if m != ERRORED]
+    errored = bool((vals["metric"] == ERRORED).any())
+    heads = [*groups, "n", *metrics, *([ERRORED] if errored else [])]
+    lines = [f"| {' | '.join(heads)} |", "|" + "---|" * len(heads)]
     keyed = vals.groupby(groups, sort=True, dropna=False) if groups else [((), vals)]
     for key, g in keyed:
         key = key if isinstance(key, tuple) else (key,)
+        scored = g[g["metric"] != ERRORED]
+        if g.empty:  # no scored row at all (no groups)
+            continue
         cell = {r.metric: ci_cell(r.value, r.ci_low, r.ci_high) + (" ↑" if mark_above_zero and r.ci_low > 0 else "")
-                for r in g.itertuples()}
-        lines.append(f"| {' | '.join([*map(str, key), str(int(g['n'].max())), *(cell.get(m, '') for m in metrics)])} |")
+                for r in scored.itertuples()}
+        n = str(int(scored["n"].max())) if len(scored) else "0"
+        tail = [str(int(g.loc[g["metric"] == ERRORED, "value"].sum()))] if errored else []
+        lines.append(f"| {' | '.join([*map(str, key), n, *(cell.get(m, '') for m in metrics), *tail])} |")
     return lines
 
 
@@ -72,7 +82,17 @@ def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rew
 
     ``roles``: model → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems; paraphrase −
     adversarial rows are those whose model starts with ``rewrite_label``."""
-    every = summary[summary["protocol"] == "freeform"]
+    kinds = summary["protocol_kind"] if "protocol_kind" in summary.columns else summary["protocol"]
+    every = summary[kinds.fillna(summary["protocol"]) == "freeform"]
+    out: list[str] = []
+    for proto, every in every.groupby("protocol", sort=True):
+        out += _instance_sections(every, conf, roles, rewrite_label, "" if proto == "freeform" else f"{proto} · ")
+    return out
+
+
+def _instance_sections(every: pd.DataFrame, conf: int, roles: Mapping[str, str], rewrite_label: str,
+                       title: str) -> list[str]:
+    """The sections of one free-form protocol instance (``title`` prefixes its name unless it is the kind's)."""
     ff = every[every["group"] == "all"]
     out: list[str] = []
     for ds, d in ff.groupby("dataset", sort=True):
@@ -81,7 +101,7 @@ def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rew
         profiles = sorted({m.group(1) for m in map(_PROFILE.search, vals["definition"].astype(str)) if m})
         view = vals.assign(model=[f"{m} ({ROLE_NAMES[roles[m]]})" if m in roles else m for m in vals["model"]])
         groups = ["model", "variant", "condition"] if vals["variant"].nunique() > 1 else ["model", "condition"]
-        out += ["", f"## Free-form QA · {ds} (Table 2)", "",
+        out += ["", f"## Free-form QA · {title}{ds} (Table 2)", "",
                 f"Profile `{', '.join(profiles) or '?'}`; mean per pair [{conf} % CI] over n items; rows = system × "
                 "condition. Reference-rewrite systems (recognised by their backend, not their name) are marked; "
                 "definitions under *Metric definitions*.", "", *table2(view, groups, metrics)]

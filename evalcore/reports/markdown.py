@@ -9,6 +9,7 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
+from evalcore.reports.denominators import ERRORED
 
 
 #: metrics shown in the listening table (the summary table has them all)
@@ -29,8 +30,18 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def with_kinds(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with ``protocol_kind`` filled (summaries of runs before protocol instances: the name)."""
+    if summary.empty:
+        return summary.assign(protocol_kind=pd.Series(dtype=object)) if "protocol_kind" not in summary else summary
+    kinds = summary["protocol_kind"] if "protocol_kind" in summary.columns else pd.Series(None, index=summary.index)
+    return summary.assign(protocol_kind=kinds.where(kinds.notna() & (kinds != ""), summary["protocol"]))
+
+
 def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, errors: pd.DataFrame) -> str:
-    """The report: counts, per-protocol results with CIs, the listening test, errors and definitions."""
+    """The report: counts, per-protocol results with CIs, the listening test, errors and definitions; every
+    section is keyed by the protocol instance's name (several instances of one kind are reported apart)."""
+    summary = with_kinds(summary)
     conf = int(round(100 * meta.get("confidence", 0.95)))
     out = [f"# evalcore report — {meta.get('name', '')}", ""]
     out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
@@ -43,13 +54,17 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     ok = counts["requests_in"] == counts["requests_scored"] + counts["requests_errored"]
     out += ["", f"Requests in = scored + errored: {counts['requests_in']} = {counts['requests_scored']} + "
                 f"{counts['requests_errored']} ({'reconciled' if ok else 'MISMATCH'})."]
+    if counts.get("labels_dropped") is not None:
+        out += ["", f"Out-of-vocabulary labels dropped by the label extractor (never scored): "
+                    f"{counts['labels_dropped']} (column `dropped` of per_item)."]
+    out += _warnings(meta, counts)
     if summary.empty:
         out += ["", "No request was scored."]
     else:
         out += _results(summary, conf)
         out += _freeform(summary, conf, meta.get("models") or {})  # Table 2 and its discrimination statistics
         out += _listening(summary, conf)
-        out += mcq_report.sections(summary, conf)  # audio-attention table, breakdowns, chosen option types
+        out += mcq_report.sections(summary, conf, meta.get("protocols") or {})  # attention test, breakdowns
     out += _errors(errors)
     if not summary.empty:
         defs = summary[summary["kind"] == "value"].drop_duplicates(["protocol", "metric"])
@@ -62,23 +77,45 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     return "\n".join(out) + "\n"
 
 
+def _warnings(meta: dict[str, Any], counts: dict[str, Any]) -> list[str]:
+    """What a reader would otherwise miss: a configured protocol left with no valid item (loud, first), then
+    data that is probably wrong (the items were kept)."""
+    lost, data = counts.get("protocols_without_items") or [], meta.get("warnings") or []
+    if not lost and not data:
+        return []
+    out = ["", "## Warnings", ""]
+    out += [f"* ⚠ **{w}**: its results are missing from this report; see the item errors below." for w in lost]
+    if data:
+        out += [""] * bool(lost) + ["Data that is probably wrong (the items were kept):", ""]
+        out += [f"* {w}" for w in data]
+    return out
+
+
 def _results(summary: pd.DataFrame, conf: int) -> list[str]:
     out: list[str] = []
-    vals = summary[(summary["kind"] == "value") & (summary["group"] == "all") & (summary["protocol"] != "freeform")]
+    vals = summary[(summary["kind"] == "value") & (summary["group"] == "all")
+                   & (summary["protocol_kind"] != "freeform")]
     for (proto, ds), df in vals.groupby(["protocol", "dataset"], sort=True):
         metrics = list(dict.fromkeys(df["metric"]))
-        out += ["", f"## {proto} · {ds}", "", f"Value [{conf} % CI] over n items."]
+        kind = df["protocol_kind"].iloc[0]
+        out += ["", f"## {proto} · {ds}" + (f" ({kind})" if kind != proto else ""), "",
+                f"Value [{conf} % CI] over n items. Metrics are over the scored requests of a cell; `{ERRORED}` counts "
+                "its errored requests (left out), which metrics named `…_with_errors` count as answers that name "
+                "nothing (MCQ: wrong; factual: no label)."]
         rows = []
         for (model, variant, cond), g in df.groupby(["model", "variant", "condition"], sort=False):
             cells = {r.metric: _fmt(r.value, r.ci_low, r.ci_high) for r in g.itertuples()}
-            rows.append([model, variant, cond, int(g["n"].max())] + [cells.get(m, "") for m in metrics])
+            cells[ERRORED] = str(int(g[g["metric"] == ERRORED]["value"].sum()))
+            scored_n = g[g["metric"] != ERRORED]["n"]
+            rows.append([model, variant, cond, int(scored_n.max()) if len(scored_n) else 0]
+                        + [cells.get(m, "") for m in metrics])
         out += ["", _md_table(["model", "variant", "condition", "n", *metrics], rows)]
     return out
 
 
 def _freeform(summary: pd.DataFrame, conf: int, models: dict[str, Any]) -> list[str]:
     """Free-form results as the paper's Table 2 (the rewrite systems known from the models' recorded info)."""
-    if not (summary["protocol"] == "freeform").any():
+    if not (summary["protocol_kind"] == "freeform").any():
         return []
     from evalcore.metrics.freeform import REWRITE_LABEL, rewrite_roles
 
@@ -107,9 +144,12 @@ def _errors(errors: pd.DataFrame) -> list[str]:
     out = ["", "## Errors", ""]
     if errors.empty:
         return out + ["None."]
-    reason = errors["error"].astype(str).str.slice(0, 120)
-    agg = (errors.assign(reason=reason).groupby(["table", "error_stage", "reason"], dropna=False)
+    reason = errors["error"].astype(str).str.replace(r"\s+", " ", regex=True).str.slice(0, 120)
+    cls = errors["error_class"] if "error_class" in errors.columns else pd.Series("", index=errors.index)
+    agg = (errors.assign(reason=reason, error_class=cls.fillna(""))
+           .groupby(["table", "error_stage", "error_class", "reason"], dropna=False)
            .size().reset_index(name="count").sort_values("count", ascending=False))
-    out.append(_md_table(["table", "stage", "reason", "count"],
-                         [[r.table, r.error_stage, r.reason.replace("|", "\\|"), r.count] for r in agg.itertuples()]))
+    out.append(_md_table(["table", "stage", "class", "reason", "count"],
+                         [[r.table, r.error_stage, r.error_class, r.reason.replace("|", "\\|"), r.count]
+                          for r in agg.itertuples()]))
     return out

@@ -5,9 +5,17 @@
   random track and no audio; then the paired difference correct − condition over the same
   questions with its bootstrap CI, and whether accuracy drops (CI above 0).
 * **Breakdowns**: accuracy mean ± SD over orders, consistency and IFR per value of each
-  breakdown (task, category, secondary category, difficulty, dimension, genre), correct audio.
+  breakdown (task, category, secondary category, difficulty, dimension — MuChoMusic's Knowledge and
+  Reasoning overall and per dimension —, genre), correct audio. A protocol's
+  ``breakdown_min_share`` (HumMusQA's Figure 1: 0.05) leaves the categories holding at most that
+  share of the questions out of the category breakdown, naming them.
 * **Chosen option types**: the share of answers choosing the correct option, each distractor
   type and none (datasets with typed distractors, e.g. MuChoMusic).
+
+Sections are per protocol instance (its name, e.g. ``muchomusic`` and ``hummusqa`` side by side)
+and dataset. Denominators are explicit: ``accuracy`` is over the answered and unanswered
+requests of a cell, its errored requests left out; ``accuracy_with_errors`` counts them as
+wrong; a cell with errored requests says how many.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import pandas as pd
 
 __all__ = ["ATTENTION_CONDITIONS", "sections", "attention_sections", "breakdown_sections", "chosen_sections"]
 
-PROTOCOL = "mcq"
+KIND = "mcq"
 #: the conditions of the attention table, in column order
 ATTENTION_CONDITIONS = ("correct", "noise", "silence", "random", "text_only")
 _SPECIAL_PREFIXES = ("chosen=",)
@@ -41,13 +49,28 @@ def _md(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def _mcq(summary: pd.DataFrame) -> pd.DataFrame:
-    return summary[summary["protocol"] == PROTOCOL] if not summary.empty else summary
+    if summary.empty:
+        return summary
+    kinds = summary["protocol_kind"] if "protocol_kind" in summary.columns else summary["protocol"]
+    return summary[kinds.fillna(summary["protocol"]) == KIND]
+
+
+def _instances(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(protocol instance, dataset, rows) of the multiple-choice summary rows."""
+    return [(p, ds, d) for (p, ds), d in df.groupby(["protocol", "dataset"], sort=True)]
 
 
 def _value(df: pd.DataFrame, metric: str) -> dict[tuple, float]:
     """(dataset, model, variant, group, condition) → value of ``metric``."""
     d = df[(df["kind"] == "value") & (df["metric"] == metric)]
     return {(r.dataset, r.model, r.variant, r.group, r.condition): r.value for r in d.itertuples()}
+
+
+def _with_errored(cell: str, errored: Any) -> str:
+    """A cell's text, with its errored request count when there are any."""
+    if errored is None or (isinstance(errored, float) and math.isnan(errored)) or not errored:
+        return cell
+    return f"{cell} ({int(errored)} errored)"
 
 
 def _verdict(lo: float, hi: float) -> str:
@@ -59,64 +82,95 @@ def _verdict(lo: float, hi: float) -> str:
 
 
 def attention_sections(summary: pd.DataFrame, conf: int) -> list[str]:
-    """The audio-attention table and its paired tests, per dataset (nothing without a second condition)."""
+    """The audio-attention table and its paired tests, per protocol instance and dataset (nothing without a
+    second condition)."""
     df = _mcq(summary)
     if df.empty:
         return []
-    df = df[df["group"] == "all"]
-    acc, sd = _value(df, "accuracy"), _value(df, "accuracy_sd")
-    diffs = df[(df["kind"] == "paired_diff") & (df["metric"] == "accuracy")]
     out: list[str] = []
-    for ds, dd in df[df["kind"] == "value"].groupby("dataset", sort=True):
-        present = set(dd["condition"])
-        conds = [c for c in ATTENTION_CONDITIONS if c in present] + sorted(present - set(ATTENTION_CONDITIONS))
-        if "correct" not in conds or len(conds) < 2:
-            continue
-        models = list(dict.fromkeys(zip(dd["model"], dd["variant"])))
-        out += ["", f"## Audio-attention test · {PROTOCOL} · {ds}", "",
-                "Accuracy (%) mean ± SD over option orders with the correct audio and with fake or no audio "
-                "(as in HumMusQA's Table 2). A model that uses the audio loses accuracy without it."]
-        rows = [[m, v, *[_acc_sd(acc.get((ds, m, v, "all", c)), sd.get((ds, m, v, "all", c))) for c in conds]]
-                for m, v in models]
-        out += ["", _md(["model", "variant", *conds], rows)]
-        dsd = diffs[diffs["dataset"] == ds]
-        order = {f"correct-{c}": i for i, c in enumerate(conds)}
-        prow = []
-        for r in sorted(dsd.itertuples(), key=lambda r: (r.model, r.variant, order.get(r.condition, 99))):
-            diff = "n/a" if math.isnan(r.value) else f"{100 * r.value:+.1f} [{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}]"
-            prow.append([r.model, r.variant, r.condition, diff, r.n, _verdict(r.ci_low, r.ci_high)])
-        if prow:
-            out += ["", f"Paired test: accuracy difference correct − condition in percentage points over the same "
-                        f"questions, {conf} % bootstrap CI (questions resampled).", "",
-                    _md(["model", "variant", "contrast", "Δ accuracy (pp)", "n", "accuracy drops?"], prow)]
+    for proto, ds, dd in _instances(df[df["group"] == "all"]):
+        out += _attention(proto, ds, dd, conf)
     return out
 
 
-def breakdown_sections(summary: pd.DataFrame, condition: str = "correct") -> list[str]:
-    """Per breakdown (task, category, …) a table of accuracy mean ± SD, consistency and IFR."""
+def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int) -> list[str]:
+    acc, sd, err = _value(df, "accuracy"), _value(df, "accuracy_sd"), _value(df, "errored")
+    acc_err = _value(df, "accuracy_with_errors")
+    diffs = df[(df["kind"] == "paired_diff") & (df["metric"] == "accuracy")]
+    dd = df[df["kind"] == "value"]
+    present = set(dd["condition"])
+    conds = [c for c in ATTENTION_CONDITIONS if c in present] + sorted(present - set(ATTENTION_CONDITIONS))
+    if "correct" not in conds or len(conds) < 2:
+        return []
+    models = list(dict.fromkeys(zip(dd["model"], dd["variant"])))
+    out = ["", f"## Audio-attention test · {proto} · {ds}", "",
+           "Accuracy (%) mean ± SD over option orders with the correct audio and with fake or no audio "
+           "(as in HumMusQA's Table 2). A model that uses the audio loses accuracy without it. Accuracy is over "
+           "the answered and unanswered requests; a cell's errored requests are left out and counted beside it."]
+    rows = [[m, v, *[_with_errored(_acc_sd(acc.get((ds, m, v, "all", c)), sd.get((ds, m, v, "all", c))),
+                                   err.get((ds, m, v, "all", c))) for c in conds]] for m, v in models]
+    out += ["", _md(["model", "variant", *conds], rows)]
+    if any(err.get((ds, m, v, "all", c)) for m, v in models for c in conds):
+        rows = [[m, v, *[_pct(acc_err.get((ds, m, v, "all", c))) for c in conds]] for m, v in models]
+        out += ["", "Accuracy (%) counting errored requests as wrong (accuracy_with_errors):", "",
+                _md(["model", "variant", *conds], rows)]
+    order = {f"correct-{c}": i for i, c in enumerate(conds)}
+    prow = []
+    for r in sorted(diffs.itertuples(), key=lambda r: (r.model, r.variant, order.get(r.condition, 99))):
+        diff = "n/a" if math.isnan(r.value) else f"{100 * r.value:+.1f} [{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}]"
+        prow.append([r.model, r.variant, r.condition, diff, r.n, _verdict(r.ci_low, r.ci_high)])
+    if prow:
+        out += ["", f"Paired test: accuracy difference correct − condition in percentage points over the same "
+                    f"questions, {conf} % bootstrap CI (questions resampled).", "",
+                _md(["model", "variant", "contrast", "Δ accuracy (pp)", "n", "accuracy drops?"], prow)]
+    return out
+
+
+def _left_out(keys: list[tuple], ns: dict[tuple, int], totals: dict[tuple, int], min_share: float) -> set[str]:
+    """Category values holding at most ``min_share`` of their cell's questions (HumMusQA's Figure 1 rule)."""
+    if not min_share:
+        return set()
+    return {k[3].split("=", 1)[1] for k in keys
+            if totals.get((k[0], k[1], k[2], k[4])) and ns[k] / totals[(k[0], k[1], k[2], k[4])] <= min_share}
+
+
+def breakdown_sections(summary: pd.DataFrame, condition: str = "correct",
+                       protocols: dict[str, Any] | None = None) -> list[str]:
+    """Per protocol instance, dataset and breakdown (task, category, …): accuracy mean ± SD, consistency, IFR."""
     df = _mcq(summary)
     if df.empty:
         return []
-    df = df[(df["kind"] == "value") & (df["condition"] == condition) & (df["group"] != "all")
-            & ~df["group"].str.startswith(_SPECIAL_PREFIXES)]
-    acc, sd = _value(df, "accuracy"), _value(df, "accuracy_sd")
-    cons, ifr = _value(df, "consistency"), _value(df, "ifr")
+    every = df[(df["kind"] == "value") & (df["condition"] == condition)]
+    out: list[str] = []
+    for proto, ds, dd in _instances(every):
+        min_share = float(((protocols or {}).get(proto) or {}).get("breakdown_min_share") or 0.0)
+        out += _breakdowns(proto, ds, dd, condition, min_share)
+    return (["", "## Multiple-choice breakdowns"] + out) if out else []
+
+
+def _breakdowns(proto: str, ds: str, dd: pd.DataFrame, condition: str, min_share: float) -> list[str]:
+    acc, sd = _value(dd, "accuracy"), _value(dd, "accuracy_sd")
+    cons, ifr = _value(dd, "consistency"), _value(dd, "ifr")
+    totals = {(r.dataset, r.model, r.variant, r.condition): r.n
+              for r in dd[(dd["metric"] == "accuracy") & (dd["group"] == "all")].itertuples()}
+    df = dd[(dd["group"] != "all") & ~dd["group"].str.startswith(_SPECIAL_PREFIXES)]
     ns = {(r.dataset, r.model, r.variant, r.group, r.condition): r.n
           for r in df[df["metric"] == "accuracy"].itertuples()}
     out: list[str] = []
-    for ds, dd in df.groupby("dataset", sort=True):
-        names = list(dict.fromkeys(g.split("=", 1)[0] for g in dd["group"]))
-        for name in names:
-            keys = sorted({k for k in ns if k[0] == ds and k[3].split("=", 1)[0] == name},
-                          key=lambda k: (k[1], k[2], k[3]))
-            if not keys:
-                continue
-            rows = [[k[1], k[2], k[3].split("=", 1)[1], ns[k], _acc_sd(acc.get(k), sd.get(k)),
-                     _pct(cons.get(k)), _pct(ifr.get(k))] for k in keys]
-            out += ["", f"### {PROTOCOL} · {ds} by {name} ({condition} audio)", "",
-                    _md(["model", "variant", name, "questions", "accuracy % (mean ± SD over orders)",
-                         "consistency %", "IFR %"], rows)]
-    return (["", "## Multiple-choice breakdowns"] + out) if out else []
+    for name in dict.fromkeys(g.split("=", 1)[0] for g in df["group"]):
+        keys = sorted({k for k in ns if k[3].split("=", 1)[0] == name}, key=lambda k: (k[1], k[2], k[3]))
+        dropped = _left_out(keys, ns, totals, min_share) if name == "category" else set()
+        keys = [k for k in keys if k[3].split("=", 1)[1] not in dropped]
+        if not keys:
+            continue
+        rows = [[k[1], k[2], k[3].split("=", 1)[1], ns[k], _acc_sd(acc.get(k), sd.get(k)),
+                 _pct(cons.get(k)), _pct(ifr.get(k))] for k in keys]
+        out += ["", f"### {proto} · {ds} by {name} ({condition} audio)", "",
+                _md(["model", "variant", name, "questions", "accuracy % (mean ± SD over orders)",
+                     "consistency %", "IFR %"], rows)]
+        if dropped:
+            out += ["", f"Left out (each at most {100 * min_share:g} % of the questions): {', '.join(sorted(dropped))}."]
+    return out
 
 
 def chosen_sections(summary: pd.DataFrame) -> list[str]:
@@ -130,16 +184,18 @@ def chosen_sections(summary: pd.DataFrame) -> list[str]:
     out = ["", "## Chosen option types", "",
            "Share (%) of answers choosing the correct option, each distractor type (IR incorrect but related, "
            "CU correct but unrelated, IU incorrect and unrelated) or none (unanswered)."]
-    for ds, dd in df.groupby("dataset", sort=True):
+    for proto, ds, dd in _instances(df):
         types = list(dict.fromkeys(g.split("=", 1)[1] for g in dd["group"]))
         rows = []
         for (m, v, c), g in dd.groupby(["model", "variant", "condition"], sort=True):
             by = dict(zip(g["group"].str.split("=", n=1).str[1], g["value"]))
             rows.append([m, v, c, int(g["n"].max()), *[_pct(by.get(t)) for t in types]])
-        out += ["", f"### {PROTOCOL} · {ds}", "", _md(["model", "variant", "condition", "questions", *types], rows)]
+        out += ["", f"### {proto} · {ds}", "", _md(["model", "variant", "condition", "questions", *types], rows)]
     return out
 
 
-def sections(summary: pd.DataFrame, conf: int) -> list[str]:
-    """Every multiple-choice section (empty when the run has no multiple-choice rows)."""
-    return attention_sections(summary, conf) + breakdown_sections(summary) + chosen_sections(summary)
+def sections(summary: pd.DataFrame, conf: int, protocols: dict[str, Any] | None = None) -> list[str]:
+    """Every multiple-choice section (empty when the run has no multiple-choice rows); ``protocols``: the run's
+    protocol instances (run.json), for their report options."""
+    return attention_sections(summary, conf) + breakdown_sections(summary, protocols=protocols) + chosen_sections(
+        summary)

@@ -23,9 +23,11 @@ forms) and scorers (:mod:`evalcore.metrics.factual_formats`). Rows: ``response``
 + ``truth`` (bool), or ``response`` + ``options`` (two, in presented order) + ``correct_index``
 (0/1). Rows sharing grouping values, ``item_id`` (the recording; without the column each row is its
 own question) and, for true/false, the label are one question's chunks (``chunk_index``), combined
-by any/majority (true/false) or majority (binary choice). ``per_item.parquet`` has one row per input
-row: the chunk's reading (``answer`` yes/no/null, or ``parsed_index`` -1 = unanswered) and the
-question's ``answer_<rule>``/``correct_<rule>`` or ``choice``/``correct``; ``summary.parquet`` the
+by any/majority (true/false) or majority (binary choice; the labels named are united over chunks and
+scored by P/R/F1 against the correct option, as the paper reports binary choice). ``per_item.parquet``
+has one row per input row: the chunk's reading (``answer`` yes/no/null, or ``parsed_index`` -1 =
+unanswered and ``named``) and the question's ``answer_<rule>``/``correct_<rule>`` or
+``choice``/``correct``/``tp``/``fp``/``fn``; ``summary.parquet`` the
 pipeline's metric names per ``group`` (``all``, for true/false also ``label=<label>``), bootstrap
 units = ``item_id``. Chunks that repeat a ``chunk_index`` or disagree on the question are error rows.
 """
@@ -55,8 +57,8 @@ from evalcore.reports.tables import aggregate
 from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
-from evalcore.scoring.io import (SUMMARY_TAIL, InputError, arrow_safe, default_group_by, fail, fmt, is_missing,
-                                 read_rows, summarize, write_outputs)
+from evalcore.scoring.io import (SUMMARY_TAIL, InputError, arrow_safe, default_group_by, exit_if_unscored, fail,
+                                 fmt, is_missing, read_rows, summarize, write_outputs)
 from evalcore.scoring.mcq import _index as index_value
 
 MODE_OF_TASK: dict[str, Mode] = {"genre": "top", "genre-tree": "same-tree", "genre-node": "same-node",
@@ -291,10 +293,13 @@ def _true_false_outputs(result: dict | None, m: dict[str, float] | None) -> dict
 
 
 def _binary_choice_outputs(result: dict | None, m: dict[str, float] | None) -> dict[str, Any]:
-    """``parsed_index`` (this chunk) and the question's ``choice`` and ``correct``; nulls on errors."""
+    """``parsed_index`` and ``named`` (this chunk's labels) and the question's ``choice``, ``correct`` and TP/FP/FN;
+    nulls on errors."""
     return {"parsed_index": None if result is None else int(result["parsed_index"]),
+            "named": None if result is None else list(result.get("extracted") or []),
             "choice": None if m is None else int(m["choice"]),
-            "correct": None if m is None else bool(m["correct"])}
+            "correct": None if m is None else bool(m["correct"]),
+            **{k: None if m is None else int(m[k]) for k in ("tp", "fp", "fn")}}
 
 
 DERIVED: dict[str, DerivedFormat] = {
@@ -309,7 +314,9 @@ DERIVED: dict[str, DerivedFormat] = {
         required=("response", "options", "correct_index"), row_error=_binary_choice_error,
         question=_binary_choice_question, key=lambda q: (), judge=BinaryChoiceJudge,
         judge_options=lambda q: list(q["options"]), scorer=BinaryChoiceScorer(),
-        merged=lambda q, rs: {"correct_index": q["correct_index"], "chunk_parsed": [r["parsed_index"] for r in rs]},
+        merged=lambda q, rs: {"correct_index": q["correct_index"], "options": list(q["options"]),
+                              "chunk_parsed": [r["parsed_index"] for r in rs],
+                              "chunk_extracted": [r.get("extracted") for r in rs]},
         outputs=_binary_choice_outputs),
 }
 
@@ -467,11 +474,11 @@ def run_derived(input_uri: str, out: str, task: str, answer_format: str, group_b
     counts = {"in": len(per_row), "scored": int(ok.sum()), "errored": int((~ok).sum())}
     report = render_report(task, "lexicon", counts, summary, [*groups, "group"], pd.DataFrame(),
                            answer_format=answer_format)
-    write_outputs(out, arrow_safe(per_row, int_columns=["chunk_index", "parsed_index", "choice"]), summary, report)
+    write_outputs(out, arrow_safe(per_row, int_columns=["chunk_index", "parsed_index", "choice", "tp", "fp", "fn"]),
+                  summary, report)
     typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
     typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, report.md", err=True)
-    if not counts["scored"]:
-        fail("factual", "no row could be scored", code=1)
+    exit_if_unscored("factual", per_row["error"], counts["scored"])
 
 
 @score_app.command("factual")
@@ -573,5 +580,4 @@ def factual(
                    err=True)
     typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
     typer.echo(f"wrote {out}/{written}", err=True)
-    if not counts["scored"]:
-        fail("factual", "no row could be scored", code=1)
+    exit_if_unscored("factual", per_item["error"], counts["scored"])

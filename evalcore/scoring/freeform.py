@@ -33,8 +33,8 @@ from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables import contrasts
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
-from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, read_rows, summarize,
-                                 write_outputs)
+from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, fmt, read_rows,
+                                 summarize, write_outputs)
 
 _RESERVED = {"candidate", "reference", "_input_error"}
 
@@ -99,7 +99,7 @@ def score_freeform(
     try:
         df = read_rows(input_uri, ["candidate", "reference"])
     except InputError as e:
-        fail("freeform", str(e), code=1)
+        fail("freeform", str(e))
     groups = (default_group_by(df, _RESERVED | {"item_id"}) if group_by is None
               else [c.strip() for c in group_by.split(",") if c.strip()])
     bad_groups = [c for c in groups if c not in df.columns or c in _RESERVED]
@@ -142,6 +142,7 @@ def score_freeform(
     write_outputs(out, arrow_safe(per_item), summary, "\n".join(report))
     storage.write_text(storage.join(out, "definitions.json"), json.dumps(info, indent=1, default=str))
     typer.echo(f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored", err=True)
+    exit_if_unscored("freeform", per_item["error"], counts[1])
 
 
 def _models(wanted: list[str], bs_model: str | None, bs_id: str | None, bs_layers: int | None, bs_batch: int,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections import Counter
 from typing import Any, Iterable, NoReturn, Sequence
 
 import numpy as np
@@ -13,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from evalcore import storage
+from evalcore import jsonl, storage
+from evalcore.errors import ExitCode
 from evalcore.metrics.base import Aggregate
 from evalcore.reports.tables import aggregate
 
@@ -79,10 +81,78 @@ def fmt(v: Any) -> str:
     return "–" if is_missing(v) else f"{v:.3f}"
 
 
-def fail(command: str, message: str, code: int = 2) -> NoReturn:
-    """Print ``evalcore score <command>: <message>`` to stderr and exit with ``code``."""
+def fail(command: str, message: str, code: int = ExitCode.USAGE) -> NoReturn:
+    """Print ``evalcore score <command>: <message>`` to stderr and exit with ``code`` (default: a usage
+    mistake, :class:`evalcore.errors.ExitCode`)."""
     typer.echo(f"evalcore score {command}: {message}", err=True)
-    raise typer.Exit(code=code)
+    raise typer.Exit(code=int(code))
+
+
+def exit_if_unscored(command: str, errors: Iterable[Any], n_scored: int, top: int = 3) -> None:
+    """After the outputs are written: no row scored → exit :attr:`ExitCode.UNSCORED` naming the top reasons."""
+    if n_scored:
+        return
+    reasons = Counter(str(e)[:80] for e in errors if not is_missing(e)).most_common(top)
+    fail(command, "nothing could be scored; top reasons: " + (", ".join(f"{r} ×{n}" for r, n in reasons) or "none"),
+         code=ExitCode.UNSCORED)
+
+
+def _unencodable(row: dict[str, Any]) -> str | None:
+    """The column of ``row`` holding text that cannot be UTF-8 (a lone surrogate from a ``\\ud800`` escape), or None."""
+    for key, value in row.items():
+        stack = [key, value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return repr(key) if isinstance(key, str) and key.isprintable() and key.isascii() else "a column name"
+            elif isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+    return None
+
+
+def _json_row(line: str, n: int) -> dict[str, Any]:
+    """One JSONL line as a row; a line that is not a usable JSON object is a row whose ``_input_error`` says why."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        return {"_input_error": f"line {n}: invalid JSON ({e.msg})"}
+    except RecursionError:
+        return {"_input_error": f"line {n}: invalid JSON (nested too deeply)"}
+    except ValueError as e:  # e.g. an integer of more than 4,300 digits
+        return {"_input_error": f"line {n}: invalid JSON ({str(e).split(':')[0]})"}
+    if not isinstance(row, dict):
+        return {"_input_error": f"line {n}: not a JSON object"}
+    if (col := _unencodable(row)) is not None:
+        return {"_input_error": f"line {n}: column {col} is not valid UTF-8 text"}
+    return row
+
+
+#: per-request column → the name item rows use for it, accepted in score inputs too (docs/items.md): the
+#: 0-based index of the correct option in the row's ``options``
+INPUT_ALIASES = {"correct_index": "correct_option"}
+
+
+def _canonical_columns(df: pd.DataFrame, uri: str) -> pd.DataFrame:
+    """Input columns under their per-request names (``correct_option`` → ``correct_index``); two names for one
+    column that disagree are an input error."""
+    for name, alias in INPUT_ALIASES.items():
+        if alias not in df.columns:
+            continue
+        if name in df.columns:
+            both = df[[name, alias]].dropna()
+            if not (both[name] == both[alias]).all():
+                raise InputError(f"{uri}: columns {name} and {alias} name one value (the correct option's index) "
+                                 "and disagree; keep one")
+            df = df.drop(columns=[alias])
+        else:
+            df = df.rename(columns={alias: name})
+    return df
 
 
 def read_rows(uri: str, required: Iterable[str]) -> pd.DataFrame:
@@ -98,20 +168,17 @@ def read_rows(uri: str, required: Iterable[str]) -> pd.DataFrame:
         df = pq.read_table(io.BytesIO(data)).to_pandas()
     else:
         rows: list[dict[str, Any]] = []
-        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        for n, raw in jsonl.lines(data):
+            line = raw.decode("utf-8", errors="replace")
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                row = {"_input_error": f"line {n}: invalid JSON ({e.msg})"}
-            if not isinstance(row, dict):
-                row = {"_input_error": f"line {n}: not a JSON object"}
-            rows.append(row)
+            rows.append(_json_row(line, n))
         df = pd.DataFrame(rows)
+    df = _canonical_columns(df, uri)
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise InputError(f"{uri}: missing required column(s) {missing}; found {list(df.columns)}")
+        shown = [f"{INPUT_ALIASES[c]} (or {c})" if c in INPUT_ALIASES else c for c in missing]
+        raise InputError(f"{uri}: missing required column(s) {shown}; found {list(df.columns)}")
     if "_input_error" not in df.columns:
         df["_input_error"] = None
     return df

@@ -18,12 +18,13 @@ import typer
 
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
+from evalcore.metrics.mcq_breakdowns import as_labels
 from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
 from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
-from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, fail, fmt, is_missing, read_rows,
-                                 write_outputs)
+from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, fmt, is_missing,
+                                 read_rows, write_outputs)
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
 PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {"strict": parse_choice, "muchomusic": parse_muchomusic}
@@ -133,11 +134,10 @@ def breakdown_summary(scored: pd.DataFrame, by: list[str], breakdown: list[str],
     main.insert(len(by), "breakdown", ALL)
     parts = [main]
     for col in breakdown:
-        work = scored
-        if any(isinstance(v, (list, tuple, np.ndarray)) for v in work[col]):
-            work = work.assign(**{col: [list(v) if isinstance(v, (list, tuple, np.ndarray)) else v
-                                        for v in work[col]]}).explode(col)
-            work = work[work[col].notna()]
+        # one row per label of a scalar or a list of scalars; an object gives no label (never printed raw)
+        values = [[None] if is_missing(v) else as_labels(v) for v in scored[col]]
+        work = scored.iloc[[i for i, vs in enumerate(values) for _ in vs]]
+        work = work.assign(**{col: pd.Series([x for vs in values for x in vs], index=work.index, dtype=object)})
         part = summarize_orders(work, [*by, col], resamples=resamples, seed=seed)
         label = [f"{col}=<missing>" if is_missing(v) else f"{col}={v}" for v in part[col]]
         part = part.drop(columns=[col])
@@ -209,7 +209,7 @@ def score_mcq(
     try:
         df = read_rows(input_uri, REQUIRED)
     except InputError as e:
-        fail("mcq", str(e), code=1)
+        fail("mcq", str(e))
     bd = [c.strip() for c in (breakdown or "").split(",") if c.strip()]
     unknown = [c for c in bd if c not in df.columns or c in _OWN]
     if unknown:
@@ -241,3 +241,4 @@ def score_mcq(
     write_outputs(out, per_item, summary, render_report(summary, by, parser, counts, agreements))
     typer.echo(f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored", err=True)
     typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, report.md", err=True)
+    exit_if_unscored("mcq", per_item["error"], n_ok)

@@ -1,4 +1,9 @@
-"""The ``evalcore`` command line."""
+"""The ``evalcore`` command line.
+
+Every command exits with one convention (:class:`evalcore.errors.ExitCode`, README "Exit codes"):
+0 ok; 1 the work failed part way (resume it); 2 a usage or config mistake, found before any work;
+4 finished, but nothing could be scored or the error budget was exceeded.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Optional
 import typer
 
 from evalcore.config import ConfigError, demo_config_path, load_config
+from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
 from evalcore.scoring.cli import load_commands
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
@@ -27,7 +33,7 @@ def load_or_exit(config: Optional[Path], out: Optional[str]):
         cfg = load_config(config or demo_config_path())
     except ConfigError as e:
         typer.echo(str(e), err=True)
-        raise typer.Exit(code=2)
+        raise typer.Exit(code=ExitCode.USAGE)
     if out:
         cfg = cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"root": out})})
     return cfg
@@ -44,12 +50,23 @@ def run(
                                          "committed rows are kept and not computed again."),
     commit_every: float = typer.Option(10.0, "--commit-every", min=0.0, metavar="SECONDS",
                                        help="Commit finished rows to the run root at least this often."),
+    retry_errors: str = typer.Option(",".join(RETRY_BY_DEFAULT), "--retry-errors", metavar="CLASS,…",
+                                     help="With --resume: run again the committed error rows of these failure "
+                                     "classes (transient, input, incomplete, model, judge; '' = none)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
-    """Run an evaluation end to end: items → requests → audio → models → judges → tables → report."""
-    from evalcore.pipeline.commit import RunStateError
-    from evalcore.pipeline.run import ErrorBudgetExceeded, run as run_pipeline
+    """Run an evaluation end to end: items → requests → audio → models → judges → tables → report.
 
+    Exit status: 0 ok, 1 failed part way (resume it), 2 usage or config mistake, 4 nothing scored or
+    error budget exceeded."""
+    from evalcore.pipeline.commit import RunStateError
+    from evalcore.pipeline.run import RunUnscored, run as run_pipeline
+
+    try:
+        retry = parse_classes(retry_errors)
+    except ValueError as e:
+        typer.echo(f"--retry-errors: {e}", err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
     if resume is None:
         cfg = load_or_exit(config, out)
     else:
@@ -59,19 +76,31 @@ def run(
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
     try:
-        result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every)
+        result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every, retry_errors=retry)
     except (RunStateError, ConfigError) as e:  # ConfigError: e.g. a free-form metric's model file is missing
         typer.echo(f"evalcore: {e}", err=True)
-        raise typer.Exit(code=2)
-    except ErrorBudgetExceeded as e:  # tables and report were written before the budget was checked
+        raise typer.Exit(code=ExitCode.USAGE)
+    except RunUnscored as e:  # tables and report were written before the check
         typer.echo(e.result.report)
+        echo_counts(e.result.counts)
         typer.echo(f"evalcore: {e}", err=True)
-        raise typer.Exit(code=1)
-    c = result.counts
+        raise typer.Exit(code=ExitCode.UNSCORED)
+    except Exception as e:  # noqa: BLE001 - a crash part way: what was committed stays, --resume finishes it
+        logging.getLogger("evalcore").debug("run failed", exc_info=True)
+        typer.echo(f"evalcore: the run failed part way: {type(e).__name__}: {e}\n"
+                   f"evalcore: finish it with `evalcore run --resume {cfg.root}`", err=True)
+        raise typer.Exit(code=ExitCode.FAILED)
     typer.echo(result.report)
+    echo_counts(result.counts)
+    typer.echo(f"wrote {result.root}/report.md and {result.root}/tables/", err=True)
+
+
+def echo_counts(c: dict) -> None:
+    """The run's reconciliation line (and its warnings) on stderr."""
     typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} errored; "
                f"items: {c['items_in']} in, {c['items_errored']} errored", err=True)
-    typer.echo(f"wrote {result.root}/report.md and {result.root}/tables/", err=True)
+    for line in c.get("protocols_without_items") or []:
+        typer.echo(f"WARNING: {line}", err=True)
 
 
 def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
@@ -82,7 +111,7 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
 
     if out is not None and out.rstrip("/") != run_uri.rstrip("/"):
         typer.echo(f"--out {out} and --resume {run_uri} name different run roots; give only --resume", err=True)
-        raise typer.Exit(code=2)
+        raise typer.Exit(code=ExitCode.USAGE)
     given = load_or_exit(config, None) if config is not None else None
     if given is not None:  # reach the run root with the given config's S3 options (endpoint) to read its own
         storage.configure_s3(storage.S3Options(**given.storage.s3.model_dump()))
@@ -90,7 +119,7 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
         return resume_config(run_uri, given)
     except RunStateError as e:
         typer.echo(f"evalcore: {e}", err=True)
-        raise typer.Exit(code=2)
+        raise typer.Exit(code=ExitCode.USAGE)
 
 
 @app.command()
@@ -102,15 +131,42 @@ def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished r
         typer.echo(rerender(run_root))
     except FileNotFoundError as e:
         typer.echo(f"not a finished run: {run_root} ({e})", err=True)
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.USAGE)
 
 
 @app.command("validate")
-def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check.")) -> None:
-    """Check a run config without running it."""
+def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check."),
+             check_paths: bool = typer.Option(True, "--check-paths/--no-check-paths",
+                                              help="Check that configured files, s3:// objects and checkpoints "
+                                              "exist (default) or skip it.")) -> None:
+    """Check a run config without running anything or loading a model: fields, every component's params,
+    vocabularies, templates, and that configured files and checkpoints exist. A mistake exits 2, one line per
+    field."""
+    from evalcore import preflight
+
     cfg = load_or_exit(config, None)
+    try:
+        preflight.check(cfg, check_paths=check_paths)
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
     typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
                f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+
+
+@app.command("schema")
+def schema(name: str = typer.Argument("items", help="items, or a score input: mcq, factual, factual-true_false, "
+                                      "factual-binary_choice, freeform.")) -> None:
+    """Print the JSON Schema of item rows (docs/items.md) or of an `evalcore score` input row."""
+    import json
+
+    from evalcore.input_schemas import schema as named_schema
+
+    try:
+        typer.echo(json.dumps(named_schema(name), indent=2, ensure_ascii=False))
+    except KeyError as e:
+        typer.echo(str(e.args[0]), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
 
 
 _score = load_commands()

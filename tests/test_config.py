@@ -33,7 +33,9 @@ def test_demo_config_is_valid():
         (("models", 0, "resources", "num_gpus"), -1, "models.0.resources.num_gpus"),
         (("models", 1, "kind"), "no_such_model", "models.1.kind"),
         (("datasets", 0, "kind"), "nope", "datasets.0.kind"),
-        (("protocols", 0, "name"), "essay", "protocols.0.name"),
+        (("protocols", 0, "name"), "essay", "protocols.0.kind"),  # a name that is no kind needs a kind
+        (("protocols", 0, "name"), "bad/name", "protocols.0.name"),
+        (("protocols", 0, "kind"), "essay", "protocols.0.kind"),
         (("protocols", 0, "conditions"), ["correct", "loud"], "protocols.0.conditions.1"),
         (("protocols", 0, "conditions"), ["random"], "protocols.0"),
         (("protocols", 0, "judge"), {"kind": "oracle"}, "protocols.0.judge.kind"),

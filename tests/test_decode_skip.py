@@ -36,7 +36,8 @@ def _row(uri: str, condition: str) -> dict:
 
 def test_uses_audio_is_read_from_the_class_without_building_the_model(tmp_path):
     assert MusicLM.uses_audio and DSPListener.uses_audio and not ReferenceRewrite.uses_audio
-    assert not uses_audio(ModelConfig(name="p", kind="reference_rewrite", params={"mode": "paraphrase"}))
+    rewrite = {"mode": "paraphrase", "base_url": "http://127.0.0.1:9/v1", "model": "m", "rpm": 60, "tpm": 6000}
+    assert not uses_audio(ModelConfig(name="p", kind="reference_rewrite", params=rewrite))
     assert uses_audio(ModelConfig(name="l", kind="dsp_listener"))
     (tmp_path / "bad.wav").write_bytes(b"RIFF not really a wav")
     for uri in (str(tmp_path / "absent.wav"), str(tmp_path / "bad.wav")):

@@ -84,7 +84,7 @@ def test_tempo_and_mode_of_a_known_clip():
 
 def prompts_for(spec: ClipSpec) -> tuple[dict[str, str], dict[str, int | None]]:
     """Rendered prompts and correct option indices of the clip's items, by task."""
-    items = clip_items(spec, "d", "u", {})
+    items = clip_items(spec, "u", {})
     prompts = {
         r["task"]: render(DEFAULT_VARIANTS[r["protocol"]]["default"], r["question"], r.get("options"))
         for r in items

@@ -242,7 +242,7 @@ def _factual(n, task="genre", vocab=FMA_GENRES):
 
 def test_binary_choice_balance_and_reproducibility():
     items = _factual(2000)
-    out = fp.binary_choice_items(items, FMA_GENRES, seed=7)
+    out = fp.binary_choice_items(items, FMA_GENRES, seed=7, order="coin")
     good, bad = validate_items("fma", out)
     assert len(good) == 2000 and not bad
     firsts = [json.loads(o["metadata"])["correct_first"] for o in out]
@@ -255,14 +255,18 @@ def test_binary_choice_balance_and_reproducibility():
         assert o["question"] == (f"Between {o['options'][0]} and {o['options'][1]}, "
                                  "what is a better description of the genre of this piece?")
         assert o["protocol"] == "binary_choice" and o["audio_uri"] == src["audio_uri"]
-    assert fp.binary_choice_items(items, FMA_GENRES, seed=7) == out
-    assert fp.binary_choice_items(items, FMA_GENRES, seed=8) != out
+    assert fp.binary_choice_items(items, FMA_GENRES, seed=7, order="coin") == out
+    assert fp.binary_choice_items(items, FMA_GENRES, seed=8, order="coin") != out
     # per-item draws: a sub-list gets the same questions
-    assert fp.binary_choice_items(items[5:9], FMA_GENRES, seed=7) == out[5:9]
+    assert fp.binary_choice_items(items[5:9], FMA_GENRES, seed=7, order="coin") == out[5:9]
     # distractors spread over the vocabulary
     assert len(Counter(o["options"][1 - o["correct_option"]] for o in out)) == len(FMA_GENRES)
-    balanced = fp.binary_choice_items(items[:301], FMA_GENRES, seed=7, balanced=True)
+    # the default (the paper's "correct answer first in 50 % of the prompts"): exactly half, same labels
+    balanced = fp.binary_choice_items(items[:301], FMA_GENRES, seed=7)
     assert sum(json.loads(o["metadata"])["correct_first"] for o in balanced) == 150
+    assert [set(o["options"]) for o in balanced] == [set(o["options"]) for o in out[:301]]
+    with pytest.raises(ValueError, match="binary_order"):
+        fp.binary_choice_items(items, FMA_GENRES, seed=7, order="alternate")
 
 
 def test_binary_choice_multilabel_and_errors():

@@ -34,7 +34,7 @@ from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
 
 install_test_key()  # before Ray starts, so the model actors inherit it
 REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "musicqa" / "EvalMusicQA.json"
+from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 METRICS = ["bleu", "meteor", "rouge", "bertscore", "cider", "claptext"]
 PARA, ADV, PRIOR = "sys-a", "sys-b", "prior"  # the rewrite systems must be found by backend, not by name
 LONG_ITEM = "012544-0"
@@ -118,7 +118,7 @@ def _config(tmp: pathlib.Path, srv: LLMServer, ckpt: pathlib.Path, tokenizer: st
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, local_ray):
     if not DATA.exists():
-        pytest.skip(f"real MusicQA data not found at {DATA}")
+        pytest.skip(missing(DATA))
     tmp = tmp_path_factory.mktemp("ff-run")
     cf = _clap_fixture()
     ckpt = tmp / "music_random_seeded.pt"
@@ -184,8 +184,12 @@ def test_summary_definitions_and_discrimination_rows(finished):
     summary = _table(cfg, "tables/summary.parquet")
     per_item = _table(cfg, "tables/per_item.parquet")
     ff = summary[(summary.protocol == "freeform") & (summary.group == "all")]
-    values = ff[ff.kind == "value"]
+    errored = ff[(ff.kind == "value") & (ff.metric == "errored")]
+    values = ff[(ff.kind == "value") & (ff.metric != "errored")]
     assert set(values["metric"]) == set(METRICS)
+    # explicit denominators: each cell counts its errored requests (the adversarial rewrite's overlong item)
+    assert dict(zip(zip(errored.model, errored.condition), errored["value"])) == {
+        (m, c): (1.0 if m == ADV else 0.0) for m in (PRIOR, PARA, ADV) for c in ("correct", "random")}
     assert set(zip(values.model, values.condition)) == {(m, c) for m in (PRIOR, PARA, ADV)
                                                         for c in ("correct", "random")}
     defs = dict(zip(values.metric, values.definition))
@@ -234,10 +238,11 @@ def test_report_has_the_table2_section(finished):
     cfg, res, *_ = finished
     section = _section(res.report)
     assert "Profile `mullama`" in section
-    header = "| model | condition | n | " + " | ".join(METRICS) + " |"
+    header = "| model | condition | n | " + " | ".join(METRICS) + " | errored |"
+    diff_header = "| model | condition | n | " + " | ".join(METRICS) + " |"
     # Table 2, the two task subsets (captioning questions, App. C.1, and the others), correct − random,
     # paraphrase − adversarial
-    assert section.count(header) == 5
+    assert section.count(header) == 3 and section.count(diff_header + "\n") == 2
     assert "Subset `task=captioning`:" in section and "Subset `task=qa`:" in section
     table = [ln for ln in section.split(header, 1)[1].split("\n\n", 1)[0].splitlines() if ln.startswith("| ")]
     assert [ln.split(" | ")[:3] for ln in table] == [  # sorted by system, then condition
@@ -246,6 +251,7 @@ def test_report_has_the_table2_section(finished):
         [f"| {ADV} (adversarial rewrite)", "correct", "9"], [f"| {ADV} (adversarial rewrite)", "random", "9"],
     ]
     assert len(table) == 6 and all(ln.count(" [") == len(METRICS) for ln in table)
+    assert [ln.rsplit(" | ", 1)[1] for ln in table] == ["0 |"] * 4 + ["1 |"] * 2  # errored, left out of n
     assert "| prior | correct-random | 10 |" in section
     for m in METRICS:
         assert re.search(rf"- paraphrase-adversarial · correct · {m}: -?\d\.\d{{3}} \[.*\] → (ranks|does NOT rank)",
@@ -258,9 +264,9 @@ def test_config_errors_name_the_field(tmp_path):
     base = {"name": "x", "datasets": [{"name": "d", "kind": "synthetic"}],
             "models": [{"name": "m", "kind": "text_prior"}]}
     cases = [
-        ({"names": ["bleu", "bleurt"]}, "protocols.0.metrics.names: Value error, unknown metric(s) ['bleurt']"),
-        ({"names": ["bertscore"]}, "protocols.0.metrics: Value error, names has bertscore but bertscore.model"),
-        ({"names": ["claptext"]}, "protocols.0.metrics: Value error, names has claptext but clap.checkpoint"),
+        ({"names": ["bleu", "bleurt"]}, "protocols.0.metrics.names: unknown metric(s) ['bleurt']"),
+        ({"names": ["bertscore"]}, "protocols.0.metrics: names has bertscore but bertscore.model"),
+        ({"names": ["claptext"]}, "protocols.0.metrics: names has claptext but clap.checkpoint"),
         ({"names": ["bleu"], "bertscore": {}}, "protocols.0.metrics.bertscore.model: Field required"),
         ({"names": ["bertscore"], "bertscore": {"model": "/models/minilm"}},
          "bertscore.num_layers: no default layer for model 'minilm'"),

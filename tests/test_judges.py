@@ -109,7 +109,8 @@ PARSE_CASES = [
     ("B.", O4, 1),
     ("**B**", O4, 1),
     ("[C]", O4, 2),
-    ("a", O4, 0),
+    ("a", O4, -1),  # the article alone (an answer cut after its first word) is no option letter
+    ("(a)", O4, 0),
     ("Answer: B", O4, 1),
     ("answer: b", O4, 1),
     ("The correct answer is B", O4, 1),

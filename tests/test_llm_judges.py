@@ -50,7 +50,7 @@ def test_extractor_drops_out_of_vocabulary_labels_and_counts_them(tmp_path):
     user = bodies[0]["messages"][1]["content"]
     assert "Category: instrument" in user and "guitar, drums, bass" in user
     assert bodies[0]["messages"][0]["content"] == LABEL_EXTRACTION.system and bodies[0]["temperature"] == 0.0
-    assert judge.version == "1+label_extraction@1"
+    assert judge.version == "2+label_extraction@1"
 
     with LLMServer(answer=echo) as srv:
         custom = LLMExtractorJudge(vocabulary=["Rock", "jazz"], **params(srv, tmp_path))
@@ -79,7 +79,7 @@ def test_prompt_version_is_part_of_the_cache_key_and_rerun_is_free(tmp_path, mon
         n3 = len(srv.requests)
     assert n1 == 6 and n2 == 6 and n3 == 12  # cached re-run: zero HTTP calls; new version: all new
     assert out1 == out2 == out3 and out1[0] == {"extracted": ["piano"], "dropped": 1}
-    assert first.cache_root == str(tmp_path / "envcache") and v2.version == "1+label_extraction@2"
+    assert first.cache_root == str(tmp_path / "envcache") and v2.version == "2+label_extraction@2"
     cache = ResponseCache(str(tmp_path / "envcache"))
     msgs = first.messages(texts[0])
     for version in ("label_extraction@1", "label_extraction@2"):
@@ -103,7 +103,8 @@ def test_api_failure_after_retries_is_an_error_result(tmp_path, monkeypatch):
     with LLMServer(answer=echo) as srv:
         out = LLMExtractorJudge(**params(srv, tmp_path, api_key_env="EVALCORE_NO_SUCH_KEY")).judge(["x"], [None])
         assert srv.requests == []
-    assert out == [{"extracted": None, "error": "environment variable EVALCORE_NO_SUCH_KEY is not set"}]
+    assert out == [{"extracted": None, "error": "environment variable EVALCORE_NO_SUCH_KEY is not set",
+                    "error_class": "input"}]
 
 
 def test_mcq_llm_parses_letters_and_none(tmp_path):

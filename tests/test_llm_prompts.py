@@ -26,6 +26,8 @@ def test_parsers():
     assert parse_labels("Piano, violin, piano, kazoo", ["piano", "violin"]) == ["piano", "violin"]
     assert parse_labels("", ["piano"]) == []
     assert [parse_letter(s) for s in ["B", " c.", "Option D", "none", "A or B", ""]] == ["B", "C", "D", None, None, None]
+    # the article "a" alone (an answer cut after its first word) is not option A; enclosed or cued it is
+    assert [parse_letter(s) for s in ["a", "a.", "(a)", "option a", "A"]] == [None, None, "A", "A", "A"]
 
 
 def test_mcq_json_template_schema_and_validation():

@@ -3,15 +3,13 @@ OpenAI-compatible server of tests/llm_server.py on 127.0.0.1."""
 
 from __future__ import annotations
 
-import re
-
 import pyarrow.parquet as pq
 import pytest
 
 from evalcore.config import parse_config
 from evalcore.judges.mcq_string import parse_choice
 from evalcore.pipeline.run import run
-from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
+from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key, parenthesised_letter
 
 install_test_key()  # at import, before the session's Ray starts: its workers inherit the key
 pytestmark = pytest.mark.ray
@@ -20,12 +18,9 @@ pytestmark = pytest.mark.ray
 def matcher(messages: list[dict]) -> str:
     """A scripted matcher: "none" for the tonality question (recognised by the question the pipeline passes
     on, not by its options), else the letter the answer puts in parentheses."""
-    user = messages[-1]["content"]
-    if "What is the tonality of this piece?" in user:
+    if "What is the tonality of this piece?" in messages[-1]["content"]:
         return "none"
-    answer = re.search(r'"""\n(.*)\n"""', user, re.DOTALL)
-    m = re.search(r"\(([A-D])\)", answer.group(1) if answer else "")
-    return m.group(1) if m else "none"
+    return parenthesised_letter(messages)
 
 
 def test_mcq_llm_judge_end_to_end(tmp_path, local_ray) -> None:

@@ -39,7 +39,8 @@ def _ctx(tmp_path, name="d"):
 def test_muchomusic_csv(tmp_path):
     p = tmp_path / "muchomusic.csv"
     pd.DataFrame(MUCHO).to_csv(p, index=False)
-    rows = list(MuChoMusic(str(p), audio_root="/audio").items(_ctx(tmp_path)))
+    rows = list(MuChoMusic(str(p), audio_root="/audio", audio_pattern="{dataset}/{dataset_identifier}.wav")
+                .items(_ctx(tmp_path)))
     good, bad = validate_items("mucho", rows)
     assert len(good) == 2 and len(bad) == 1 and "question" in bad[0]["error"]
     first = good[0]
@@ -47,7 +48,7 @@ def test_muchomusic_csv(tmp_path):
     assert first["correct_option"] == 0 and first["audio_uri"] == "/audio/musiccaps/-0Gj8-vB1q4.wav"
     meta = json.loads(first["metadata"])
     assert meta["genre"] == ["Classical", "Ambient"] and meta["option_types"] == ["correct", "IR", "CU", "IU"]
-    assert json.loads(good[1]["metadata"])["genre"] == ["Rock", "Pop"]
+    assert json.loads(good[1]["metadata"])["genre"] == ["Rock, Pop"]  # one genre string, kept whole
 
 
 def test_muchomusic_distractor_ablation(tmp_path):

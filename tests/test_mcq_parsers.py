@@ -71,6 +71,11 @@ CASES: list[tuple[str, list[str], int, int]] = [
     ("(b)", INST, 1, -1),
     ("answer: b", INST, 1, -1),
     ("option b", INST, 1, -1),
+    # --- the article "a" alone (an answer cut after its first word) names nothing; enclosed or cued it does
+    ("a", INST, -1, -1),
+    ("The answer is a", INST, -1, -1),
+    ("(a)", INST, 0, -1),
+    ("option a.", INST, 0, -1),
     ("b) piano", INST, 1, 1),  # muchomusic: via the option text
     ("c)", INST, 2, -1),
     # --- the article "A" and other capitals inside words

@@ -107,7 +107,8 @@ def test_breakdown_groups_skip_task_copies() -> None:
                                     "{}", json.dumps({"music_reasoning": ["Mood"]})]})
     labels = [g for g, _ in breakdown_groups(df)]
     assert labels == ["secondary_category=Harmony", "secondary_category=Melody", "difficulty=high",
-                      "difficulty=low", "dimension=knowledge/Melody", "dimension=reasoning/Mood"]
+                      "difficulty=low", "dimension=knowledge", "dimension=knowledge/Melody", "dimension=reasoning",
+                      "dimension=reasoning/Mood"]
     sizes = {g: len(d) for g, d in breakdown_groups(df)}
     assert sizes["difficulty=low"] == 2 and sizes["secondary_category=Melody"] == 1
 

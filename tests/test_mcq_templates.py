@@ -35,25 +35,7 @@ def _cfg(**proto) -> object:
 # ---------------------------------------------------------------- template sets
 
 
-def test_muchomusic_set_is_the_default_variant() -> None:
-    t = TEMPLATE_SETS["muchomusic"]
-    expected = "Question: Which?\nOptions:\n(A) Piano\n(B) Violin\n(C) Trumpet\n(D) Guitar\nThe correct answer is:"
-    assert t.render("Which?", OPTS) == expected
-    assert render("Question: {question}\nOptions:\n{options}\nThe correct answer is:", "Which?", OPTS) == expected
-
-
-def test_hummusqa_templates_follow_the_appendix() -> None:
-    plain = TEMPLATE_SETS["hummusqa-plain"].render("Which?", OPTS)
-    assert plain == "Which?\nA: Piano\nB: Violin\nC: Trumpet\nD: Guitar"
-    gemini = TEMPLATE_SETS["hummusqa-gemini"].render("Which?", OPTS)
-    assert gemini.startswith("**Task:** You are an expert musicologist with perfect pitch")
-    assert "If audio is missing, use theoretical knowledge to deduce the answer.\nWhich?\nA: Piano" in gemini
-    assert gemini.endswith("D: Guitar\n**Final Answer:** Return ONLY the single letter: A, B, C, or D")
-    qwen = TEMPLATE_SETS["hummusqa-qwen-omni"].render("Which?", OPTS)
-    assert qwen.startswith("You are a music audio understanding model.\n\nListen carefully to the provided audio")
-    assert "Question:\nWhich?\n\nOptions:\nA: Piano\nB: Violin" in qwen
-    assert qwen.endswith("Respond with ONLY the letter of the correct option (A, B, C, or D).\n"
-                         "Do not include any explanation or additional text.")
+# the released MuChoMusic prompt and the HumMusQA appendix templates: tests/test_released_prompts.py
 
 
 def test_letter_list_follows_the_number_of_options() -> None:

@@ -13,7 +13,7 @@ from evalcore.datasets.musicqa import CAPTIONING_QUESTIONS
 from evalcore.datasets.validate import validate_items
 from evalcore.registry import DATASETS
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "musicqa" / "EvalMusicQA.json"
+from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 CTX = DatasetContext(name="musicqa", run_root="/tmp", seed=0)
 
 
@@ -24,7 +24,7 @@ def _load(path: Path, **params):
 @pytest.fixture(scope="module")
 def real():
     if not DATA.is_file():
-        pytest.skip(f"real MusicQA data not found at {DATA} (see ../shared/data/README.md)")
+        pytest.skip(missing(DATA))
     return json.loads(DATA.read_text()), _load(DATA, audio_root="s3://bucket/jamendo")
 
 

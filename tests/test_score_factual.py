@@ -219,5 +219,5 @@ def test_all_rows_bad_exits_non_zero(tmp_path: Path) -> None:
     src = _jsonl(tmp_path / "in.jsonl", [{"response": 1, "labels": ["piano"]}])
     out = tmp_path / "out"
     res = _run(str(src), "--out", str(out), "--task", "instrument")
-    assert res.exit_code == 1 and "rows: 1 in = 0 scored + 1 errored" in res.stderr
+    assert res.exit_code == 4 and "rows: 1 in = 0 scored + 1 errored" in res.stderr
     assert len(pd.read_parquet(out / "per_item.parquet")) == 1

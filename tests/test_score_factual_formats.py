@@ -131,9 +131,15 @@ def test_binary_choice_hand_computed_from_parquet(tmp_path: Path) -> None:
     summary = pd.read_parquet(out / "summary.parquet")
     assert set(summary["group"]) == {"all"} and set(summary["n"]) == {5}
     v = _values(summary)
-    assert set(v) == {"accuracy", "answered", "accuracy_answered"}
+    assert set(v) == {"precision_micro", "recall_micro", "f1_micro", "accuracy", "answered", "accuracy_answered"}
     assert v["accuracy"] == pytest.approx(2 / 5) and v["answered"] == pytest.approx(3 / 5)
     assert v["accuracy_answered"] == pytest.approx(2 / 3)
+    # labels named, united over chunks, vs the correct option: i1 rock ✓; i2 jazz+folk (TP, FP); i3 rock+pop
+    # (TP, FP); i4 hip-hop for electronic (FP, FN); i5 rock+folk (TP, FP) → TP 4, FP 4, FN 1
+    assert list(per_item["named"].map(list)) == [["rock"], ["jazz", "folk"], ["rock"], ["pop"], ["pop"],
+                                                 ["hip-hop"], ["rock"], ["folk"]]
+    assert v["precision_micro"] == pytest.approx(4 / 8) and v["recall_micro"] == pytest.approx(4 / 5)
+    assert v["f1_micro"] == pytest.approx(8 / 13)
 
 
 def test_without_item_id_every_row_is_a_question(tmp_path: Path) -> None:
@@ -210,13 +216,13 @@ def test_binary_choice_bad_rows(tmp_path: Path) -> None:
 def test_no_scorable_row_exits_1_and_option_errors_exit_2(tmp_path: Path) -> None:
     src = _jsonl(tmp_path / "in.jsonl", [{"label": "piano", "truth": None, "response": "Yes."}])
     res = _run(src, tmp_path / "out", "true_false", "instrument")
-    assert res.exit_code == 1 and "rows: 1 in = 0 scored + 1 errored" in res.stderr
+    assert res.exit_code == 4 and "rows: 1 in = 0 scored + 1 errored" in res.stderr
     assert (tmp_path / "out" / "per_item.parquet").exists()
     assert _run(src, tmp_path / "o2", "multiple", "instrument").exit_code == 2
     res = _run(src, tmp_path / "o3", "true_false", "instrument", "--extractor", "llm")
     assert res.exit_code == 2 and "--format standard only" in res.stderr
     res = _run(src, tmp_path / "o4", "binary_choice", "genre")
-    assert res.exit_code == 2 and "missing required column(s) ['options', 'correct_index']" in res.stderr
+    assert res.exit_code == 2 and "missing required column(s) ['options', 'correct_option (or correct_index)']" in res.stderr
     res = _run(src, tmp_path / "o5", "true_false", "instrument", "--group-by", "truth")
     assert res.exit_code == 2 and "--group-by" in res.stderr
 
@@ -228,7 +234,8 @@ def _pipeline_summary(per_item: pd.DataFrame, protocol: str) -> dict[tuple, tupl
     judged = []
     for i, r in enumerate(per_item.to_dict("records")):
         key = f"{r['item_id']}:tf:{r['label']}" if protocol == "true_false" else str(r["item_id"])
-        answer = {"yes": ["yes"], "no": ["no"]}.get(r["answer"], []) if protocol == "true_false" else None
+        answer = ({"yes": ["yes"], "no": ["no"]}.get(r["answer"], []) if protocol == "true_false"
+                  else list(r["named"]))
         judged.append({"request_id": f"{r['model']}/{key}", "protocol": protocol, "dataset": "d", "task": "t",
                        "model": r["model"], "variant": "v", "condition": "correct", "option_order": 0,
                        "item_id": key, "chunk_index": int(r["chunk_index"]), "error": None, "error_stage": None,
@@ -236,7 +243,10 @@ def _pipeline_summary(per_item: pd.DataFrame, protocol: str) -> dict[tuple, tupl
                        "extracted": answer, "parsed_index": r.get("parsed_index"),
                        "options": list(r.get("options", [])), "correct_index": r.get("correct_index")})
     table = summary_table(per_item_table(merge_chunks(judged)), resamples=50, confidence=0.95, seed=0).to_pandas()
-    table = table[table["kind"] == "value"]
+    # the run's explicit denominators (errored requests per cell) have no counterpart in `evalcore score`,
+    # whose input rows are counted in its report
+    table = table[(table["kind"] == "value") & (table["metric"] != "errored")
+                  & ~table["metric"].str.endswith("_with_errors")]
     return {(m, g, k): (v, n) for m, g, k, v, n in zip(table["model"], table["group"], table["metric"],
                                                         table["value"], table["n"])}
 

@@ -12,13 +12,13 @@ from typer.testing import CliRunner
 
 from evalcore.cli import app
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "musicqa" / "EvalMusicQA.json"
+from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def pairs_file(tmp_path_factory):
     if not DATA.exists():
-        pytest.skip(f"real MusicQA data not found at {DATA}")
+        pytest.skip(missing(DATA))
     refs = [r["conversation"][1]["value"] for r in json.loads(DATA.read_text())[:40]]
     rows = []
     for i, ref in enumerate(refs):
@@ -77,7 +77,7 @@ def test_model_metrics_bad_rows_and_provenance(tmp_path):
     import os
 
     if not DATA.exists():
-        pytest.skip(f"real MusicQA data not found at {DATA}")
+        pytest.skip(missing(DATA))
     cf = _clap_fixture()
     ckpt = tmp_path / "clap.pt"
     cf.write_laion_checkpoint(ckpt)

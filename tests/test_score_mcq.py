@@ -206,8 +206,9 @@ def test_all_rows_bad(tmp_path: Path) -> None:
     rows = [dict(r, response=None) for r in example_rows()[:2]] + ["17"]
     out = tmp_path / "out"
     res = run(write_jsonl(tmp_path / "in.jsonl", rows), "--out", str(out), "--resamples", "20")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 4, res.output  # nothing could be scored (the outputs are still written)
     assert "rows: 3 in = 0 scored + 3 errored" in res.stderr
+    assert "nothing could be scored; top reasons: no response ×2" in res.stderr
     assert pd.read_parquet(out / "summary.parquet").empty
     assert "(no scored rows)" in (out / "report.md").read_text()
 
@@ -322,7 +323,7 @@ def test_breakdown_without_groups_and_with_no_scored_rows(tmp_path: Path) -> Non
     bad = [dict(r, response=None) for r in breakdown_rows()[:2]]
     res = run(write_jsonl(tmp_path / "bad.jsonl", bad), "--out", str(tmp_path / "b"), "--breakdown", "category",
               "--resamples", "20")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 4, res.output  # nothing could be scored
     assert pd.read_parquet(tmp_path / "b" / "summary.parquet").empty
 
 

@@ -103,7 +103,7 @@ def test_llm_parser_all_calls_failing_are_errors(tmp_path: Path) -> None:
     src.write_text("".join(json.dumps(r) + "\n" for r in rows()[:3]))
     with LLMServer(answer=matcher, faults=FaultSchedule(probabilities={"500": 1.0})) as srv:
         res = run(str(src), tmp_path / "o", srv, tmp_path / "cache", "--group-by", "", "--breakdown", "model")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 4, res.output  # nothing could be scored (the outputs are written all the same)
     assert "rows: 3 in = 0 scored + 3 errored" in res.stderr
     per_item = pd.read_parquet(tmp_path / "o" / "per_item.parquet")
     assert all(e.startswith("llm parser: HTTP 500") for e in per_item["error"])

@@ -13,6 +13,7 @@ import pytest
 import soundfile as sf
 
 from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.validate import validate_items
 from evalcore.datasets.synthetic import (
     INSTRUMENTS,
     MODE_OPTIONS,
@@ -106,7 +107,9 @@ def test_synthesis_is_fast():
 
 
 def test_items_conform_and_are_well_formed(rows):
-    items, _ = rows
+    raw, _ = rows
+    items, errors = validate_items("synth", raw)
+    assert not errors
     table = conform(items, ITEM)
     assert table.num_rows == len(items) == 11 * 5
     ids = [r["item_id"] for r in items]

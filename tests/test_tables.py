@@ -46,7 +46,9 @@ def test_summary_values_and_paired_difference_by_hand():
     # macro F1: correct (1 + 2/3)/2, random (0 + 2/3)/2
     assert get("correct", "f1_macro").value == pytest.approx((1 + 2 / 3) / 2)
     assert get("correct-random", "f1_macro").value == pytest.approx(0.5)
-    assert set(s["group"]) == {"all"} and (s["n"] == 2).all()
+    scored = s[s.metric != "errored"]
+    assert set(s["group"]) == {"all"} and (scored["n"] == 2).all()
+    assert list(s[s.metric == "errored"]["value"]) == [0.0, 0.0]  # explicit denominators: no request errored
     assert s["definition"].str.len().min() > 10
 
 

@@ -15,13 +15,13 @@ import pytest
 from evalcore.metrics import text_profiles as tp
 from evalcore.metrics import wordnet as wnmod
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "musicqa" / "EvalMusicQA.json"
+from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 
 
 def derived_pairs(n: int = 300, seed: int = 0) -> tuple[list[str], list[str]]:
     """(references, candidates): real answers vs itself / another row's answer / truncated / shuffled / recased."""
     if not DATA.is_file():
-        pytest.skip(f"real MusicQA data not found at {DATA} (see ../shared/data/README.md)")
+        pytest.skip(missing(DATA))
     answers = [r["conversation"][1]["value"] for r in json.loads(DATA.read_text())]
     rng = random.Random(seed)
     refs, cands = [], []

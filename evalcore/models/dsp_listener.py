@@ -222,11 +222,19 @@ def analyze(audio: np.ndarray, sr: int) -> Analysis:
 _OPTION = re.compile(r"^\s*\(?([A-Z])[\).:]\s+(.+?)\s*$", re.MULTILINE)
 
 
+_INLINE_OPTION = re.compile(r"\(([A-Z])\)\s+(.+?)\s*(?=\([A-Z]\)\s|\n|$)")
+
+
 def parse_options(prompt: str) -> list[tuple[str, str]]:
-    """Lettered options "(A) text" in the prompt, as (letter, text)."""
-    found = _OPTION.findall(prompt)
-    letters = [l for l, _ in found]
-    return found if letters and letters == [chr(65 + i) for i in range(len(letters))] else []
+    """Lettered options in the prompt, as (letter, text): one a line ("(A) text", "A: text"), else on one
+    line as MuChoMusic's released prompt writes them ("(A) text (B) text "); the last block of options counts
+    (in-context examples come before the question)."""
+    for pattern, text in ((_OPTION, prompt), (_INLINE_OPTION, prompt.rsplit("\n Options: ", 1)[-1])):
+        found = pattern.findall(text)
+        letters = [l for l, _ in found]
+        if letters and letters == [chr(65 + i) for i in range(len(letters))]:
+            return found
+    return []
 
 
 def _join(words: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
@@ -70,19 +70,47 @@ class HFAudioParams(BaseModel):
     sample_rate: int | None = Field(None, gt=0)  # must equal the feature extractor's when given
     max_audio_seconds: float | None = Field(None, gt=0)  # at most the model's window when given
 
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, v: str | None) -> str | None:
+        if v is not None and v not in FAMILIES:
+            raise ValueError(f"unknown family {v!r}; known: {', '.join(FAMILIES)}")
+        return v
+
+    @field_validator("generation")
+    @classmethod
+    def _no_max_new_tokens(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if "max_new_tokens" in v:
+            raise ValueError("max_new_tokens: set it as the top-level param max_new_tokens")
+        return v
+
 
 def parse_params(params: dict[str, Any]) -> HFAudioParams:
     """Validated params; a mistake raises ``ValueError`` naming the field (``hf_audio_lm params.dtype: ...``)."""
+    from evalcore.params import ParamsError, check_params
+
     try:
-        p = HFAudioParams.model_validate(params)
-    except ValidationError as e:
-        lines = [f"hf_audio_lm params.{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()]
-        raise ValueError("; ".join(lines)) from None
-    if p.family is not None and p.family not in FAMILIES:
-        raise ValueError(f"hf_audio_lm params.family: unknown family {p.family!r}; known: {', '.join(FAMILIES)}")
-    if "max_new_tokens" in p.generation:
-        raise ValueError("hf_audio_lm params.generation.max_new_tokens: set it as the top-level param max_new_tokens")
-    return p
+        check_params(HFAudioLM, params)
+    except ParamsError as e:
+        raise ValueError("; ".join(f"hf_audio_lm params.{f}: {m}" for f, m in e.problems)) from None
+    return HFAudioParams.model_validate(params)
+
+
+def check_checkpoint(p: HFAudioParams) -> None:
+    """The checkpoint holds a ``config.json`` of a supported family and a processor config with the feature
+    extractor's rate, read without loading weights; ``ValueError("checkpoint: reason")`` otherwise."""
+    config = read_checkpoint_json(p.checkpoint, "config.json")
+    if config is None:
+        raise ValueError(f"checkpoint: {p.checkpoint!r} holds no config.json")
+    try:
+        family_of(config.get("model_type"), p.family)
+        _window(p, processor_audio_spec(read_checkpoint_json(p.checkpoint, "processor_config.json"),
+                                        read_checkpoint_json(p.checkpoint, "preprocessor_config.json")))
+    except ValueError as e:  # CheckpointError included
+        msg = str(e)
+        if msg.startswith("hf_audio_lm params."):  # sample_rate / max_audio_seconds against the checkpoint's
+            raise ValueError(msg.removeprefix("hf_audio_lm params.")) from None
+        raise ValueError(f"checkpoint: {msg.removeprefix('hf_audio_lm: ')}") from None
 
 
 def family_of(model_type: str | None, family: str | None = None) -> Family:
@@ -134,6 +162,12 @@ class HFAudioLM(MusicLM):
     #: left: a decoder-only model continues every row from its own last token (the tests flip it to
     #: "right" as a negative control: answers then depend on the batch)
     padding_side = "left"
+    Params = HFAudioParams
+    path_params = {"checkpoint": "dir"}
+
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        check_checkpoint(parse_params(params))
 
     @classmethod
     def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:

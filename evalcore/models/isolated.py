@@ -73,6 +73,7 @@ def environment() -> dict[str, str]:
 @MODELS.register("isolated")
 class IsolatedModel(MusicLM):
     """A research model behind an adapter, run in its model's own Ray runtime_env."""
+    path_params = {"checkpoint": "dir"}  # must exist (evalcore validate)
 
     def __init__(
         self,

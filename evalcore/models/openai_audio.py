@@ -48,6 +48,14 @@ def wav_base64(audio: np.ndarray, sample_rate: int) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+class EndpointFailed(RuntimeError):
+    """The endpoint gave no answer for one input; ``error_class`` is the call's failure class."""
+
+    def __init__(self, reason: str, error_class: str | None = None) -> None:
+        super().__init__(reason)
+        self.error_class = error_class
+
+
 class EstimatedBudget:
     """A budget that reserves the caller's own token estimate (set per thread) instead of the client's."""
 
@@ -101,6 +109,7 @@ class OpenAIAudioChat(MusicLM):
         audio_tokens_per_second: float = 25.0,
         revision: str | None = None,
         log_root: str | None = None,
+        flights: str | None = None,
     ) -> None:
         from evalcore.llm.client import EndpointConfig
 
@@ -111,7 +120,7 @@ class OpenAIAudioChat(MusicLM):
             raise ValueError(f"openai_audio_chat params.sample_rate: must be > 0, got {sample_rate}")
         self.config = EndpointConfig(base_url=base_url, model=model, rpm=rpm, tpm=tpm, api_key_env=api_key_env,
                                      timeout_s=timeout_s, max_retries=max_retries, temperature=temperature,
-                                     seed=seed, max_tokens=max_tokens)
+                                     seed=seed, max_tokens=max_tokens, flights=flights)
         self.sample_rate = int(sample_rate)
         self.max_audio_seconds = max_audio_seconds
         self.system_prompt = system_prompt
@@ -184,7 +193,7 @@ class OpenAIAudioChat(MusicLM):
             c = self.client.complete(msgs, TEMPLATE_VERSION)
         finally:
             budget.local.tokens = None
-        return c.text if c.text is not None else RuntimeError(f"endpoint: {c.error}")
+        return c.text if c.text is not None else EndpointFailed(f"endpoint: {c.error}", c.error_class)
 
     def generate(self, batch: Sequence[AudioPrompt]) -> list[Any]:
         """One text per input; an input whose request failed gets an exception (its row's error)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Sequence
 
+from evalcore.errors import INPUT
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE, PromptTemplate
 from evalcore.llm.runner import LLMRunner
 from evalcore.models.base import AudioPrompt, MusicLM
@@ -30,7 +31,12 @@ TEMPLATES: dict[str, PromptTemplate] = {"paraphrase": PARAPHRASE, "adversarial":
 
 
 class RewriteFailed(RuntimeError):
-    """One reference could not be rewritten (no reference, or the LLM call failed)."""
+    """One reference could not be rewritten (no reference, or the LLM call failed); ``error_class`` is the
+    call's failure class (:mod:`evalcore.errors`), None for no reference (then the model stage's)."""
+
+    def __init__(self, reason: str, error_class: str | None = None) -> None:
+        super().__init__(reason)
+        self.error_class = error_class
 
 
 @MODELS.register("reference_rewrite")
@@ -38,6 +44,8 @@ class ReferenceRewrite(MusicLM):
     """Rewrites the request's reference answer with an LLM; see the module docstring."""
 
     uses_audio = False  # its audio is never fetched or decoded
+    params_extend = (LLMRunner,)  # ``**llm`` are the runner's (evalcore.params)
+    params_exclude = ("log_name",)
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
 
     def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: str, model: str, rpm: int, tpm: int,
@@ -68,7 +76,7 @@ class ReferenceRewrite(MusicLM):
 
     def generate(self, batch: Sequence[AudioPrompt]) -> list[Any]:
         """One rewrite per input, in order; a :class:`RewriteFailed` instance for an input that failed."""
-        out: list[Any] = [RewriteFailed("no reference answer to rewrite") for _ in batch]
+        out: list[Any] = [RewriteFailed("no reference answer to rewrite", INPUT) for _ in batch]
         todo = [i for i, inp in enumerate(batch) if inp.reference and inp.reference.strip()]
         done = self.runner.run([self.messages(batch[i].reference) for i in todo],  # type: ignore[arg-type]
                                self.template.tag)
@@ -76,5 +84,5 @@ class ReferenceRewrite(MusicLM):
             if c.text is not None and c.error is None:
                 out[i] = c.text.strip()
             else:
-                out[i] = RewriteFailed(f"{c.error or 'no completion'} (after {c.attempts} attempts)")
+                out[i] = RewriteFailed(c.error or "no completion", c.error_class)  # the error names the attempts
         return out

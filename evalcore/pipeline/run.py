@@ -14,23 +14,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
-from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
 import evalcore
-from evalcore import storage
-from evalcore.config import ConfigError, JudgeConfig, ModelConfig, RunConfig
+from evalcore import cluster, preflight, storage
+from evalcore.config import ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
+from evalcore.errors import INPUT, RETRY_BY_DEFAULT, TRANSIENT, bounded
 from evalcore.pipeline import commit
 from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
-from evalcore.pipeline.resume import open_run
-from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table
-from evalcore.protocols import expand_requests
+from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored, protocols_without_items
+from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
+from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
+from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
+from evalcore.protocols import checks, expand_requests
+from evalcore.protocols.vocab_fit import default_judge
 from evalcore.registry import DATASETS, MODELS
 from evalcore.reports import factual_agreement, markdown
 from evalcore.reports.tables import counts, error_rows, merge_chunks, score_requests, summary_table
@@ -38,49 +39,7 @@ from evalcore.schema import ERRORS, conform
 
 log = logging.getLogger("evalcore")
 
-#: the judge of a protocol whose config names none: never leave factual or MCQ answers unjudged
-#: (they would score as empty predictions / unanswered without any error)
-DEFAULT_JUDGES = {"factual": JudgeConfig(kind="lexicon", params={"vocabulary": "instrument"}),
-                  "mcq": JudgeConfig(kind="mcq_string"), "true_false": JudgeConfig(kind="true_false"),
-                  "binary_choice": JudgeConfig(kind="binary_choice")}
-
 BLOCK_ROWS = 16  # requests per Ray block: enough blocks for parallel decode, few enough to be cheap
-
-
-@dataclass
-class RunResult:
-    root: str
-    counts: dict[str, Any]
-    report: str
-
-
-class ErrorBudgetExceeded(RuntimeError):
-    """More requests errored than ``max_error_rate`` allows. Raised after the tables and report are
-    written (``.result`` holds the run's counts and report); the CLI exits non-zero with the message."""
-
-    def __init__(self, rate: float, limit: float, reasons: list[tuple[str, int]], result: RunResult) -> None:
-        top = ", ".join(f"{r} ×{n}" for r, n in reasons) or "none"
-        c = result.counts
-        super().__init__(f"error budget exceeded: {c['requests_errored']} of {c['requests_in']} requests errored "
-                         f"({rate:.1%}) > max_error_rate {limit:.1%}; top reasons: {top}. "
-                         f"Tables and report are in {result.root}")
-        self.rate, self.limit, self.reasons, self.result = rate, limit, reasons, result
-
-
-def error_reason(row: dict) -> str:
-    """``stage/tag`` of an error row, e.g. ``decode/missing`` (the tag is the error's text up to ':')."""
-    return f"{row.get('error_stage') or '?'}/{(row.get('error') or '').split(':', 1)[0].strip() or '?'}"
-
-
-def check_error_budget(result: RunResult, rows: list[dict], limit: float | None, top: int = 3) -> None:
-    """Raise :class:`ErrorBudgetExceeded` when errored requests / requests in > ``limit``."""
-    c = result.counts
-    if limit is None or not c["requests_in"]:
-        return
-    rate = c["requests_errored"] / c["requests_in"]
-    if rate > limit:
-        reasons = Counter(error_reason(r) for r in rows if r.get("error") is not None).most_common(top)
-        raise ErrorBudgetExceeded(rate, limit, reasons, result)
 
 
 def reject_disallowed_audio(requests: list[dict], roots: list[str] | None) -> int:
@@ -89,7 +48,8 @@ def reject_disallowed_audio(requests: list[dict], roots: list[str] | None) -> in
     for r in requests:
         uri = r.get("audio_uri")
         if roots is not None and r["error"] is None and uri is not None and not storage.within_any(uri, roots):
-            r.update(error=f"not_allowed: audio {uri} is outside storage.allowed_audio_roots", error_stage="decode")
+            r.update(error=f"not_allowed: audio {uri} is outside storage.allowed_audio_roots", error_stage="decode",
+                     error_class=INPUT)
             n += 1
     return n
 
@@ -98,7 +58,8 @@ def reject_disallowed_audio(requests: list[dict], roots: list[str] | None) -> in
 
 
 def read_items(cfg: RunConfig) -> tuple[list[dict], list[dict], int]:
-    """Stage 1: every dataset's items, validated → (items, error rows, rows read)."""
+    """Stage 1: every dataset's items, validated, audio paths made absolute here on the driver, factual labels
+    checked against the judge's vocabulary → (items, error rows, rows read)."""
     import evalcore.datasets  # noqa: F401  (registers the datasets)
 
     items: list[dict] = []
@@ -111,7 +72,17 @@ def read_items(cfg: RunConfig) -> tuple[list[dict], list[dict], int]:
         good, bad = validate_items(d.name, rows)
         items += good
         errors += bad
-    return items, errors, n_in
+    for it in items:  # a worker would resolve a relative path against its own working directory
+        it["audio_uri"] = storage.absolute(it["audio_uri"])
+    items, outside, _ = checks.check_instances(items, factual_judges(cfg))
+    return items, errors + outside, n_in
+
+
+def factual_judges(cfg: RunConfig) -> list[tuple[set[str] | None, tuple[str, str]]]:
+    """(datasets, or None for all; judge kind and params JSON) of every factual protocol instance."""
+    judges = protocol_judges(cfg)
+    return [(set(p.datasets) if p.datasets is not None else None, judges[p.name])
+            for p in cfg.protocols if p.kind == "factual" and p.name in judges]
 
 
 def audio_spec(model: ModelConfig) -> tuple[int, float | None]:
@@ -164,12 +135,14 @@ def _blocks(table: pa.Table) -> list[pa.Table]:
     return [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
 
 
-def _decode_task(batch: pa.Table, s3: dict | None, **kwargs) -> pa.Table:
-    """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys),
-    which a worker process would not otherwise see: the driver sets them in its own process only.
+def _decode_task(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, **kwargs) -> pa.Table:
+    """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
+    deadline, which a worker process would not otherwise see: the driver sets them in its own process only.
     Keys come from the worker's environment / AWS chain, as on the driver."""
     if s3 is not None:
         storage.configure_s3(storage.S3Options(**s3))
+    if read_timeout_s is not None:
+        storage.configure_reads(read_timeout_s)
     return decode_batch(batch, **kwargs)
 
 
@@ -180,7 +153,8 @@ def chunk_window(model: ModelConfig, window: float | None) -> float | None:
     return model.chunk_seconds if window is None else min(window, model.chunk_seconds)
 
 
-def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 1.0, s3: dict | None = None):
+def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 1.0, s3: dict | None = None,
+                 read_timeout_s: float | None = None):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool."""
     import ray.data
 
@@ -194,7 +168,8 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     chunk_s = chunk_window(model, window)
     # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through
     ds = ds.map_batches(_decode_task, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
-                                                 "uses_audio": uses_audio(model), "s3": s3},
+                                                 "uses_audio": uses_audio(model), "s3": s3,
+                                                 "read_timeout_s": read_timeout_s},
                         batch_size=model.resources.batch_size, batch_format="pyarrow",
                         num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, chunk_s))
     r = model.resources
@@ -208,9 +183,11 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
 
 
 def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
-    """protocol → (judge kind, params JSON): the configured judge, else the protocol's default."""
+    """protocol instance → (judge kind, params JSON): the configured judge, else its kind's default, fitted to
+    the tasks of its datasets (:func:`evalcore.protocols.vocab_fit.default_judge`): factual and MCQ answers
+    are never left unjudged, nor read into another task's vocabulary."""
     return {p.name: (j.kind, json.dumps(j.params, sort_keys=True))
-            for p in cfg.protocols if (j := p.judge or DEFAULT_JUDGES.get(p.name)) is not None}
+            for p in cfg.protocols if (j := p.judge or default_judge(cfg, p)) is not None}
 
 
 def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
@@ -224,7 +201,8 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
     res = ray.cluster_resources()
     for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0)):
         s3 = cfg.storage.s3.model_dump()
-        branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus, s3) for m in group if by_model[m.name]]
+        branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s)
+                    for m in group if by_model[m.name]]
         if not branches:
             continue
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
@@ -237,66 +215,83 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
 
 
 def init_ray(cfg: RunConfig) -> None:
-    import ray
+    """Ray for this driver: ``ray.address``, else ``$RAY_ADDRESS``, else a new local cluster that dies with the
+    driver, even on ``kill -9`` (:mod:`evalcore.cluster`)."""
     from ray.data import DataContext
 
-    if not ray.is_initialized():
-        address = cfg.ray.address or os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, ignore_reinit_error=True, include_dashboard=False if not address else None,
-                 log_to_driver=False, configure_logging=False)
+    cluster.start(cfg.ray.address, log_to_driver=False, configure_logging=False)
     ctx = DataContext.get_current()
     ctx.enable_progress_bars = cfg.ray.progress_bars
     ctx.print_on_execution_start = False
 
 
-def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COMMIT_SECONDS) -> RunResult:
+def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COMMIT_SECONDS,
+        retry_errors: Iterable[str] = RETRY_BY_DEFAULT) -> RunResult:
     """Run the whole evaluation described by ``cfg``; returns where it wrote and its counts.
 
     Outputs are committed shard by shard (:mod:`evalcore.pipeline.commit`). ``resume`` continues a killed
-    run at ``cfg.root``: committed requests are not sent to any model or judge again."""
+    or failed run at ``cfg.root``: committed requests are not sent to any model or judge again, except
+    those committed as error rows of a class in ``retry_errors`` (default: transient), which run again —
+    a request that failed only in its judge is judged again on its committed answer, without its model."""
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
-    check_metrics(cfg)  # a metric that cannot run fails here, not after every model has answered
+    storage.configure_reads(cfg.storage.read_timeout_s)
+    preflight.check(cfg, datasets=not resume)  # a missing file or checkpoint fails here, before Ray and any model
     out = open_run(cfg, resume)  # every write of the run goes through it: nothing lands outside the root
     cfg = with_run_llm_roots(cfg)  # LLM caches and logs default to the run's root (not saved in its config)
 
     # 1. items (read once per run: a resumed run uses the committed items)
     items, item_errors, n_items_in = items_stage(cfg, out)
+    warnings = checks.warnings(items, {}, outside=checks.check_instances(items, factual_judges(cfg))[2])
+    for w in warnings:
+        log.warning("items: %s", w)
 
     # 2. requests, minus those an earlier attempt committed
     requests = expand_requests(cfg, items)
     n_outside = reject_disallowed_audio(requests, cfg.storage.allowed_audio_roots)
     if n_outside:
         log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", n_outside)
-    done = commit.load_committed(cfg.root).request_ids if resume else set()
+    committed = commit.load_committed(cfg.root) if resume else commit.Committed([], [], next_attempt=0)
+    retried = retried_requests(committed.rows, set(retry_errors) if resume else set())
+    done = committed.request_ids - set(retried)
     todo = pending_requests(requests, done, cfg.root)
-    ready = [r for r in todo if r["error"] is None]
+    rejudge = rejudged_rows(retried)
+    again = {r["request_id"] for r in rejudge}
+    ready = [r for r in todo if r["error"] is None and r["request_id"] not in again]
     unformed = [{**r, "chunk_index": 0, "n_chunks": 1} for r in todo if r["error"] is not None]
     log.info("requests: %d (%d could not be formed; %d committed earlier, %d to run)",
-             len(requests), len(unformed), len(done), len(ready))
+             len(requests), len(unformed), len(done), len(ready) + len(again))
+    if retried:
+        log.info("resume: %d committed error row(s) of class %s run again (%d judged again on their committed "
+                 "answer)", len(retried), "/".join(sorted(set(retry_errors))), len(again))
 
     # 3–5. decode → model → judge on Ray, committed in shards as they stream in
-    with commit.ShardWriter(out, every_s=commit_every_s) as writer:
+    with commit.ShardWriter(out, attempt=committed.next_attempt, every_s=commit_every_s) as writer:
         writer.add(unformed)
-        if ready:
+        if ready or rejudge:
             init_ray(cfg)
             budgets = hold_budgets(cfg)  # named rate budgets live as long as the driver holds them
+            for batch in rejudged_batches(cfg, rejudge):
+                writer.add(batch.to_pylist())
             for batch in judged_batches(cfg, ready):
                 writer.add(batch.to_pylist())
             del budgets
     judged = account_for_all(requests, out)
 
     # 6. score and report over every committed row; the error budget is checked after both are written
-    return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged)
+    return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged, warnings=warnings,
+                  empty=protocols_without_items(cfg, items))
 
 
-def check_metrics(cfg: RunConfig) -> None:
-    """Raise :class:`ConfigError` naming the field when a configured free-form metric cannot run here."""
-    from evalcore.metrics.freeform import preflight
+def rejudged_batches(cfg: RunConfig, rows: list[dict]) -> Iterator[pa.Table]:
+    """Stage 5 alone on Ray: committed answers judged again (their model is not called)."""
+    if not rows:
+        return
+    import ray
 
-    problems = [msg for i, p in enumerate(cfg.protocols) if p.name == "freeform"
-                for msg in preflight(p.freeform_metrics(), f"protocols.{i}.metrics")]
-    if problems:
-        raise ConfigError("free-form metrics cannot run:\n" + "\n".join(f"  {m}" for m in problems))
+    ds = ray.data.from_arrow(_blocks(response_table(rows)))
+    ds = ds.map_batches(judge_batch, fn_kwargs={"judges": protocol_judges(cfg)}, batch_size=64,
+                        batch_format="pyarrow", num_cpus=0.5)
+    yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
 
 
 def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], list[dict], int]:
@@ -327,29 +322,38 @@ def account_for_all(requests: list[dict], out: storage.RunStorage) -> list[dict]
     if lost:
         log.error("pipeline: %d request(s) came back without any row; recorded as error rows", len(lost))
         commit.commit_shard(out, [{**r, "chunk_index": 0, "n_chunks": 1, "error_stage": "pipeline",
-                                   "error": "lost: no row came back from the pipeline"} for r in lost])
+                                   "error_class": TRANSIENT, "error": "lost: no row came back from the pipeline"}
+                                  for r in lost])
         committed = commit.load_committed(out.root)
     return committed.rows
 
 
 def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """protocol → scorer keyword arguments: the free-form metrics config, the run's S3 options (for s3://
-    model files) and which models are reference-rewrite systems (by their recorded model_info)."""
+    """protocol instance → scorer keyword arguments: the free-form metrics config, the run's S3 options (for
+    s3:// model files) and which models are reference-rewrite systems (by their recorded model_info)."""
     from evalcore.metrics.freeform import rewrite_roles
 
     params: dict[str, dict[str, Any]] = {}
     for p in cfg.protocols:
-        if p.name == "freeform":
-            params["freeform"] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
-                                  "s3": cfg.storage.s3.model_dump()}
+        if p.kind == "freeform":
+            params[p.name] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
+                              "s3": cfg.storage.s3.model_dump()}
     return params
 
 
-def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict]) -> RunResult:
-    """Stage 6: per-item and summary tables, errors, run.json and report.md.
+def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
+    """protocol instance → what the report needs of its config (kind, breakdown share), for run.json."""
+    return {p.name: {"kind": p.kind, "breakdown_min_share": p.breakdown_min_share} for p in cfg.protocols}
+
+
+def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict],
+           warnings: list[str] | None = None, empty: list[str] | None = None) -> RunResult:
+    """Stage 6: per-item and summary tables, errors, run.json and report.md (with the data ``warnings``).
 
     A request its protocol's scorer cannot score (e.g. a free-form answer the metrics reject) becomes an
-    error row of stage ``score`` here, counted with the others."""
+    error row of stage ``score`` here, counted with the others. ``empty``: the configured protocols left
+    without a valid item (a warning in the report and the log; an error under ``max_error_rate``). Raises
+    :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything is written."""
     root = cfg.root
     out = storage.RunStorage(root)
     models = {}
@@ -363,8 +367,8 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     scored = score_requests(merge_chunks(judged), params)
     per_item, merged = scored.per_item, scored.rows
     summary = summary_table(per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence, cfg.seeds.bootstrap,
-                            params)
-    errors = conform(item_errors + error_rows(merged), ERRORS)
+                            params, errors=[r for r in merged if r.get("error") is not None])
+    errors = conform([{**e, "error": bounded(e.get("error"))} for e in item_errors + error_rows(merged)], ERRORS)
     tables = storage.join(root, "tables")
     agree, agree_rows, agree_left_out = factual_agreement.agreement(cfg, judged, merged)  # agreement_judge, if any
     if agree_rows:
@@ -375,16 +379,23 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     out.write_parquet(summary, storage.join(tables, "summary.parquet"))
     out.write_parquet(errors, storage.join(tables, "errors.parquet"))
     c = counts(items_in, len(item_errors), merged)
+    c["protocols_without_items"] = list(empty or [])
+    for line in c["protocols_without_items"]:
+        log.warning("WARNING: %s: its section is missing from the report (see the item errors)", line)
+    if "dropped" in per_item.columns and per_item["dropped"].notna().any():
+        c["labels_dropped"] = int(per_item["dropped"].fillna(0).sum())  # out-of-vocabulary terms, never scored
     meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
-            "seed": cfg.seeds.bootstrap, "models": models}
+            "seed": cfg.seeds.bootstrap, "models": models, "protocols": protocols_meta(cfg),
+            "warnings": list(warnings or [])}
     out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "scoring": scored.provenance},
                                                               indent=2, default=str))
     report = markdown.render(meta, c, summary.to_pandas(), errors.to_pandas())
     out.write_text(storage.join(root, "report.md"), report)
     result = RunResult(root=root, counts=c, report=report)
-    check_error_budget(result, merged, cfg.max_error_rate)  # after the tables and report are written
+    check_scored(result, merged, item_errors)  # after the tables and report are written
+    check_error_budget(result, merged, cfg.max_error_rate, item_errors=item_errors)
     return result
 
 

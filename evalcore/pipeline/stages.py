@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from evalcore import audio
+from evalcore.errors import bounded, class_of, exception_class
 from evalcore.models.base import AudioPrompt
 from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
 
@@ -28,9 +29,12 @@ def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
 
 
-def _fail(row: dict, stage: str, exc: BaseException | str) -> dict:
-    row["error"] = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+def _fail(row: dict, stage: str, exc: BaseException | str, error_class: str | None = None) -> dict:
+    """Mark ``row`` as an error of ``stage``: bounded reason, failure class (given, else the stage's)."""
+    row["error"] = bounded(exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}")
     row["error_stage"] = stage
+    row["error_class"] = class_of(stage, error_class or (exception_class(exc) if isinstance(exc, BaseException)
+                                                         else None))
     return row
 
 
@@ -87,8 +91,8 @@ class Decoder:
             pieces = audio.chunk(x, self.sample_rate, self.window_s)
             if self.long_audio == "truncate":
                 pieces = pieces[:1]
-        except audio.AudioError as e:
-            return [_fail(row, "decode", f"{e.reason}: {e}")]
+        except audio.AudioError as e:  # input, or transient (a read that timed out, an unreachable store)
+            return [_fail(row, "decode", f"{e.reason}: {e}", e.error_class)]
         except Exception as e:  # noqa: BLE001 - any failure of one file is that row's error
             return [_fail(row, "decode", e)]
         dt = (time.perf_counter() - t0) / len(pieces)
@@ -193,11 +197,11 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
         try:
             results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx], **extra)
         except Exception as e:  # noqa: BLE001
-            results = [{"error": f"{type(e).__name__}: {e}"}] * len(idx)
+            results = [{"error": f"{type(e).__name__}: {e}", "error_class": exception_class(e)}] * len(idx)
         for i, res in zip(idx, results):
             rows[i]["judge"] = label
             if res.get("error"):
-                _fail(rows[i], "judge", res["error"])
+                _fail(rows[i], "judge", res["error"], res.get("error_class"))
                 continue
             for k in ("extracted", "dropped", "parsed_index", "embedding_key"):
                 if k in res:
@@ -207,3 +211,7 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
 
 def requests_table(rows: list[dict]) -> pa.Table:
     return _table(rows, REQUEST)
+
+
+def response_table(rows: list[dict]) -> pa.Table:
+    return _table(rows, RESPONSE)

@@ -1,0 +1,54 @@
+"""Self-contained HTML pages: matplotlib figures embedded as ``data:`` PNGs, Markdown bodies rendered with
+markdown-it-py, one small stylesheet. Used by the run report and the nightly dashboard; nothing is fetched
+when a page is opened (no scripts, fonts or images from elsewhere)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
+th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; }
+th { background: #f3f3f3; }
+figure { margin: 1rem 0; }
+figure img { max-width: 100%; }
+figcaption { color: #555; font-size: 0.9rem; }
+.verdict-yes { color: #176f2c; } .verdict-no { color: #a11d1d; } .verdict-unclear { color: #8a6100; }
+"""
+
+
+def figure_data_uri(fig: Any, dpi: int = 110) -> str:
+    """A matplotlib figure as a ``data:image/png;base64,…`` URI; the figure is closed afterwards."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def figure_html(fig: Any, caption: str, alt: str | None = None) -> str:
+    """A ``<figure>`` holding ``fig`` embedded and its caption."""
+    text = html.escape(caption)
+    return (f'<figure><img src="{figure_data_uri(fig)}" alt="{html.escape(alt or caption)}">'
+            f"<figcaption>{text}</figcaption></figure>")
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (with GitHub-style tables) as HTML; raw HTML in ``text`` is escaped, not passed through."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+
+def page(title: str, body_html: str) -> str:
+    """A complete HTML document around ``body_html``."""
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n"
+            f"<body>\n{body_html}\n</body></html>\n")

@@ -93,6 +93,8 @@ def run(
     typer.echo(result.report)
     echo_counts(result.counts)
     typer.echo(f"wrote {result.root}/report.md and {result.root}/tables/", err=True)
+    for line in result.verdicts:  # does each model listen? (report.md and report.html open with the same)
+        typer.echo(line)
 
 
 def echo_counts(c: dict) -> None:

@@ -331,6 +331,9 @@ class Seeds(_Strict):
 class Stats(_Strict):
     bootstrap_resamples: int = Field(1000, ge=100, le=100_000)
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
+    #: the fewest paired items a difference correct − control needs to decide a listening verdict (fewer:
+    #: shown as "too few items", never "CI > 0"); see docs/report.md
+    min_items: int = Field(20, ge=1, le=1_000_000)
 
 
 class RayConfig(_Strict):

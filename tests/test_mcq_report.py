@@ -122,8 +122,15 @@ def test_attention_table_rows_and_cells(summary: pd.DataFrame) -> None:
     assert "| m2 | muchomusic | 100.0 ± 0.0 | 100.0 ± 0.0 |" in text
     paired = [ln for ln in lines[-1].splitlines() if ln.startswith(("| m |", "| m2 |"))]
     assert len(paired) == 2
-    assert paired[0].startswith("| m | muchomusic | correct-noise | +66.7 [") and paired[0].endswith("yes (CI > 0) |")
-    assert paired[1].endswith("no (CI includes 0) |")
+    # 3 questions: under the default minimum (20) no paired test decides anything, however clear its CI
+    assert paired[0].startswith("| m | muchomusic | correct-noise | +66.7 [") and paired[0].endswith(
+        "| 3 | too few items (n=3 < 20) |")
+    assert paired[1].endswith("| 3 | too few items (n=3 < 20) |") and "CI" not in lines[-1].split("| m |", 1)[1]
+    # with the minimum lowered to 3 the CI decides; m2's [0, 0] (identical answers) is flagged, not "CI includes 0"
+    paired = [ln for ln in attention_sections(summary, 95, min_items=3)[-1].splitlines()
+              if ln.startswith(("| m |", "| m2 |"))]
+    assert paired[0].endswith("| 3 | yes (CI > 0) |")
+    assert paired[1].endswith("| 3 | degenerate [0.000, 0.000] (every resample equal; no difference on any item) |")
 
 
 def test_breakdown_and_chosen_sections(summary: pd.DataFrame) -> None:

@@ -44,7 +44,14 @@ def test_outputs_follow_the_contract(demo_run):
     items = pq.read_table(f"{root}/items").to_pandas()
     assert len(items) == res.counts["items_valid"]
     report = open(f"{root}/report.md").read()
-    assert "## Counts" in report and "## Does the model listen?" in report
+    assert "## Counts" in report and "## Does the model listen? Every paired difference" in report
+    # the report opens with the verdict per model: the listener listens, the text prior answers the same anyway
+    assert [ln for ln in report.splitlines() if ln.startswith("## ")][0] == "## Does it listen?"
+    top = report.split("## Counts", 1)[0]
+    assert "* **listener** — listens: **yes**" in top and "* **text-prior** — listens: **no**" in top
+    assert [v.split(" — ", 1)[0] for v in res.verdicts] == ["listener: listens yes", "text-prior: listens no"]
+    page = open(f"{root}/report.html").read()
+    assert page.count('<img src="data:image/png;base64,') == 3 and "<h2>Does it listen?</h2>" in page
     assert rerender(root) == report  # `evalcore report` renders the same report from the tables
 
 

@@ -8,7 +8,7 @@ reasons of the errors: ``stage/tag × count``).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.config import RunConfig
@@ -19,6 +19,8 @@ class RunResult:
     root: str
     counts: dict[str, Any]
     report: str
+    #: one line per model: does it listen? (evalcore.reports.verdict)
+    verdicts: list[str] = field(default_factory=list)
 
 
 class RunUnscored(RuntimeError):

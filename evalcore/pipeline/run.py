@@ -14,8 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
+import pandas as pd
 import pyarrow as pa
 
 import evalcore
@@ -33,7 +34,7 @@ from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, req
 from evalcore.protocols import checks, expand_requests
 from evalcore.protocols.vocab_fit import default_judge
 from evalcore.registry import DATASETS, MODELS
-from evalcore.reports import factual_agreement, markdown
+from evalcore.reports import factual_agreement, markdown, report_html, verdict
 from evalcore.reports.tables import counts, error_rows, merge_chunks, score_requests, summary_table
 from evalcore.schema import ERRORS, conform
 
@@ -387,24 +388,32 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
-            "seed": cfg.seeds.bootstrap, "models": models, "protocols": protocols_meta(cfg),
-            "warnings": list(warnings or [])}
+            "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
+            "protocols": protocols_meta(cfg), "warnings": list(warnings or [])}
     out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "scoring": scored.provenance},
                                                               indent=2, default=str))
-    report = markdown.render(meta, c, summary.to_pandas(), errors.to_pandas())
-    out.write_text(storage.join(root, "report.md"), report)
-    result = RunResult(root=root, counts=c, report=report)
+    report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas())
+    result = RunResult(root=root, counts=c, report=report, verdicts=verdicts)
     check_scored(result, merged, item_errors)  # after the tables and report are written
     check_error_budget(result, merged, cfg.max_error_rate, item_errors=item_errors)
     return result
 
 
+def write_reports(write_text: Callable[[str, str], None], root: str, meta: dict[str, Any], c: dict[str, Any],
+                  summary: pd.DataFrame, errors: pd.DataFrame) -> tuple[str, list[str]]:
+    """report.md and report.html under ``root``; returns the Markdown and the verdict line per model."""
+    report = markdown.render(meta, c, summary, errors)
+    write_text(storage.join(root, "report.md"), report)
+    min_items, rewrites = int(meta.get("min_items") or verdict.MIN_ITEMS), markdown.rewrite_models(meta)
+    write_text(storage.join(root, "report.html"), report_html.render(report, markdown.with_kinds(summary), min_items,
+                                                                     rewrites))
+    return report, verdict.verdict_lines(summary, min_items, rewrites)
+
+
 def rerender(root: str) -> str:
-    """Render report.md again from a finished run's tables (``evalcore report``)."""
+    """Render report.md and report.html again from a finished run's tables (``evalcore report``)."""
     meta = json.loads(storage.read_text(storage.join(root, "run.json")))
     c = meta.pop("counts")
     summary = storage.read_parquet(storage.join(root, "tables", "summary.parquet")).to_pandas()
     errors = storage.read_parquet(storage.join(root, "tables", "errors.parquet")).to_pandas()
-    report = markdown.render(meta, c, summary, errors)
-    storage.write_text(storage.join(root, "report.md"), report)
-    return report
+    return write_reports(storage.write_text, root, meta, c, summary, errors)[0]

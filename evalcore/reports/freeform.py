@@ -24,9 +24,10 @@ def ci_cell(value: Any, lo: Any, hi: Any) -> str:
 
 
 def table2(summary: pd.DataFrame, groups: list[str], metrics: list[str], kind: str = "value",
-           mark_above_zero: bool = False) -> list[str]:
+           mark_above_zero: bool = False, min_items: int = 0) -> list[str]:
     """Rows = groups (e.g. model, condition), columns = metrics, cells = value [CI], like the paper's Table 2;
-    ``kind`` picks value or paired_diff rows, ``mark_above_zero`` appends ↑ where the CI lies above 0.
+    ``kind`` picks value or paired_diff rows, ``mark_above_zero`` appends ↑ where the CI lies above 0 over at
+    least ``min_items`` items (and "(n < min_items)" where it lies above 0 over fewer).
     The cell's ``errored`` count (explicit denominators), when the rows hold one, is a last integer column."""
     vals = summary[summary["kind"] == kind]
     metrics = [m for m in metrics if m != ERRORED]
@@ -39,12 +40,18 @@ def table2(summary: pd.DataFrame, groups: list[str], metrics: list[str], kind: s
         scored = g[g["metric"] != ERRORED]
         if g.empty:  # no scored row at all (no groups)
             continue
-        cell = {r.metric: ci_cell(r.value, r.ci_low, r.ci_high) + (" ↑" if mark_above_zero and r.ci_low > 0 else "")
+        cell = {r.metric: ci_cell(r.value, r.ci_low, r.ci_high) + _mark(r, mark_above_zero, min_items)
                 for r in scored.itertuples()}
         n = str(int(scored["n"].max())) if len(scored) else "0"
         tail = [str(int(g.loc[g["metric"] == ERRORED, "value"].sum()))] if errored else []
         lines.append(f"| {' | '.join([*map(str, key), n, *(cell.get(m, '') for m in metrics), *tail])} |")
     return lines
+
+
+def _mark(r: Any, above_zero: bool, min_items: int) -> str:
+    if not above_zero or not r.ci_low > 0:
+        return ""
+    return " ↑" if int(r.n or 0) >= min_items else f" (n < {min_items})"
 
 
 def skyline_verdict(diff: float, ci_low: float | None = None) -> str:
@@ -77,7 +84,8 @@ def skyline_check(summary: pd.DataFrame, groups: list[str], metrics: list[str]) 
     return ["", "Paraphrase (skyline) vs adversarial rewrite:", "", *lines] if lines else []
 
 
-def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rewrite_label: str) -> list[str]:
+def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rewrite_label: str,
+                 min_items: int = 0) -> list[str]:
     """The free-form part of a run report, per dataset: Table 2 and the discrimination statistics.
 
     ``roles``: model → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems; paraphrase −
@@ -86,12 +94,13 @@ def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rew
     every = summary[kinds.fillna(summary["protocol"]) == "freeform"]
     out: list[str] = []
     for proto, every in every.groupby("protocol", sort=True):
-        out += _instance_sections(every, conf, roles, rewrite_label, "" if proto == "freeform" else f"{proto} · ")
+        out += _instance_sections(every, conf, roles, rewrite_label, "" if proto == "freeform" else f"{proto} · ",
+                                  min_items)
     return out
 
 
 def _instance_sections(every: pd.DataFrame, conf: int, roles: Mapping[str, str], rewrite_label: str,
-                       title: str) -> list[str]:
+                       title: str, min_items: int = 0) -> list[str]:
     """The sections of one free-form protocol instance (``title`` prefixes its name unless it is the kind's)."""
     ff = every[every["group"] == "all"]
     out: list[str] = []
@@ -114,8 +123,8 @@ def _instance_sections(every: pd.DataFrame, conf: int, roles: Mapping[str, str],
         listen = diffs[~diffs["model"].astype(str).str.startswith(rewrite_label) & ~diffs["model"].isin(list(roles))]
         if len(listen):
             out += ["", f"Does the metric notice the audio? Paired difference correct − condition over the same "
-                        f"items [{conf} % CI]; ↑ = CI above 0.", "",
-                    *table2(listen, groups, metrics, "paired_diff", mark_above_zero=True)]
+                        f"items [{conf} % CI]; ↑ = CI above 0 over at least {min_items} items.", "",
+                    *table2(listen, groups, metrics, "paired_diff", mark_above_zero=True, min_items=min_items)]
         sky = diffs[diffs["model"].astype(str).str.startswith(rewrite_label)]
         if len(sky):
             out += ["", f"Paraphrase skyline − adversarial rewrite over the same items [{conf} % CI] (a metric that "

@@ -9,6 +9,7 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
+from evalcore.reports import verdict
 from evalcore.reports.denominators import ERRORED
 
 
@@ -39,13 +40,17 @@ def with_kinds(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, errors: pd.DataFrame) -> str:
-    """The report: counts, per-protocol results with CIs, the listening test, errors and definitions; every
-    section is keyed by the protocol instance's name (several instances of one kind are reported apart)."""
+    """The report: first the verdict per model (does it listen?), then counts, per-protocol results with CIs,
+    the listening test, errors and definitions; every section is keyed by the protocol instance's name (several
+    instances of one kind are reported apart). ``meta["min_items"]``: the fewest paired items a difference needs
+    to decide anything (``stats.min_items``)."""
     summary = with_kinds(summary)
     conf = int(round(100 * meta.get("confidence", 0.95)))
+    min_items = int(meta.get("min_items") or verdict.MIN_ITEMS)
     out = [f"# evalcore report — {meta.get('name', '')}", ""]
     out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
                f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
+    out += verdict.section(summary, conf, min_items, rewrite_models(meta))
     out += ["", "## Counts", ""]
     out.append(_md_table(["", "in", "scored / valid", "errored"], [
         ["items", counts["items_in"], counts["items_valid"], counts["items_errored"]],
@@ -62,9 +67,9 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
         out += ["", "No request was scored."]
     else:
         out += _results(summary, conf)
-        out += _freeform(summary, conf, meta.get("models") or {})  # Table 2 and its discrimination statistics
-        out += _listening(summary, conf)
-        out += mcq_report.sections(summary, conf, meta.get("protocols") or {})  # attention test, breakdowns
+        out += _freeform(summary, conf, meta.get("models") or {}, min_items)  # Table 2 and its discrimination statistics
+        out += _listening(summary, conf, min_items)
+        out += mcq_report.sections(summary, conf, meta.get("protocols") or {}, min_items)  # attention test, breakdowns
     out += _errors(errors)
     if not summary.empty:
         defs = summary[summary["kind"] == "value"].drop_duplicates(["protocol", "metric"])
@@ -99,42 +104,53 @@ def _results(summary: pd.DataFrame, conf: int) -> list[str]:
         metrics = list(dict.fromkeys(df["metric"]))
         kind = df["protocol_kind"].iloc[0]
         out += ["", f"## {proto} · {ds}" + (f" ({kind})" if kind != proto else ""), "",
-                f"Value [{conf} % CI] over n items. Metrics are over the scored requests of a cell; `{ERRORED}` counts "
-                "its errored requests (left out), which metrics named `…_with_errors` count as answers that name "
-                "nothing (MCQ: wrong; factual: no label)."]
+                f"Value [{conf} % CI] over n items (the items with a scored request). Metrics are over the scored "
+                f"requests of a cell; `{ERRORED}` counts its errored requests (left out), which metrics named "
+                "`…_with_errors` count as answers that name nothing (MCQ: wrong; factual: no label)."]
         rows = []
         for (model, variant, cond), g in df.groupby(["model", "variant", "condition"], sort=False):
             cells = {r.metric: _fmt(r.value, r.ci_low, r.ci_high) for r in g.itertuples()}
             cells[ERRORED] = str(int(g[g["metric"] == ERRORED]["value"].sum()))
-            scored_n = g[g["metric"] != ERRORED]["n"]
+            scored_n = g[(g["metric"] != ERRORED) & ~g["metric"].str.endswith("_with_errors")]["n"]
             rows.append([model, variant, cond, int(scored_n.max()) if len(scored_n) else 0]
                         + [cells.get(m, "") for m in metrics])
         out += ["", _md_table(["model", "variant", "condition", "n", *metrics], rows)]
     return out
 
 
-def _freeform(summary: pd.DataFrame, conf: int, models: dict[str, Any]) -> list[str]:
+def _freeform(summary: pd.DataFrame, conf: int, models: dict[str, Any], min_items: int) -> list[str]:
     """Free-form results as the paper's Table 2 (the rewrite systems known from the models' recorded info)."""
     if not (summary["protocol_kind"] == "freeform").any():
         return []
     from evalcore.metrics.freeform import REWRITE_LABEL, rewrite_roles
 
-    return freeform_report.run_sections(summary, conf, rewrite_roles(models), REWRITE_LABEL)
+    return freeform_report.run_sections(summary, conf, rewrite_roles(models), REWRITE_LABEL, min_items)
 
 
-def _listening(summary: pd.DataFrame, conf: int) -> list[str]:
+def rewrite_models(meta: dict[str, Any]) -> list[str]:
+    """The run's reference-rewrite systems (not audio models: no listening verdict), from their recorded info."""
+    if not meta.get("models"):
+        return []
+    from evalcore.metrics.freeform import rewrite_roles
+
+    return list(rewrite_roles(meta["models"]))
+
+
+def _listening(summary: pd.DataFrame, conf: int, min_items: int = verdict.MIN_ITEMS) -> list[str]:
     diffs = summary[(summary["kind"] == "paired_diff") & (summary["group"] == "all")
                     & summary["metric"].isin(HEADLINE) & summary["condition"].astype(str).str.startswith("correct-")]
     if diffs.empty:
         return []
-    out = ["", "## Does the model listen?", "",
+    out = ["", "## Does the model listen? Every paired difference", "",
            f"Paired difference correct − condition over the same items, with its {conf} % CI; "
-           "a model that uses the audio scores clearly higher with the correct audio (CI above 0)."]
+           "a model that uses the audio scores clearly higher with the correct audio (CI above 0). n = items scored "
+           f"in both conditions; under {min_items} items a CI decides nothing (too few items), and a zero-width "
+           "interval is flagged as degenerate."]
     rows = []
     for r in diffs.itertuples():
-        verdict = "CI > 0" if r.ci_low > 0 else ("CI < 0" if r.ci_high < 0 else "CI includes 0")
         rows.append([r.protocol, r.dataset, r.model, r.variant, r.condition, r.metric,
-                     _fmt(r.value, r.ci_low, r.ci_high), r.n, verdict])
+                     _fmt(r.value, r.ci_low, r.ci_high), r.n,
+                     verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items)])
     out += ["", _md_table(["protocol", "dataset", "model", "variant", "contrast", "metric", "difference", "n",
                            "verdict"], rows)]
     return out

@@ -25,6 +25,8 @@ from typing import Any
 
 import pandas as pd
 
+from evalcore.reports.verdict import MIN_ITEMS, interval_label
+
 __all__ = ["ATTENTION_CONDITIONS", "sections", "attention_sections", "breakdown_sections", "chosen_sections"]
 
 KIND = "mcq"
@@ -73,15 +75,17 @@ def _with_errored(cell: str, errored: Any) -> str:
     return f"{cell} ({int(errored)} errored)"
 
 
-def _verdict(lo: float, hi: float) -> str:
-    if lo is None or math.isnan(lo):
-        return "n/a"
+def _verdict(value: float, lo: float, hi: float, n: int, min_items: int) -> str:
+    """Whether accuracy drops without the audio; tiny-n and zero-width intervals are flagged, not judged."""
+    label = interval_label(value, lo, hi, n, min_items)
+    if label.startswith(("n/a", "too few", "degenerate")):
+        return label
     if lo > 0:
         return "yes (CI > 0)"
     return "no, it rises (CI < 0)" if hi < 0 else "no (CI includes 0)"
 
 
-def attention_sections(summary: pd.DataFrame, conf: int) -> list[str]:
+def attention_sections(summary: pd.DataFrame, conf: int, min_items: int = MIN_ITEMS) -> list[str]:
     """The audio-attention table and its paired tests, per protocol instance and dataset (nothing without a
     second condition)."""
     df = _mcq(summary)
@@ -89,11 +93,11 @@ def attention_sections(summary: pd.DataFrame, conf: int) -> list[str]:
         return []
     out: list[str] = []
     for proto, ds, dd in _instances(df[df["group"] == "all"]):
-        out += _attention(proto, ds, dd, conf)
+        out += _attention(proto, ds, dd, conf, min_items)
     return out
 
 
-def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int) -> list[str]:
+def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int, min_items: int) -> list[str]:
     acc, sd, err = _value(df, "accuracy"), _value(df, "accuracy_sd"), _value(df, "errored")
     acc_err = _value(df, "accuracy_with_errors")
     diffs = df[(df["kind"] == "paired_diff") & (df["metric"] == "accuracy")]
@@ -118,10 +122,11 @@ def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int) -> list[str]:
     prow = []
     for r in sorted(diffs.itertuples(), key=lambda r: (r.model, r.variant, order.get(r.condition, 99))):
         diff = "n/a" if math.isnan(r.value) else f"{100 * r.value:+.1f} [{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}]"
-        prow.append([r.model, r.variant, r.condition, diff, r.n, _verdict(r.ci_low, r.ci_high)])
+        prow.append([r.model, r.variant, r.condition, diff, r.n, _verdict(r.value, r.ci_low, r.ci_high, r.n, min_items)])
     if prow:
         out += ["", f"Paired test: accuracy difference correct − condition in percentage points over the same "
-                    f"questions, {conf} % bootstrap CI (questions resampled).", "",
+                    f"questions, {conf} % bootstrap CI (questions resampled); under {min_items} questions a CI decides "
+                    "nothing, and a zero-width interval is flagged as degenerate.", "",
                 _md(["model", "variant", "contrast", "Δ accuracy (pp)", "n", "accuracy drops?"], prow)]
     return out
 
@@ -194,8 +199,10 @@ def chosen_sections(summary: pd.DataFrame) -> list[str]:
     return out
 
 
-def sections(summary: pd.DataFrame, conf: int, protocols: dict[str, Any] | None = None) -> list[str]:
+def sections(summary: pd.DataFrame, conf: int, protocols: dict[str, Any] | None = None,
+             min_items: int = MIN_ITEMS) -> list[str]:
     """Every multiple-choice section (empty when the run has no multiple-choice rows); ``protocols``: the run's
-    protocol instances (run.json), for their report options."""
-    return attention_sections(summary, conf) + breakdown_sections(summary, protocols=protocols) + chosen_sections(
+    protocol instances (run.json), for their report options; ``min_items``: the fewest questions a paired test
+    needs to decide anything."""
+    return attention_sections(summary, conf, min_items) + breakdown_sections(summary, protocols=protocols) + chosen_sections(
         summary)

@@ -1,0 +1,142 @@
+"""Figures of a run's summary table, for the HTML report and the nightly dashboard.
+
+Each function takes rows of the long-form summary (``tables/summary.parquet`` as a DataFrame, or rows of
+several runs' summaries with the same columns) and returns a matplotlib :class:`~matplotlib.figure.Figure`
+(drawn off-screen with the Agg renderer; no pyplot state), or ``None`` when the rows hold nothing to draw.
+Embed with :func:`evalcore.reports.html.figure_html`.
+
+* :func:`forest` — paired differences correct − control with their CIs, one line each (does it listen?);
+* :func:`attention_bars` — multiple-choice accuracy per audio condition and model (the audio-attention test);
+* :func:`breakdown_bars` — multiple-choice accuracy per category (or task, …) and model, correct audio.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from evalcore.reports.verdict import MIN_ITEMS
+
+__all__ = ["forest", "attention_bars", "breakdown_bars"]
+
+_CONDITIONS = ("correct", "noise", "silence", "random", "text_only")
+
+
+def _colors(names: list[str]) -> dict[str, Any]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return {n: cmap(i % 10) for i, n in enumerate(names)}
+
+
+def forest(diffs: pd.DataFrame, min_items: int = MIN_ITEMS, title: str = "Does it listen?") -> Figure | None:
+    """A forest plot of paired differences (summary rows of kind ``paired_diff``): point and CI per row, a
+    line at 0, one colour per model; rows over fewer than ``min_items`` items are drawn hollow and marked."""
+    d = diffs.dropna(subset=["value"]) if len(diffs) else diffs
+    if d.empty:
+        return None
+    d = d.sort_values(["model", "protocol", "dataset", "metric", "condition"], kind="stable")
+    colors = _colors(list(dict.fromkeys(d["model"])))
+    fig = Figure(figsize=(8.0, 1.2 + 0.32 * len(d)))
+    ax = fig.add_subplot()
+    labels = []
+    for y, r in enumerate(d.itertuples()):
+        y = len(d) - 1 - y
+        few = int(r.n or 0) < min_items
+        c = colors[r.model]
+        lo = r.value if r.ci_low is None or math.isnan(r.ci_low) else r.ci_low
+        hi = r.value if r.ci_high is None or math.isnan(r.ci_high) else r.ci_high
+        ax.plot([lo, hi], [y, y], color=c, lw=2, alpha=0.5 if few else 1.0)
+        ax.plot([r.value], [y], "o", color=c, mfc="white" if few else c, ms=6)
+        variant = "" if r.variant in (None, "", "default") else f" ({r.variant})"
+        labels.append((y, f"{r.model}{variant} · {r.protocol} · {r.metric} {str(r.condition).replace('-', '−', 1)}"
+                          + (f"  [n={int(r.n or 0)} < {min_items}]" if few else f"  [n={int(r.n or 0)}]")))
+    ax.axvline(0, color="#555", lw=1, ls="--")
+    ax.set_yticks([y for y, _ in labels], [t for _, t in labels], fontsize=8)
+    ax.set_ylim(-0.7, len(d) - 0.3)
+    ax.set_xlabel("difference correct − control (CI)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _mcq(summary: pd.DataFrame) -> pd.DataFrame:
+    if summary.empty:
+        return summary
+    kinds = summary["protocol_kind"] if "protocol_kind" in summary.columns else summary["protocol"]
+    return summary[(kinds.fillna(summary["protocol"]) == "mcq") & (summary["kind"] == "value")]
+
+
+def _bars(ax: Any, table: pd.DataFrame, err: pd.DataFrame | None, colors: dict[str, Any]) -> None:
+    """Grouped bars: x = the table's index, one bar per column (model), values in %."""
+    width = 0.8 / max(1, len(table.columns))
+    for i, model in enumerate(table.columns):
+        xs = [x + (i - (len(table.columns) - 1) / 2) * width for x in range(len(table.index))]
+        yerr = None if err is None or model not in err.columns else 100 * err[model].reindex(table.index).fillna(0)
+        ax.bar(xs, 100 * table[model].fillna(0), width, yerr=yerr, capsize=2, label=model, color=colors[model])
+    ax.set_xticks(range(len(table.index)), list(table.index), rotation=20 if len(table.index) > 5 else 0,
+                  ha="right" if len(table.index) > 5 else "center", fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("accuracy (%)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _panels(cells: list[tuple[str, pd.DataFrame]], draw: Any) -> Figure | None:
+    if not cells:
+        return None
+    fig = Figure(figsize=(8.0, 3.2 * len(cells)))
+    for i, (title, df) in enumerate(cells):
+        ax = fig.add_subplot(len(cells), 1, i + 1)
+        draw(ax, df)
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def attention_bars(summary: pd.DataFrame) -> Figure | None:
+    """Multiple-choice accuracy (%) per audio condition, one bar per model (± SD over option orders), one panel
+    per protocol instance and dataset; ``None`` without multiple-choice rows in two conditions or more."""
+    df = _mcq(summary)
+    if df.empty:
+        return None
+    df = df[df["group"] == "all"]
+    cells = []
+    for (proto, ds), g in df.groupby(["protocol", "dataset"], sort=True):
+        if g["condition"].nunique() < 2:
+            continue
+        cells.append((f"Audio-attention test · {proto} · {ds}", g))
+    models = list(dict.fromkeys(df["model"]))
+    colors = _colors(models)
+
+    def draw(ax: Any, g: pd.DataFrame) -> None:
+        present = list(dict.fromkeys(g["condition"]))
+        order = [c for c in _CONDITIONS if c in present] + sorted(set(present) - set(_CONDITIONS))
+        acc = g[g["metric"] == "accuracy"].pivot_table(index="condition", columns="model", values="value")
+        sd = g[g["metric"] == "accuracy_sd"].pivot_table(index="condition", columns="model", values="value")
+        _bars(ax, acc.reindex(order), sd.reindex(order) if len(sd) else None, colors)
+
+    return _panels(cells, draw)
+
+
+def breakdown_bars(summary: pd.DataFrame, name: str = "category", condition: str = "correct") -> Figure | None:
+    """Multiple-choice accuracy (%) per value of breakdown ``name`` (category, task, difficulty, genre, …) with
+    the ``condition`` audio, one bar per model, one panel per protocol instance and dataset; ``None`` when the
+    summary has no such breakdown."""
+    df = _mcq(summary)
+    if df.empty:
+        return None
+    df = df[(df["condition"] == condition) & (df["metric"] == "accuracy")
+            & df["group"].astype(str).str.startswith(f"{name}=")]
+    cells = [(f"Accuracy by {name} · {proto} · {ds} ({condition} audio)", g)
+             for (proto, ds), g in df.groupby(["protocol", "dataset"], sort=True)]
+    colors = _colors(list(dict.fromkeys(df["model"])))
+
+    def draw(ax: Any, g: pd.DataFrame) -> None:
+        g = g.assign(value_of=g["group"].str.split("=", n=1).str[1])
+        _bars(ax, g.pivot_table(index="value_of", columns="model", values="value"), None, colors)
+
+    return _panels(cells, draw)

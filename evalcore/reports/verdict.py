@@ -1,0 +1,168 @@
+"""Does the model listen? One verdict per model from the paired differences correct − control.
+
+The summary's ``paired_diff`` rows hold, per model, protocol instance, dataset and control condition
+(``random``, ``silence``, ``noise``, ``text_only``), the difference of the protocol's metric between the
+correct audio and the control over the same items, with its bootstrap CI and ``n`` (items scored in both).
+Every metric considered is higher-is-better, so listening shows as a difference above 0.
+
+Each difference is first labelled (:func:`interval_label`):
+
+* ``too few items (n=2 < 20)`` — fewer than ``min_items`` paired items: it decides nothing;
+* ``degenerate […]`` — a zero-width interval (every resample gave the same difference, e.g. identical
+  scores on every item): flagged, never called "CI includes 0"; with enough items it counts by its bounds
+  (``[0, 0]``: no difference on any item; ``[1, 1]``: every item gained the whole scale);
+* ``CI > 0``, ``CI < 0``, ``CI includes 0``.
+
+Then the model's verdict (:func:`verdicts`), over the differences with at least ``min_items`` items of
+each protocol's primary metric (the first of :data:`PRIMARY` it has):
+
+* **yes** — some difference has its CI entirely above 0;
+* **no** — none has, and at least one was measured on enough items: no control shows a benefit of the
+  correct audio (absence of evidence at this n, not proof of deafness);
+* **unclear** — no difference has enough items (or none was computed).
+
+The one or two differences that decide it are named with their CIs (for yes: the highest lower bounds,
+one per protocol instance, non-degenerate ones first).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+__all__ = ["MIN_ITEMS", "PRIMARY", "Verdict", "interval_label", "listening_rows", "verdicts", "verdict_lines",
+           "section", "RULE"]
+
+#: default of ``stats.min_items``: the fewest paired items a difference needs to decide a verdict
+MIN_ITEMS = 20
+#: a protocol's primary metric for the verdict: the first of these its differences have
+PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macro", "bleu", "consistency")
+
+RULE = ("**yes**: some difference correct − control has its CI entirely above 0 over at least {m} paired items; "
+        "**no**: none has, and at least one difference had {m} or more items (no control shows a benefit of the "
+        "correct audio at this n — not proof that the model is deaf); **unclear**: no difference has {m} items. "
+        "A difference over fewer than {m} items is shown but decides nothing; a zero-width interval is flagged as "
+        "degenerate (every resample gave the same difference) and counts by its bounds.")
+
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def degenerate(lo: Any, hi: Any) -> bool:
+    """A zero-width interval: every bootstrap resample gave the same value."""
+    return not _nan(lo) and not _nan(hi) and lo == hi
+
+
+def interval_label(value: Any, lo: Any, hi: Any, n: Any, min_items: int = MIN_ITEMS) -> str:
+    """What a paired difference's CI says, with tiny-n and zero-width intervals flagged."""
+    if _nan(value) or _nan(lo) or _nan(hi):
+        return "n/a"
+    n = int(n or 0)
+    if n < min_items:
+        return f"too few items (n={n} < {min_items})"
+    side = "CI > 0" if lo > 0 else ("CI < 0" if hi < 0 else "CI includes 0")
+    if degenerate(lo, hi):
+        return f"degenerate [{lo:.3f}, {hi:.3f}] (every resample equal{'; no difference on any item' if lo == 0 else ''})"
+    return side
+
+
+def _decides(r: Any, min_items: int) -> bool:
+    return not (_nan(r.value) or _nan(r.ci_low) or _nan(r.ci_high)) and int(r.n or 0) >= min_items
+
+
+def listening_rows(summary: pd.DataFrame, exclude: Iterable[str] = ()) -> pd.DataFrame:
+    """The paired differences correct − control of each protocol instance's primary metric, over all items
+    (``group = all``), leaving out the models in ``exclude`` (e.g. reference-rewrite systems)."""
+    if summary.empty or "kind" not in summary.columns:
+        return summary.iloc[0:0]
+    d = summary[(summary["kind"] == "paired_diff") & (summary["group"] == "all")
+                & summary["condition"].astype(str).str.startswith("correct-")
+                & summary["metric"].isin(PRIMARY) & ~summary["model"].isin(list(exclude))]
+    keep = []
+    for _, g in d.groupby(["protocol", "dataset"], sort=True):
+        primary = next(m for m in PRIMARY if (g["metric"] == m).any())
+        keep.append(g[g["metric"] == primary])
+    return pd.concat(keep) if keep else d
+
+
+@dataclass
+class Verdict:
+    """A model's verdict and the differences that decide it (rows of the summary)."""
+
+    model: str
+    listens: str  # yes | no | unclear
+    deciding: list[Any] = field(default_factory=list)
+    min_items: int = MIN_ITEMS
+
+    def because(self) -> str:
+        """The deciding differences, e.g. ``mcq · synth accuracy correct−random +0.538 [+0.447, +0.629], n=132``."""
+        return "; ".join(describe(r, self.min_items) for r in self.deciding) or "no paired difference computed"
+
+
+def describe(r: Any, min_items: int = MIN_ITEMS) -> str:
+    """One difference in words, with its CI, n and label."""
+    variant = "" if r.variant in (None, "", "default") else f" ({r.variant})"
+    contrast = str(r.condition).replace("-", " − ", 1)
+    ci = "n/a" if _nan(r.value) else f"{r.value:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
+    return (f"{r.protocol} · {r.dataset}{variant} {r.metric} {contrast} {ci}, n={int(r.n or 0)} — "
+            f"{interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items)}")
+
+
+def _one_per_protocol(rows: list[Any], top: int) -> list[Any]:
+    out, seen = [], set()
+    for r in rows:
+        if (r.protocol, r.dataset) not in seen:
+            seen.add((r.protocol, r.dataset))
+            out.append(r)
+    return out[:top]
+
+
+def verdict(model: str, rows: pd.DataFrame, min_items: int = MIN_ITEMS, top: int = 2) -> Verdict:
+    """The verdict of one model from its listening rows (:func:`listening_rows`)."""
+    every = list(rows.itertuples())
+    enough = [r for r in every if _decides(r, min_items)]
+    above = [r for r in enough if r.ci_low > 0]
+    if above:
+        ranked = sorted(above, key=lambda r: (degenerate(r.ci_low, r.ci_high), -r.ci_low, -r.n))
+        return Verdict(model, "yes", _one_per_protocol(ranked, top), min_items)
+    if enough:  # the differences closest to showing a benefit
+        ranked = sorted(enough, key=lambda r: (degenerate(r.ci_low, r.ci_high), -r.ci_high, -r.n))
+        return Verdict(model, "no", _one_per_protocol(ranked, top), min_items)
+    ranked = sorted(every, key=lambda r: (-(r.n or 0), -(0 if _nan(r.ci_low) else r.ci_low)))
+    return Verdict(model, "unclear", _one_per_protocol(ranked, top), min_items)
+
+
+def verdicts(summary: pd.DataFrame, min_items: int = MIN_ITEMS, exclude: Iterable[str] = (),
+             models: Iterable[str] = ()) -> list[Verdict]:
+    """One verdict per model of ``summary`` (and per name of ``models`` that has no difference: unclear)."""
+    rows = listening_rows(summary, exclude)
+    names = list(dict.fromkeys([*sorted(rows["model"].unique()), *[m for m in models if m not in set(exclude)]]))
+    return [verdict(m, rows[rows["model"] == m], min_items) for m in names]
+
+
+def verdict_lines(summary: pd.DataFrame, min_items: int = MIN_ITEMS, exclude: Iterable[str] = ()) -> list[str]:
+    """``<model>: listens yes — <deciding differences>``, one line per model (for the console)."""
+    return [f"{v.model}: listens {v.listens} — {v.because()}" for v in verdicts(summary, min_items, exclude)]
+
+
+def section(summary: pd.DataFrame, conf: int, min_items: int = MIN_ITEMS, exclude: Iterable[str] = ()) -> list[str]:
+    """The report's opening section: the verdict per model, the rule and what n means."""
+    found = verdicts(summary, min_items, exclude)
+    if not found:
+        return []
+    out = ["", "## Does it listen?", ""]
+    for v in found:
+        out.append(f"* **{v.model}** — listens: **{v.listens}**")
+        out += [f"  * {describe(r, min_items)}" for r in v.deciding]
+    out += ["", f"Differences are correct − control audio of each protocol's primary metric over the same items, "
+                f"{conf} % bootstrap CI. " + RULE.format(m=min_items) + f" The minimum is `stats.min_items` "
+                f"({min_items}).",
+            "", "**n** counts items (questions, clips), not requests: a cell's n is its items with a scored request; "
+                "errored requests are left out (counted in `errored`); a paired difference's n is the items scored "
+                "under both conditions, so it can be smaller than either cell's (e.g. correct − random loses the "
+                "items whose random partner failed to decode). Rows therefore differ in n."]
+    return out

@@ -1,0 +1,195 @@
+"""The report's verdict per model (does it listen?), its interval labels and the plots of report.html, on
+multiple-choice runs built by hand: a model that answers from the audio, one that answers the same whatever
+it hears, with 2 and with 30 questions."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+
+from evalcore.config import ConfigError, demo_config_path, load_config, parse_config
+from evalcore.reports import markdown, plots, report_html
+from evalcore.reports.tables import per_item_table, summary_table
+from evalcore.reports.verdict import interval_label, listening_rows, section, verdict_lines, verdicts
+
+OPTIONS = ["calm", "tense", "loud", "polka"]
+
+
+def mcq_rows(n_questions: int, lucky: int = 0) -> list[dict]:
+    """``listener`` answers right with the correct audio, and with noise only on the questions q with
+    q % 3 == ``lucky``; ``deaf`` always answers the first option (right on even questions, in both conditions)."""
+    rows = []
+    for q in range(n_questions):
+        correct = q % 2  # the right option: 0 or 1
+        for model in ("listener", "deaf"):
+            for cond in ("correct", "noise"):
+                if model == "deaf":
+                    parsed = 0
+                else:
+                    parsed = correct if cond == "correct" or q % 3 == lucky else 3
+                rows.append({
+                    "request_id": f"{model}-{cond}-q{q}", "dataset": "synth", "item_id": f"q{q}", "protocol": "mcq",
+                    "model": model, "condition": cond, "variant": "default", "option_order": 0, "task": "mcq",
+                    "category": "harmony" if q % 2 else "rhythm", "difficulty": None, "audio_item_id": f"q{q}",
+                    "text": "…", "options": OPTIONS, "correct_index": correct, "parsed_index": parsed,
+                    "judge": "mcq_string@1", "metadata": json.dumps({}), "error": None,
+                })
+    return rows
+
+
+def summary_of(n_questions: int, lucky: int = 0) -> pd.DataFrame:
+    per_item = per_item_table(mcq_rows(n_questions, lucky))
+    return markdown.with_kinds(summary_table(per_item, resamples=300, confidence=0.95, seed=0).to_pandas())
+
+
+@pytest.fixture(scope="module")
+def two() -> pd.DataFrame:
+    return summary_of(2, lucky=2)  # the listener fails both questions with noise
+
+
+@pytest.fixture(scope="module")
+def thirty() -> pd.DataFrame:
+    return summary_of(30)
+
+
+COUNTS = {"items_in": 0, "items_valid": 0, "items_errored": 0, "requests_in": 0, "requests_scored": 0,
+          "requests_errored": 0}
+
+
+def test_interval_labels() -> None:
+    assert interval_label(0.5, 0.2, 0.8, 30) == "CI > 0"
+    assert interval_label(-0.5, -0.8, -0.2, 30) == "CI < 0"
+    assert interval_label(0.1, -0.1, 0.3, 30) == "CI includes 0"
+    assert interval_label(0.5, 0.2, 0.8, 2) == "too few items (n=2 < 20)"
+    assert interval_label(0.5, 0.2, 0.8, 2, min_items=2) == "CI > 0"
+    zero = interval_label(0.0, 0.0, 0.0, 30)
+    assert zero.startswith("degenerate [0.000, 0.000]") and "includes" not in zero and "no difference" in zero
+    assert interval_label(1.0, 1.0, 1.0, 30).startswith("degenerate [1.000, 1.000]")
+    assert interval_label(float("nan"), float("nan"), float("nan"), 30) == "n/a"
+
+
+def test_two_items_give_no_yes_and_no_ci_above_zero(two: pd.DataFrame) -> None:
+    rows = listening_rows(two)
+    lst = rows[rows["model"] == "listener"].iloc[0]
+    assert lst.n == 2 and lst.ci_low == 1.0  # the bootstrap alone would call this "CI > 0"
+    found = {v.model: v for v in verdicts(two)}
+    assert found["listener"].listens == "unclear" and found["deaf"].listens == "unclear"
+    lines = verdict_lines(two)
+    assert lines[0].startswith("deaf: listens unclear") and lines[1].startswith("listener: listens unclear")
+    assert all("too few items (n=2 < 20)" in ln and "CI > 0" not in ln for ln in lines)
+    report = markdown.render({"name": "tiny", "confidence": 0.95}, COUNTS, two, pd.DataFrame())
+    assert "CI > 0" not in report and "listens: **yes**" not in report
+    assert "too few items (n=2 < 20)" in report
+
+
+def test_verdicts_with_enough_items(thirty: pd.DataFrame) -> None:
+    found = {v.model: v for v in verdicts(thirty)}
+    yes, no = found["listener"], found["deaf"]
+    assert yes.listens == "yes" and len(yes.deciding) == 1  # one protocol instance: one deciding difference
+    r = yes.deciding[0]
+    assert r.condition == "correct-noise" and r.metric == "accuracy" and r.n == 30 and r.ci_low > 0
+    assert r.value == pytest.approx(20 / 30)  # right on all 30, with noise on the 10 questions q % 3 == 0
+    assert no.listens == "no" and no.deciding[0].ci_low == no.deciding[0].ci_high == 0
+    assert "degenerate [0.000, 0.000]" in no.because() and "CI includes 0" not in no.because()
+    # the same run judged with a minimum above its 30 questions: nothing decides
+    assert {v.listens for v in verdicts(thirty, min_items=31)} == {"unclear"}
+    # a model named without any difference (e.g. only correct audio was run) is unclear, not left out
+    assert verdicts(thirty, models=["solo"])[-1].listens == "unclear"
+
+
+def test_report_opens_with_the_verdict(thirty: pd.DataFrame) -> None:
+    report = markdown.render({"name": "t", "confidence": 0.95, "min_items": 20}, COUNTS, thirty, pd.DataFrame())
+    headings = [ln for ln in report.splitlines() if ln.startswith("## ")]
+    assert headings[0] == "## Does it listen?" and headings[1] == "## Counts"
+    top = report.split("## Counts", 1)[0]
+    assert "* **listener** — listens: **yes**" in top and "* **deaf** — listens: **no**" in top
+    assert "mcq · synth accuracy correct − noise +0.667 [" in top and "n=30 — CI > 0" in top
+    assert "`stats.min_items` (20)" in top and "**n** counts items" in top
+    # the minimum comes from the run's metadata (stats.min_items)
+    strict = markdown.render({"name": "t", "confidence": 0.95, "min_items": 50}, COUNTS, thirty, pd.DataFrame())
+    assert "listens: **unclear**" in strict and "too few items (n=30 < 50)" in strict
+    assert section(thirty.iloc[0:0], 95) == []
+
+
+def test_min_items_is_configurable_and_checked() -> None:
+    data = json.loads(json.dumps(load_config(demo_config_path()).model_dump(mode="json")))
+    assert load_config(demo_config_path()).stats.min_items == 20
+    data["stats"] = {"min_items": 5}
+    assert parse_config(data).stats.min_items == 5
+    for bad in (0, "many"):
+        data["stats"] = {"min_items": bad}
+        with pytest.raises(ConfigError, match="stats.min_items"):
+            parse_config(data)
+
+
+def test_plots(thirty: pd.DataFrame) -> None:
+    fig = plots.forest(listening_rows(thirty))
+    assert fig is not None and len(fig.axes[0].get_yticklabels()) == 2
+    assert plots.attention_bars(thirty) is not None
+    cat = plots.breakdown_bars(thirty, "category")
+    assert cat is not None and [t.get_text() for t in cat.axes[0].get_xticklabels()] == ["harmony", "rhythm"]
+    assert plots.breakdown_bars(thirty, "genre") is None
+    assert plots.forest(thirty.iloc[0:0]) is None and plots.attention_bars(thirty.iloc[0:0]) is None
+    page = report_html.render(markdown.render({"name": "t", "confidence": 0.95}, COUNTS, thirty, pd.DataFrame()),
+                              thirty)
+    assert page.count('<img src="data:image/png;base64,') == 3 and "<h2>Does it listen?</h2>" in page
+    assert page.index("<h2>Does it listen?</h2>") < page.index("<img") < page.index("<h2>Counts</h2>")
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+_PROBE = """<img id="broken-control" src="data:image/png;base64,AAAA" alt="control">
+<script>
+window.addEventListener("load", () => {
+  const seen = [...document.images].map(i => (i.complete && i.naturalWidth > 0) ? i.naturalWidth + "x" + i.naturalHeight
+                                                                                   : "broken");
+  document.body.setAttribute("data-images", seen.join(","));
+});
+</script>
+</body>"""
+
+
+def _chromium(tmp_path, *args: str) -> str:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
+           "--virtual-time-budget=10000", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
+
+
+def test_report_html_renders_in_chromium(thirty: pd.DataFrame, tmp_path) -> None:
+    """report.html in headless Chromium: the page has its text, every image decodes (PNG, in Python and in the
+    browser; a broken control image shows the browser check can fail) and the screenshot is not blank."""
+    if CHROMIUM is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI must run the Chromium test: .ci/run installs Debian's chromium")
+        pytest.skip("chromium not installed (Debian package chromium; .ci/run installs it)")
+    from PIL import Image
+
+    page = report_html.render(markdown.render({"name": "t", "confidence": 0.95}, COUNTS, thirty, pd.DataFrame()),
+                              thirty)
+    (tmp_path / "report.html").write_text(page, encoding="utf-8")
+    srcs = re.findall(r'<img src="([^"]+)"', page)
+    assert len(srcs) == 3
+    for src in srcs:
+        head, data = src.split(",", 1)
+        assert head == "data:image/png;base64"
+        img = Image.open(io.BytesIO(base64.b64decode(data)))
+        img.load()
+        assert img.format == "PNG" and img.width > 100 and img.height > 100
+    (tmp_path / "probe.html").write_text(page.replace("</body>", _PROBE), encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", (tmp_path / "probe.html").as_uri())
+    assert "Does it listen?" in dom and "listens: <strong>yes</strong>" in dom
+    seen = re.search(r'data-images="([^"]*)"', dom).group(1).split(",")
+    assert len(seen) == 4 and seen[-1] == "broken"  # the three report images, then the control
+    assert all(re.fullmatch(r"\d+x\d+", s) for s in seen[:3]), seen
+    shot = tmp_path / "shot.png"
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1000,1600", (tmp_path / "report.html").as_uri())
+    pixels = Image.open(shot).convert("L")
+    dark = sum(pixels.histogram()[:200]) / (pixels.width * pixels.height)
+    assert 0.01 < dark < 0.9, dark  # text and figures on a white page, neither blank nor black

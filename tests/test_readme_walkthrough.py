@@ -33,3 +33,9 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
         assert (tmp_path / "runs" / "mine" / name).is_file(), name
     head = "\n".join((tmp_path / "runs" / "mine" / "report.md").read_text().splitlines()[:30])
     assert head in proc.stdout
+    # two items per protocol: the report opens with the verdict, which no CI from 2 items can decide
+    report = (tmp_path / "runs" / "mine" / "report.md").read_text()
+    assert head.split("\n## ")[1].startswith("Does it listen?")
+    assert "* **listener** — listens: **unclear**" in head and "too few items (n=2 < 20)" in head
+    assert "CI > 0" not in report and "listens: **yes**" not in report
+    assert "listener: listens unclear — " in proc.stdout and (tmp_path / "runs" / "mine" / "report.html").is_file()

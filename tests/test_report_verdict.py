@@ -193,3 +193,10 @@ def test_report_html_renders_in_chromium(thirty: pd.DataFrame, tmp_path) -> None
     pixels = Image.open(shot).convert("L")
     dark = sum(pixels.histogram()[:200]) / (pixels.width * pixels.height)
     assert 0.01 < dark < 0.9, dark  # text and figures on a white page, neither blank nor black
+
+
+def test_nothing_scored_has_no_verdict() -> None:
+    assert verdicts(pd.DataFrame()) == [] and section(pd.DataFrame(), 95) == []
+    assert verdicts(pd.DataFrame(), models=["m"])[0].listens == "unclear"
+    report = markdown.render({"name": "t"}, COUNTS, pd.DataFrame(), pd.DataFrame())
+    assert "No request was scored." in report and "Does it listen?" not in report

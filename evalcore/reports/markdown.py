@@ -67,7 +67,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
         out += ["", "No request was scored."]
     else:
         out += _results(summary, conf)
-        out += _freeform(summary, conf, meta.get("models") or {}, min_items)  # Table 2 and its discrimination statistics
+        out += _freeform(summary, conf, meta.get("models") or {}, min_items)  # Table 2, discrimination statistics
         out += _listening(summary, conf, min_items)
         out += mcq_report.sections(summary, conf, meta.get("protocols") or {}, min_items)  # attention test, breakdowns
     out += _errors(errors)

@@ -122,7 +122,8 @@ def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int, min_items: int)
     prow = []
     for r in sorted(diffs.itertuples(), key=lambda r: (r.model, r.variant, order.get(r.condition, 99))):
         diff = "n/a" if math.isnan(r.value) else f"{100 * r.value:+.1f} [{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}]"
-        prow.append([r.model, r.variant, r.condition, diff, r.n, _verdict(r.value, r.ci_low, r.ci_high, r.n, min_items)])
+        prow.append([r.model, r.variant, r.condition, diff, r.n,
+                     _verdict(r.value, r.ci_low, r.ci_high, r.n, min_items)])
     if prow:
         out += ["", f"Paired test: accuracy difference correct − condition in percentage points over the same "
                     f"questions, {conf} % bootstrap CI (questions resampled); under {min_items} questions a CI decides "
@@ -204,5 +205,5 @@ def sections(summary: pd.DataFrame, conf: int, protocols: dict[str, Any] | None 
     """Every multiple-choice section (empty when the run has no multiple-choice rows); ``protocols``: the run's
     protocol instances (run.json), for their report options; ``min_items``: the fewest questions a paired test
     needs to decide anything."""
-    return attention_sections(summary, conf, min_items) + breakdown_sections(summary, protocols=protocols) + chosen_sections(
-        summary)
+    return (attention_sections(summary, conf, min_items) + breakdown_sections(summary, protocols=protocols)
+            + chosen_sections(summary))

@@ -64,10 +64,10 @@ def interval_label(value: Any, lo: Any, hi: Any, n: Any, min_items: int = MIN_IT
     n = int(n or 0)
     if n < min_items:
         return f"too few items (n={n} < {min_items})"
-    side = "CI > 0" if lo > 0 else ("CI < 0" if hi < 0 else "CI includes 0")
     if degenerate(lo, hi):
-        return f"degenerate [{lo:.3f}, {hi:.3f}] (every resample equal{'; no difference on any item' if lo == 0 else ''})"
-    return side
+        none = "; no difference on any item" if lo == 0 else ""
+        return f"degenerate [{lo:.3f}, {hi:.3f}] (every resample equal{none})"
+    return "CI > 0" if lo > 0 else ("CI < 0" if hi < 0 else "CI includes 0")
 
 
 def _decides(r: Any, min_items: int) -> bool:
@@ -140,8 +140,9 @@ def verdicts(summary: pd.DataFrame, min_items: int = MIN_ITEMS, exclude: Iterabl
              models: Iterable[str] = ()) -> list[Verdict]:
     """One verdict per model of ``summary`` (and per name of ``models`` that has no difference: unclear)."""
     rows = listening_rows(summary, exclude)
-    names = list(dict.fromkeys([*sorted(rows["model"].unique()), *[m for m in models if m not in set(exclude)]]))
-    return [verdict(m, rows[rows["model"] == m], min_items) for m in names]
+    found = sorted(rows["model"].unique()) if "model" in rows.columns else []
+    names = list(dict.fromkeys([*found, *[m for m in models if m not in set(exclude)]]))
+    return [verdict(m, rows[rows["model"] == m] if found else rows, min_items) for m in names]
 
 
 def verdict_lines(summary: pd.DataFrame, min_items: int = MIN_ITEMS, exclude: Iterable[str] = ()) -> list[str]:

@@ -200,3 +200,21 @@ def test_nothing_scored_has_no_verdict() -> None:
     assert verdicts(pd.DataFrame(), models=["m"])[0].listens == "unclear"
     report = markdown.render({"name": "t"}, COUNTS, pd.DataFrame(), pd.DataFrame())
     assert "No request was scored." in report and "Does it listen?" not in report
+
+
+def test_primary_metric_per_protocol() -> None:
+    def row(protocol: str, kind: str, metric: str, lo: float, n: int = 40) -> dict:
+        return {"protocol": protocol, "protocol_kind": kind, "dataset": "d", "model": "m", "variant": "default",
+                "group": "all", "condition": "correct-random", "kind": "paired_diff", "metric": metric,
+                "value": lo + 0.1, "ci_low": lo, "ci_high": lo + 0.2, "n": n}
+
+    summary = pd.DataFrame([
+        row("mcq", "mcq", "ifr", 0.3), row("mcq", "mcq", "accuracy", -0.05),  # accuracy decides, not ifr
+        row("ff", "freeform", "meteor", 0.02), row("ff", "freeform", "rouge", -0.1),  # no bleu: the first metric
+        row("other", "factual", "precision_micro", 0.5),  # no primary metric: not read
+    ])
+    rows = listening_rows(summary)
+    assert sorted(zip(rows["protocol"], rows["metric"])) == [("ff", "meteor"), ("mcq", "accuracy")]
+    v = verdicts(summary)[0]
+    assert v.listens == "yes" and [r.metric for r in v.deciding] == ["meteor"]
+    assert verdicts(summary, exclude=["m"]) == []  # e.g. a reference-rewrite system: no verdict

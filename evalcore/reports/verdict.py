@@ -14,7 +14,8 @@ Each difference is first labelled (:func:`interval_label`):
 * ``CI > 0``, ``CI < 0``, ``CI includes 0``.
 
 Then the model's verdict (:func:`verdicts`), over the differences with at least ``min_items`` items of
-each protocol's primary metric (the first of :data:`PRIMARY` it has):
+each protocol's primary metric (the first of :data:`PRIMARY` it has; a free-form protocol without any of
+them: its first metric, every free-form metric being a similarity):
 
 * **yes** — some difference has its CI entirely above 0;
 * **no** — none has, and at least one was measured on enough items: no control shows a benefit of the
@@ -80,13 +81,15 @@ def listening_rows(summary: pd.DataFrame, exclude: Iterable[str] = ()) -> pd.Dat
     if summary.empty or "kind" not in summary.columns:
         return summary.iloc[0:0]
     d = summary[(summary["kind"] == "paired_diff") & (summary["group"] == "all")
-                & summary["condition"].astype(str).str.startswith("correct-")
-                & summary["metric"].isin(PRIMARY) & ~summary["model"].isin(list(exclude))]
+                & summary["condition"].astype(str).str.startswith("correct-") & ~summary["model"].isin(list(exclude))]
     keep = []
     for _, g in d.groupby(["protocol", "dataset"], sort=True):
-        primary = next(m for m in PRIMARY if (g["metric"] == m).any())
-        keep.append(g[g["metric"] == primary])
-    return pd.concat(keep) if keep else d
+        primary = next((m for m in PRIMARY if (g["metric"] == m).any()), None)
+        if primary is None and "protocol_kind" in g.columns and (g["protocol_kind"] == "freeform").all():
+            primary = g["metric"].iloc[0]  # every free-form metric is a similarity: the first configured
+        if primary is not None:
+            keep.append(g[g["metric"] == primary])
+    return pd.concat(keep) if keep else d.iloc[0:0]
 
 
 @dataclass

@@ -54,12 +54,15 @@ def _mark(r: Any, above_zero: bool, min_items: int) -> str:
     return " ↑" if int(r.n or 0) >= min_items else f" (n < {min_items})"
 
 
-def skyline_verdict(diff: float, ci_low: float | None = None) -> str:
-    """Whether paraphrase − adversarial = ``diff`` ranks the skyline above (with the CI when known)."""
+def skyline_verdict(diff: float, ci_low: float | None = None, n: int | None = None, min_items: int = 0) -> str:
+    """Whether paraphrase − adversarial = ``diff`` ranks the skyline above (with the CI when known; a CI over
+    fewer than ``min_items`` items is not read)."""
     if not diff > 0:
         return "does NOT rank the skyline above"
     if ci_low is None or pd.isna(ci_low):
         return "ranks the skyline above"
+    if n is not None and int(n) < min_items:
+        return f"ranks the skyline above (too few items for the CI: n={int(n)} < {min_items})"
     return "ranks the skyline above (CI > 0)" if ci_low > 0 else "ranks the skyline above (CI includes 0)"
 
 
@@ -131,5 +134,5 @@ def _instance_sections(every: pd.DataFrame, conf: int, roles: Mapping[str, str],
                         "judges musical content should rank the skyline above):", "",
                     *table2(sky, groups, metrics, "paired_diff"), ""]
             out += [f"- {r.model} · {r.condition} · {r.metric}: {ci_cell(r.value, r.ci_low, r.ci_high)} → "
-                    f"{skyline_verdict(r.value, r.ci_low)}" for r in sky.itertuples()]
+                    f"{skyline_verdict(r.value, r.ci_low, r.n, min_items)}" for r in sky.itertuples()]
     return out

@@ -223,7 +223,8 @@ def test_primary_metric_per_protocol() -> None:
 def test_free_form_marks_respect_the_minimum() -> None:
     from evalcore.reports.freeform import skyline_verdict, table2
 
-    assert skyline_verdict(0.2, 0.1, n=3, min_items=20) == "ranks the skyline above (too few items for the CI: n=3 < 20)"
+    few = "ranks the skyline above (too few items for the CI: n=3 < 20)"
+    assert skyline_verdict(0.2, 0.1, n=3, min_items=20) == few
     assert skyline_verdict(0.2, 0.1, n=30, min_items=20) == "ranks the skyline above (CI > 0)"
     diffs = pd.DataFrame([{"model": m, "condition": "correct-random", "kind": "paired_diff", "metric": "bleu",
                            "value": 0.2, "ci_low": 0.1, "ci_high": 0.3, "n": n} for m, n in (("a", 3), ("b", 30))])

@@ -141,6 +141,8 @@ def test_plots(thirty: pd.DataFrame) -> None:
     page = report_html.render(markdown.render({"name": "t", "confidence": 0.95}, COUNTS, thirty, pd.DataFrame()),
                               thirty)
     assert page.count('<img src="data:image/png;base64,') == 3 and "<h2>Does it listen?</h2>" in page
+    assert 'listens: <strong class="verdict-yes">yes</strong>' in page
+    assert 'listens: <strong class="verdict-no">no</strong>' in page
     assert page.index("<h2>Does it listen?</h2>") < page.index("<img") < page.index("<h2>Counts</h2>")
 
 
@@ -184,7 +186,7 @@ def test_report_html_renders_in_chromium(thirty: pd.DataFrame, tmp_path) -> None
         assert img.format == "PNG" and img.width > 100 and img.height > 100
     (tmp_path / "probe.html").write_text(page.replace("</body>", _PROBE), encoding="utf-8")
     dom = _chromium(tmp_path, "--dump-dom", (tmp_path / "probe.html").as_uri())
-    assert "Does it listen?" in dom and "listens: <strong>yes</strong>" in dom
+    assert "Does it listen?" in dom and 'listens: <strong class="verdict-yes">yes</strong>' in dom
     seen = re.search(r'data-images="([^"]*)"', dom).group(1).split(",")
     assert len(seen) == 4 and seen[-1] == "broken"  # the three report images, then the control
     assert all(re.fullmatch(r"\d+x\d+", s) for s in seen[:3]), seen

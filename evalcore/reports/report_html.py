@@ -54,4 +54,12 @@ def render(markdown: str, summary: pd.DataFrame, min_items: int = MIN_ITEMS, exc
                 if fig is not None:
                     body.append(figure_html(fig, caption))
     title = parts[0].splitlines()[0].lstrip("# ").strip() if parts[0] else "evalcore report"
-    return page(title or "evalcore report", "\n".join(body))
+    return page(title or "evalcore report", _coloured("\n".join(body)))
+
+
+def _coloured(body: str) -> str:
+    """The verdicts in the page's verdict colours (``listens: <strong>yes</strong>`` → class ``verdict-yes``)."""
+    for word in ("yes", "no", "unclear"):
+        body = body.replace(f"listens: <strong>{word}</strong>",
+                            f'listens: <strong class="verdict-{word}">{word}</strong>')
+    return body

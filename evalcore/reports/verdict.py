@@ -34,8 +34,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-__all__ = ["MIN_ITEMS", "PRIMARY", "Verdict", "interval_label", "listening_rows", "verdicts", "verdict_lines",
-           "section", "RULE"]
+__all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "degenerate", "describe", "interval_label", "listening_rows",
+           "section", "verdict", "verdict_lines", "verdicts"]
 
 #: default of ``stats.min_items``: the fewest paired items a difference needs to decide a verdict
 MIN_ITEMS = 20

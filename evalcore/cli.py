@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from evalcore import console
+from evalcore import cluster, console
 from evalcore.config import ConfigError, demo_config_path, load_config
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
 from evalcore.scoring.cli import load_commands
@@ -73,6 +73,9 @@ def run(
         cfg = load_or_exit(config, out)
     else:
         cfg = resume_or_exit(resume, config, out)
+    if (problem := cluster.temporary_root(cfg.root)) is not None:  # a Ray job's outputs outlive its working dir
+        typer.echo(problem, err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
     if quiet:
         cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"progress_bars": False})})
     console.setup(verbose)

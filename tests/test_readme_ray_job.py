@@ -1,8 +1,9 @@
 """The README's "Submitting to a Ray cluster" commands, run as written (the blocks after ``<!-- ray-head -->`` and
 ``<!-- ray-job -->``) from a copy of the clone: a head on 127.0.0.1, a job submitted to it with token
-authentication, its outputs where the README says. The test gives the blocks' port variables free ports, a token
-file of its own (``RAY_AUTH_TOKEN_PATH``) and a Ray temp dir of its own (``RAY_TMPDIR``), by which it stops only
-that head's processes afterwards (``ray stop`` would stop every Ray of the user on the machine)."""
+authentication, its outputs where the README says; the same job with a relative ``--out`` is refused. The test
+gives the blocks' port variables free ports, a token file of its own (``RAY_AUTH_TOKEN_PATH``) and a Ray temp dir
+of its own (``RAY_TMPDIR``), by which it stops only that head's processes afterwards (``ray stop`` would stop every
+Ray of the user on the machine)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,13 @@ def test_the_readme_job_submit_runs_as_written(clone: Path) -> None:
             time.sleep(3)
         log = job.stdout + job.stderr
         assert job.returncode == 0 and "succeeded" in log, log[-4000:]
+        # the same job with a relative --out would write into Ray's copy of the working dir: refused, naming --out
+        bad = subprocess.run(["ray", "job", "submit", "--address", f"http://127.0.0.1:{dash}", "--working-dir", ".",
+                              "--", str(clone / ".venv" / "bin" / "python"), "jobs/run_eval.py", "configs/small.yaml",
+                              "--out", "runs/small"], cwd=clone, env={**env, "RAY_AUTH_MODE": "token"},
+                             capture_output=True, text=True, timeout=300)
+        refused = bad.stdout + bad.stderr
+        assert bad.returncode != 0 and "--out: this Ray job runs in Ray's temporary copy" in refused, refused[-3000:]
     finally:
         _stop(marker)
         shutil.rmtree(ray_tmp, ignore_errors=True)

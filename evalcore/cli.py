@@ -8,12 +8,12 @@ Every command exits with one convention (:class:`evalcore.errors.ExitCode`, READ
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from evalcore import cluster, console
 from evalcore.config import ConfigError, demo_config_path, load_config
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
 from evalcore.scoring.cli import load_commands
@@ -53,7 +53,9 @@ def run(
     retry_errors: str = typer.Option(",".join(RETRY_BY_DEFAULT), "--retry-errors", metavar="CLASS,…",
                                      help="With --resume: run again the committed error rows of these failure "
                                      "classes (transient, input, incomplete, model, judge; '' = none)."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars or progress lines."),
+    verbose: bool = typer.Option(False, "--verbose", help="Print the report at the end, and Ray's and the "
+                                 "libraries' INFO lines."),
 ) -> None:
     """Run an evaluation end to end: items → requests → audio → models → judges → tables → report.
 
@@ -71,9 +73,12 @@ def run(
         cfg = load_or_exit(config, out)
     else:
         cfg = resume_or_exit(resume, config, out)
+    if (problem := cluster.temporary_root(cfg.root)) is not None:  # a Ray job's outputs outlive its working dir
+        typer.echo(problem, err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
     if quiet:
         cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"progress_bars": False})})
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    console.setup(verbose)
     typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
     try:
         result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every, retry_errors=retry)
@@ -81,8 +86,8 @@ def run(
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     except RunUnscored as e:  # tables and report were written before the check
-        typer.echo(e.result.report)
         echo_counts(e.result.counts)
+        console.finished(e.result.root, e.result.report, verbose)
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=ExitCode.UNSCORED)
     except Exception as e:  # noqa: BLE001 - a crash part way: what was committed stays, --resume finishes it
@@ -90,11 +95,8 @@ def run(
         typer.echo(f"evalcore: the run failed part way: {type(e).__name__}: {e}\n"
                    f"evalcore: finish it with `evalcore run --resume {cfg.root}`", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
-    typer.echo(result.report)
     echo_counts(result.counts)
-    typer.echo(f"wrote {result.root}/report.md and {result.root}/tables/", err=True)
-    for line in result.verdicts:  # does each model listen? (report.md and report.html open with the same)
-        typer.echo(line)
+    console.finished(result.root, result.report, verbose, result.verdicts)
 
 
 def echo_counts(c: dict) -> None:

@@ -5,6 +5,9 @@
 ``ray start`` recorded in ``<ray tmp>/ray_current_cluster`` — another user's cluster, or a dead one left
 by a killed head, on which it waits for minutes. ``address: auto`` still asks for that lookup.
 
+**A job's working directory.** A driver started by ``ray job submit --working-dir DIR`` runs in Ray's temporary
+copy of DIR, deleted with the job: :func:`temporary_root` refuses a run root there (a relative ``--out``, or none).
+
 **Clean shutdown.** Ray (2.60, Linux) starts the processes of a local cluster with
 ``PR_SET_PDEATHSIG``: its GCS, raylet, monitor, dashboard and log monitor die with the driver, even on
 ``kill -9``, and idle workers exit once the raylet is gone. The raylet's agents (``DashboardAgent``,
@@ -26,6 +29,7 @@ and non-Linux systems (no ``/proc``; there Ray uses its own reaper).
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -39,6 +43,32 @@ SETTLE_S = 1.0  # after the driver's end: Ray's own shutdown (a normal exit) fin
 GRACE_S = 3.0  # SIGTERM → SIGKILL
 
 _watchdog: subprocess.Popen | None = None
+
+
+def job_working_dir() -> str | None:
+    """Ray's temporary copy of a job's working directory, when this process is the driver of a job submitted with
+    one (``ray job submit --working-dir``; it runs in the copy, which Ray deletes with the job's runtime env)."""
+    cwd = os.getcwd()
+    try:
+        runtime_env = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}").get("runtime_env") or {}
+    except (ValueError, AttributeError):
+        runtime_env = {}
+    parts = cwd.split(os.sep)
+    unpacked = len(parts) > 1 and parts[-2] == "working_dir_files" and parts[-1].startswith("_ray_pkg_")
+    return cwd if runtime_env.get("working_dir") or unpacked else None
+
+
+def temporary_root(root: str) -> str | None:
+    """Why ``root`` cannot be a run's root here (one line naming ``--out``), or None: a job's run root must not lie
+    in Ray's temporary copy of its working directory, where a relative root (the default ``runs/<name>``) goes."""
+    copy = job_working_dir()
+    if copy is None or "://" in root:
+        return None
+    path = os.path.abspath(os.path.expanduser(root))
+    if path != copy and not path.startswith(copy.rstrip(os.sep) + os.sep):
+        return None
+    return (f"--out: this Ray job runs in Ray's temporary copy of its working directory ({copy}), deleted with the "
+            f"job; the run root {root!r} would be written there: give --out an absolute path or an s3:// URI")
 
 
 def address_of(configured: str | None) -> str:

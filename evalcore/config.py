@@ -69,6 +69,8 @@ class Resources(_Strict):
     num_cpus: float = Field(1.0, gt=0)
     concurrency: int = Field(1, ge=1)
     batch_size: int = Field(8, ge=1)
+    #: restarts of a dead actor (-1: without end, retrying its batches): 0 ends the run instead (``--resume``)
+    max_restarts: int = Field(0, ge=-1)
 
 
 class DatasetConfig(_Strict):

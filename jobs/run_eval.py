@@ -1,7 +1,11 @@
-"""Ray job entrypoint: ``ray job submit --working-dir . -- python jobs/run_eval.py CONFIG [--out URI]``.
+"""Ray job entrypoint: ``ray job submit --working-dir . -- PYTHON jobs/run_eval.py CONFIG --out URI``.
 
-The same code path as ``evalcore run``: it connects to the cluster named by $RAY_ADDRESS
-(set by ``ray job submit``) and writes the run under the config's storage root or --out.
+The same code path as ``evalcore run``: it connects to the cluster named by $RAY_ADDRESS (set by
+``ray job submit``) and writes the run under --out (or the config's storage root). With ``--working-dir`` the
+job runs in Ray's temporary copy of that directory, so the run root must be absolute (a path every node of the
+cluster sees, or ``s3://``): a relative one, or none, exits 2 naming ``--out``. PYTHON is an interpreter that
+has evalcore's dependencies: the project's venv on a local head (README "Submitting to a Ray cluster"), the
+image's ``python`` on KubeRay (k8s/rayjob.yaml).
 """
 
 from __future__ import annotations

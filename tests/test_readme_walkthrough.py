@@ -4,28 +4,21 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from readme import readme_block
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
-
-
-def walkthrough() -> str:
-    m = re.search(r"<!-- walkthrough -->\n```bash\n(.*?)```", README.read_text(), re.S)
-    assert m, "README.md has no walkthrough block"
-    return m.group(1)
 
 
 def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("RAY_ADDRESS", None)  # the run starts its own local cluster, as on a fresh machine
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", walkthrough()], cwd=tmp_path, env=env,
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_block("walkthrough")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.startswith("ok: mine ")  # validate, then the report's first lines (run is --quiet)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import warnings
 from typing import Any, Callable, Iterable, Iterator
 
 import pandas as pd
 import pyarrow as pa
 
 import evalcore
-from evalcore import cluster, preflight, storage
+from evalcore import cluster, console, preflight, storage
 from evalcore.config import ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
@@ -136,7 +137,7 @@ def _blocks(table: pa.Table) -> list[pa.Table]:
     return [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
 
 
-def _decode_task(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, **kwargs) -> pa.Table:
+def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, **kwargs) -> pa.Table:
     """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
     deadline, which a worker process would not otherwise see: the driver sets them in its own process only.
     Keys come from the worker's environment / AWS chain, as on the driver."""
@@ -168,7 +169,7 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     # actor, leaving the model (a GPU in production) idle while audio decodes.
     chunk_s = chunk_window(model, window)
     # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through
-    ds = ds.map_batches(_decode_task, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
+    ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
                                                  "uses_audio": uses_audio(model), "s3": s3,
                                                  "read_timeout_s": read_timeout_s},
                         batch_size=model.resources.batch_size, batch_format="pyarrow",
@@ -177,10 +178,27 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     # a model with its own runtime_env (conflicting pins: pip / conda / container / py_executable) gets it
     # for its actors only; the run's S3 options let an actor copy an s3:// checkpoint
     extra = {"runtime_env": model.runtime_env} if model.runtime_env else {}
-    return ds.map_batches(ModelRunner, fn_constructor_kwargs={"kind": model.kind, "params": model.params,
-                                                                  "audio_spec": (sr, window), "s3": s3},
-                          batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
-                          num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency), **extra)
+    # max_restarts: by default Ray Data restarts a dead actor and retries its batches without end, and says so with
+    # an error-level line on every run (ray-project/ray#53727); by default here a dead actor ends the run (exit 1,
+    # --resume finishes it). Ray 2.60 takes it only as a remote arg, which it marks deprecated (gone in 2.64).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        return ds.map_batches(model_runner(model.name),
+                              fn_constructor_kwargs={"kind": model.kind, "params": model.params,
+                                                     "audio_spec": (sr, window), "s3": s3},
+                              batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
+                              num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency),
+                              max_restarts=r.max_restarts, **extra)
+
+
+def model_runner(name: str) -> type[ModelRunner]:
+    """:class:`ModelRunner` under the name Ray Data shows for the model's stage: ``model:<name>``."""
+    return type(f"model:{name}", (ModelRunner,), {"__doc__": ModelRunner.__doc__})
+
+
+def judge(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table:
+    """The judge stage (:func:`judge_batch`) under the name Ray Data shows: ``judge``."""
+    return judge_batch(batch, judges)
 
 
 def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
@@ -207,7 +225,7 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
         if not branches:
             continue
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
-        ds = ds.map_batches(judge_batch, fn_kwargs={"judges": judges}, batch_size=64, batch_format="pyarrow",
+        ds = ds.map_batches(judge, fn_kwargs={"judges": judges}, batch_size=64, batch_format="pyarrow",
                             num_cpus=0.5)
         yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
 
@@ -222,7 +240,8 @@ def init_ray(cfg: RunConfig) -> None:
 
     cluster.start(cfg.ray.address, log_to_driver=False, configure_logging=False)
     ctx = DataContext.get_current()
-    ctx.enable_progress_bars = cfg.ray.progress_bars
+    ctx.enable_progress_bars = cfg.ray.progress_bars and console.on_terminal()  # else: one line per stage
+    console.quiet_ray_data()
     ctx.print_on_execution_start = False
 
 
@@ -273,7 +292,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
             budgets = hold_budgets(cfg)  # named rate budgets live as long as the driver holds them
             for batch in rejudged_batches(cfg, rejudge):
                 writer.add(batch.to_pylist())
-            for batch in judged_batches(cfg, ready):
+            for batch in console.tallied(judged_batches(cfg, ready), len(ready), cfg.ray.progress_bars):
                 writer.add(batch.to_pylist())
             del budgets
     judged = account_for_all(requests, out)
@@ -290,7 +309,7 @@ def rejudged_batches(cfg: RunConfig, rows: list[dict]) -> Iterator[pa.Table]:
     import ray
 
     ds = ray.data.from_arrow(_blocks(response_table(rows)))
-    ds = ds.map_batches(judge_batch, fn_kwargs={"judges": protocol_judges(cfg)}, batch_size=64,
+    ds = ds.map_batches(judge, fn_kwargs={"judges": protocol_judges(cfg)}, batch_size=64,
                         batch_format="pyarrow", num_cpus=0.5)
     yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
 

@@ -1,0 +1,126 @@
+"""What ``evalcore run`` prints: the run's own lines, Ray's known-benign chatter left out, and at the end where the
+report is (not its body; ``--verbose`` prints it).
+
+Stages are named on Ray Data's progress bars and logs as ``decode``, ``model:<name>`` and ``judge``. On a terminal
+Ray Data draws its progress bars; otherwise (a log file, a CI job, ``ray job logs``) there are no bars and no
+periodic status blocks: one ``progress:`` line a minute at most, and one line per stage when the stages end.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections import Counter
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+log = logging.getLogger("evalcore")
+
+PROGRESS_EVERY_S = 60.0
+#: Ray Data messages that say nothing about this run (a hint how to turn bars back on)
+_RAY_DATA_HINTS = ("Progress bars disabled", "Progress will be logged")
+
+_verbose = False
+
+
+def setup(verbose: bool = False) -> None:
+    """The CLI's logging: evalcore's INFO lines on stderr; with ``verbose``, every library's INFO lines too."""
+    global _verbose
+    _verbose = verbose
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if not verbose:
+        logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score: "Using default tokenizer." per scorer
+        # a new local cluster gets token authentication, as Ray chose; its notice says so on every run
+        logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
+            lambda record: not str(record.msg).startswith("Token authentication is enabled for this Ray cluster"))
+
+
+def on_terminal() -> bool:
+    """Whether stdout is a terminal (Ray Data's own test for drawing bars rather than logging status blocks)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _RayDataConsole(logging.Filter):
+    """Ray Data's console handler without its INFO lines and its hints about bars (its log file keeps all)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING and not str(record.msg).startswith(_RAY_DATA_HINTS)
+
+
+def quiet_ray_data() -> None:
+    """Filter Ray Data's console output (not with ``verbose``); call after ``import ray.data``."""
+    if _verbose:
+        return
+    for handler in logging.getLogger("ray.data").handlers:
+        if type(handler).__name__ == "PlainRayHandler" and not any(isinstance(f, _RayDataConsole)
+                                                                   for f in handler.filters):
+            handler.addFilter(_RayDataConsole())
+
+
+class StageTally:
+    """Counts the judged rows coming back from Ray: per stage, how many rows reached it and how many failed there."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.requests: set[str] = set()
+        self.by_model: Counter[str] = Counter()
+        self.errored: Counter[tuple[str, str]] = Counter()  # (stage, model) → rows that failed there
+        self.started = time.monotonic()
+
+    def add(self, batch: pa.Table) -> None:
+        self.rows += batch.num_rows
+        self.requests.update(batch.column("request_id").to_pylist())
+        self.by_model.update(batch.column("model").to_pylist())
+        failed = batch.filter(pc.is_valid(batch.column("error_stage")))
+        for stage, model in zip(failed.column("error_stage").to_pylist(), failed.column("model").to_pylist()):
+            self.errored[(stage, model)] += 1
+
+    def _errored(self, stage: str, model: str | None = None) -> int:
+        return sum(n for (s, m), n in self.errored.items() if s == stage and model in (None, m))
+
+    def lines(self) -> list[str]:
+        """One line per stage: decode, each model, judge."""
+        took = time.monotonic() - self.started
+        out = [f"stage decode: {len(self.requests)} requests → {self.rows} rows (one per chunk), "
+               f"{self._errored('decode')} errored"]
+        for model, n in sorted(self.by_model.items()):
+            out.append(f"stage model:{model}: {n} rows, {self._errored('model', model)} errored")
+        out.append(f"stage judge: {self.rows} rows, {self._errored('judge')} errored ({took:.0f} s on Ray)")
+        return out
+
+
+def tallied(batches: Iterable[pa.Table], to_run: int, progress: bool = True) -> Iterator[pa.Table]:
+    """Pass ``batches`` through, counting them; off a terminal (and with ``progress``) a ``progress:`` line a minute
+    at most; at the end one line per stage."""
+    tally = StageTally()
+    last = time.monotonic()
+    for batch in batches:
+        tally.add(batch)
+        yield batch
+        if progress and not on_terminal() and time.monotonic() - last >= PROGRESS_EVERY_S:
+            last = time.monotonic()
+            log.info("progress: %d of %d requests back from the judge (%.0f s)", len(tally.requests), to_run,
+                     last - tally.started)
+    if tally.rows:
+        for line in tally.lines():
+            log.info("%s", line)
+
+
+def finished(root: str, report: str, verbose: bool = False, verdicts: Iterable[str] = ()) -> None:
+    """The end of ``evalcore run`` on stdout: the report's absolute location (with ``verbose``, its body first),
+    then one verdict line per model (does it listen? — report.md and report.html open with the same)."""
+    from evalcore import storage
+
+    where = storage.absolute(root)
+    if verbose:
+        print(report)
+    print(f"report: {storage.join(where, 'report.md')}")
+    print(f"tables: {storage.join(where, 'tables')}/")
+    for line in verdicts:
+        print(line)

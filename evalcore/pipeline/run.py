@@ -170,17 +170,17 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     chunk_s = chunk_window(model, window)
     # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through
     ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
-                                                 "uses_audio": uses_audio(model), "s3": s3,
-                                                 "read_timeout_s": read_timeout_s},
+                                           "uses_audio": uses_audio(model), "s3": s3,
+                                           "read_timeout_s": read_timeout_s},
                         batch_size=model.resources.batch_size, batch_format="pyarrow",
                         num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, chunk_s))
     r = model.resources
     # a model with its own runtime_env (conflicting pins: pip / conda / container / py_executable) gets it
     # for its actors only; the run's S3 options let an actor copy an s3:// checkpoint
     extra = {"runtime_env": model.runtime_env} if model.runtime_env else {}
-    # max_restarts: by default Ray Data restarts a dead actor and retries its batches without end, and says so with
-    # an error-level line on every run (ray-project/ray#53727); by default here a dead actor ends the run (exit 1,
-    # --resume finishes it). Ray 2.60 takes it only as a remote arg, which it marks deprecated (gone in 2.64).
+    # max_restarts (default 0): a dead actor ends the run (exit 1, --resume finishes it). Ray Data's own default
+    # restarts it and retries its batches without end, and Ray logs an error-level line on every run for it
+    # (ray-project/ray#53727). Ray 2.60 takes it only as a remote arg, which it marks deprecated (gone in 2.64).
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
         return ds.map_batches(model_runner(model.name),

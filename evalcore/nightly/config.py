@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from evalcore.config import (ConfigError, DatasetConfig, ProtocolConfig, RayConfig, Resources, RunConfig, Seeds,
-                             Stats, StorageConfig, _Strict, error_lines, parse_config)
+                             Stats, StorageConfig, _registered, _Strict, error_lines, parse_config)
 
 NAME = r"^[A-Za-z0-9._-]+$"
 
@@ -30,6 +30,8 @@ class ModelTemplate(_Strict):
     long_audio: Literal["chunk", "truncate"] = "chunk"
     chunk_seconds: float | None = Field(None, gt=0)
     runtime_env: dict[str, Any] | None = None
+
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
 
 
 class SeriesConfig(_Strict):

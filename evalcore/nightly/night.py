@@ -157,11 +157,19 @@ def summarize(cfg: NightlyConfig, ledger: Ledger, result: NightResult) -> None:
 
     t = time.perf_counter()
     records = ledger.records()
+    out = cfg.root
+    key = compare._digest([cfg.model_dump(mode="json"), result.notes,
+                           sorted(({k: v for k, v in r.items() if k not in ("updated", "owner")} for r in records),
+                                  key=lambda r: (r.get("series"), r.get("checkpoint")))])
+    key_uri = storage.join(out, "dashboard.key")
+    if storage.exists(key_uri) and storage.read_text(key_uri) == key:  # nothing changed since the last night
+        result.regressions = storage.read_parquet(storage.join(out, "regressions.parquet")).to_pandas()
+        log.info("nightly: no change since the last night; dashboard kept (%.1f s)", time.perf_counter() - t)
+        return
     regressions, notes = history.regressions(cfg, records)
     result.regressions = regressions
     result.notes += notes
     hist = history.history(cfg, records)
-    out = cfg.root
     storage.write_parquet(pa.Table.from_pandas(regressions[REGRESSION_COLUMNS], preserve_index=False),
                           storage.join(out, "regressions.parquet"))
     storage.write_parquet(pa.Table.from_pandas(hist, preserve_index=False), storage.join(out, "history.parquet"))
@@ -169,4 +177,5 @@ def summarize(cfg: NightlyConfig, ledger: Ledger, result: NightResult) -> None:
     html, md = trends.dashboard(cfg.name, regressions, hist, records, result.notes)
     storage.write_text(storage.join(out, "dashboard.html"), html)
     storage.write_text(storage.join(out, "dashboard.md"), md)
+    storage.write_text(key_uri, key)
     log.info("nightly: compared and rendered in %.1f s", time.perf_counter() - t)

@@ -79,8 +79,9 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
     from evalcore.pipeline.run import RunUnscored, run as run_pipeline
 
     rec = ledger.get(s.name, cp.name) or {}
-    if rec.get("status") == "finished":  # finished by another nightly between pick and claim
-        return
+    if rec.get("status") == "finished" or (rec.get("status") == "failed"
+                                           and rec.get("attempts", 0) >= cfg.max_attempts):
+        return  # another nightly finished it (or used its last attempt) between pick and claim
     root = run_root(cfg.root, s.name, cp.name)
     attempts = int(rec.get("attempts", 0)) + 1
     rec = ledger.put({**rec, "series": s.name, "checkpoint": cp.name, "uri": cp.uri, "run_root": root,

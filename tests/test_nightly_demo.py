@@ -62,6 +62,16 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert f"Flagged regressions ({len(flagged)})" in html and html.count("<img") >= 3
     assert "Flagged regressions" in (tmp_path / "nightly" / "dashboard.md").read_text()
 
+    runs = tmp_path / "nightly" / "runs" / "listener"  # the ad-hoc A/B of two runs: the same comparison
+    res = CliRunner().invoke(app, ["compare", str(runs / "step-2000"), str(runs / "step-3000"),
+                                   "--out", str(tmp_path / "ab")])
+    assert res.exit_code == 0, res.output
+    ab = pd.read_parquet(tmp_path / "ab" / "compare.parquet")
+    mine = reg[(reg["checkpoint"] == "step-3000") & (reg["reference"] == "step-2000")]
+    assert set(ab[ab["flagged"]]["metric"]) == set(mine[mine["flagged"]]["metric"])
+    assert "Holm" in (tmp_path / "ab" / "compare.md").read_text()
+    assert (tmp_path / "ab" / "compare.html").read_text().startswith("<!doctype html>")
+
     runs_before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "nightly" / "runs").rglob("*"))
     path = tmp_path / "nightly.yaml"
     path.write_text(yaml.safe_dump(data))

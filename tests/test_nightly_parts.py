@@ -165,3 +165,19 @@ def test_a_timbre_deaf_listener_names_no_instrument_but_hears_tempo_and_key(tmp_
     model = DSPListener(checkpoint=str(tmp_path / "deaf"))
     assert model.deaf_to == {"timbre"} and model.info()["checkpoint"]["sha256"]
     assert DSPListener().info()["checkpoint"] == "dsp-listener-v1"  # without the param: as before
+
+
+def test_a_changed_suite_starts_a_new_baseline_instead_of_comparing(tmp_path) -> None:
+    from evalcore.nightly.history import finished, references
+
+    cfg = parse_nightly(demo_data(tmp_path))
+    recs = [{"series": "listener", "checkpoint": c, "status": "finished", "suite_fingerprint": f}
+            for c, f in (("step-1000", "a"), ("step-2000", "a"), ("step-10000", "b"), ("step-3000", "a"))]
+    recs.append({"series": "listener", "checkpoint": "step-9", "status": "failed"})
+    done = finished(recs, "listener")
+    assert [r["checkpoint"] for r in done] == ["step-1000", "step-2000", "step-3000", "step-10000"]
+    refs, notes = references(cfg, "listener", done, 1)
+    assert [(r["checkpoint"], role) for r, role in refs] == [("step-1000", "previous+baseline")] and not notes
+    refs, notes = references(cfg, "listener", done, 3)
+    assert refs == [] and "suite changed between step-3000 and step-10000" in notes[0]
+    assert "step-10000 starts a new baseline" in notes[0] and "another suite" in notes[1]

@@ -43,7 +43,15 @@ def flagged_section(regressions: pd.DataFrame) -> str:
             "the metric's minimum effect.")
     if not len(flagged):
         return f"## Flagged regressions\n\nNone. {head}\n"
-    return f"## Flagged regressions ({len(flagged)})\n\n{head}\n\n{md_table(flagged, FLAG_COLUMNS)}\n"
+    bullets = []
+    for (series, ck, ref), g in flagged.groupby(["series", "checkpoint", "reference"], sort=True):
+        what = sorted({f"{p} {m}" + ("" if grp == "all" else f" ({grp})")
+                       for p, m, grp in zip(g["protocol"], g["metric"], g["group"])})
+        worst = g.loc[g["delta"].idxmin()]
+        bullets.append(f"- **{series} {ck}** vs {ref}: {len(g)} flagged — {', '.join(what)}; largest drop "
+                       f"{worst['delta']:.3g} ({worst['protocol']} {worst['metric']}, {worst['condition']})")
+    return (f"## Flagged regressions ({len(flagged)})\n\n" + "\n".join(bullets) + f"\n\n{head}\n\n"
+            f"{md_table(flagged, FLAG_COLUMNS)}\n")
 
 
 def _headline(hist: pd.DataFrame) -> pd.DataFrame:

@@ -55,6 +55,12 @@ def main() -> None:
     w2, n2, r2, _ = night(root)
     print(f"second night: {w2:7.1f} s wall, {n2} checkpoints evaluated, {r2} requests to the model ({load()})")
     print(f"rerun / first = {w2 / w1:.1%}")
+    import json
+
+    for f in sorted((root / "ledger").rglob("*.json")):
+        r = json.loads(f.read_text())
+        print(f"ledger {r['checkpoint']}: {r['status']}, attempts {r['attempts']}"
+              + (f", last failure: {r['last_failure'][:300]}" if r.get("last_failure") else ""))
 
     reg = pd.read_parquet(root / "regressions.parquet")
     flagged = reg[reg["flagged"]]

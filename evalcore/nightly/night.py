@@ -84,9 +84,10 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
         return  # another nightly finished it (or used its last attempt) between pick and claim
     root = run_root(cfg.root, s.name, cp.name)
     attempts = int(rec.get("attempts", 0)) + 1
+    last = rec.get("reason") if rec.get("status") == "failed" else rec.get("last_failure")
     rec = ledger.put({**rec, "series": s.name, "checkpoint": cp.name, "uri": cp.uri, "run_root": root,
-                      "status": "running", "reason": None, "attempts": attempts, "started": iso(now()),
-                      "owner": owner})
+                      "status": "running", "reason": None, "last_failure": last, "attempts": attempts,
+                      "started": iso(now()), "owner": owner})
     key = f"{s.name}/{cp.name}"
     try:
         rcfg = run_config(cfg, s, cp.name, cp.uri, root)

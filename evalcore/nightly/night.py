@@ -124,6 +124,27 @@ def identity(root: str, model: str) -> dict | None:
     return ck if isinstance(ck, dict) else {"checkpoint": ck}
 
 
+def start_cluster(cfg: NightlyConfig, attempts: int = 3) -> None:
+    """Ray for the night's runs (as ``evalcore run`` starts it), tried ``attempts`` times: a local node can time
+    out starting on a loaded machine."""
+    import ray
+
+    from evalcore.pipeline.run import init_ray
+
+    for i in range(attempts):
+        if ray.is_initialized():
+            return
+        try:
+            init_ray(cfg)  # type: ignore[arg-type]  (it reads cfg.ray only)
+            return
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception when its node times out starting
+            if i == attempts - 1:
+                raise
+            log.warning("nightly: Ray did not start (%s: %s); trying again", type(e).__name__, bounded(e, 300))
+            ray.shutdown()
+            time.sleep(5)
+
+
 def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
     """Run one night over every series of ``cfg``; returns what it did (the files are under ``cfg.root``)."""
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
@@ -140,6 +161,7 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
         if not cps:
             result.notes.append(f"series {s.name}: no checkpoints under {s.prefix}")
         for cp in pick(cfg, ledger, cps):
+            start_cluster(cfg)  # a cluster that will not start fails the night, not a checkpoint
             if not ledger.claim(s.name, cp.name, owner, cfg.lease_seconds, cfg.lease_settle_seconds):
                 result.skipped.append(f"{s.name}/{cp.name}")
                 log.info("nightly: %s/%s is leased by another nightly; skipped", s.name, cp.name)

@@ -49,7 +49,8 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     flagged = reg[reg["flagged"]]
     assert set(flagged["checkpoint"]) == {"step-3000"}
     assert not reg[reg["checkpoint"] == "step-2000"]["delta"].abs().gt(0).any()  # the copy answers identically
-    keys = set(zip(flagged["reference"], flagged["protocol"], flagged["condition"], flagged["metric"], flagged["group"]))
+    keys = set(zip(flagged["reference"], flagged["protocol"], flagged["condition"], flagged["metric"],
+                   flagged["group"]))
     for ref in ("step-1000", "step-2000"):  # the pinned baseline and the previous checkpoint
         assert (ref, "factual", "correct", "f1", "all") in keys
         assert (ref, "mcq", "correct", "accuracy", "task=instrument_mcq") in keys

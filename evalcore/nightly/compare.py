@@ -38,7 +38,7 @@ COLUMNS = KEYS + ["direction", "n", "reference_value", "value", "delta", "ci_low
 # ----------------------------------------------------------------------------- fingerprints
 
 
-def _digest(obj: object) -> str:
+def digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -52,7 +52,7 @@ def suite_fingerprint(run_root: str) -> str:
     items = items.sort_values(["dataset", "item_id"]).astype(str).to_dict("records")
     summary = storage.read_parquet(storage.join(run_root, "tables", "summary.parquet")).to_pandas()
     definitions = sorted({(m, d) for m, d in zip(summary["metric"], summary["definition"].astype(str))})
-    return _digest({"config": cfg, "items": _digest(items), "definitions": definitions})
+    return digest({"config": cfg, "items": digest(items), "definitions": definitions})
 
 
 # ----------------------------------------------------------------------------- per-item scores

@@ -54,7 +54,7 @@ def references(cfg: NightlyConfig, series: str, done: list[dict], i: int) -> tup
 def cached_comparison(cfg: NightlyConfig, series: str, cur: dict, ref: dict) -> pd.DataFrame:
     """Raw comparison rows of ``cur`` vs ``ref`` (no correction yet), from the cache or computed and cached."""
     st = cfg.stats
-    key = compare._digest([cur.get("suite_fingerprint"), cur.get("identity"), cur.get("finished"),
+    key = compare.digest([cur.get("suite_fingerprint"), cur.get("identity"), cur.get("finished"),
                            ref.get("identity"), ref.get("finished"), st.bootstrap_resamples, st.confidence,
                            cfg.seeds.bootstrap])
     uri = storage.join(cfg.root, "compare", series, f"{cur['checkpoint']}--{ref['checkpoint']}--{key}.parquet")

@@ -182,7 +182,7 @@ def summarize(cfg: NightlyConfig, ledger: Ledger, result: NightResult) -> None:
     t = time.perf_counter()
     records = ledger.records()
     out = cfg.root
-    key = compare._digest([cfg.model_dump(mode="json"), result.notes,
+    key = compare.digest([cfg.model_dump(mode="json"), result.notes,
                            sorted(({k: v for k, v in r.items() if k not in ("updated", "owner")} for r in records),
                                   key=lambda r: (r.get("series"), r.get("checkpoint")))])
     key_uri = storage.join(out, "dashboard.key")

@@ -181,3 +181,22 @@ def test_a_changed_suite_starts_a_new_baseline_instead_of_comparing(tmp_path) ->
     refs, notes = references(cfg, "listener", done, 3)
     assert refs == [] and "suite changed between step-3000 and step-10000" in notes[0]
     assert "step-10000 starts a new baseline" in notes[0] and "another suite" in notes[1]
+
+
+def test_an_empty_or_missing_series_prefix_is_a_ledger_row_not_a_crash(tmp_path) -> None:
+    data = demo_data(tmp_path)  # tmp_path/ck does not exist
+    path = tmp_path / "n.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = CliRunner().invoke(app, ["nightly", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "0 checkpoint(s) evaluated" in res.output
+    (row,) = Ledger(data["storage"]["root"]).records()
+    assert (row["checkpoint"], row["status"]) == ("_series", "waiting") and "no checkpoints under" in row["reason"]
+    html = (tmp_path / "root" / "dashboard.html").read_text()
+    assert "no checkpoints under" in html and "Flagged regressions" in html
+    write_checkpoint(data["series"][0]["prefix"], "step-1", ["timbre"])
+    (tmp_path / "ck" / "step-1" / "_SUCCESS").unlink()  # not ready: nothing to evaluate, the series row goes
+    res = CliRunner().invoke(app, ["nightly", str(path)])
+    assert res.exit_code == 0, res.output
+    rows = {r["checkpoint"]: r for r in Ledger(data["storage"]["root"]).records()}
+    assert set(rows) == {"step-1"} and rows["step-1"]["status"] == "waiting"

@@ -30,6 +30,7 @@ log = logging.getLogger("evalcore")
 REGRESSION_COLUMNS = ["series", "checkpoint", "reference", "reference_role", "protocol", "dataset", "condition",
                       "variant", "metric", "group", "direction", "n", "reference_value", "value", "delta", "ci_low",
                       "ci_high", "p_value", "p_adjusted", "correction", "min_effect", "flagged"]
+SERIES_ROW = "_series"  # the ledger row of a series whose prefix lists no checkpoint
 FLAG_PRINT = ["series", "checkpoint", "reference", "protocol", "dataset", "condition", "variant", "metric", "group",
               "delta", "ci_low", "ci_high", "p_adjusted"]
 
@@ -145,6 +146,18 @@ def start_cluster(cfg: NightlyConfig, attempts: int = 3) -> None:
             time.sleep(5)
 
 
+def series_record(ledger: Ledger, s: SeriesConfig, problem: str | None, result: NightResult) -> None:
+    """The series' own ledger row (checkpoint ``_series``): written while its prefix is empty or unreadable,
+    removed once it lists checkpoints."""
+    if problem is None:
+        if ledger.get(s.name, SERIES_ROW) is not None:
+            storage.delete(ledger.path(s.name, SERIES_ROW))
+        return
+    result.notes.append(problem)
+    ledger.put({"series": s.name, "checkpoint": SERIES_ROW, "uri": s.prefix, "status": "waiting", "reason": problem,
+                "attempts": 0})
+
+
 def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
     """Run one night over every series of ``cfg``; returns what it did (the files are under ``cfg.root``)."""
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
@@ -156,10 +169,10 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
         try:
             cps = discovery.discover(s)
         except discovery.SeriesUnreadable as e:
-            result.notes.append(str(e))
-            continue
-        if not cps:
-            result.notes.append(f"series {s.name}: no checkpoints under {s.prefix}")
+            cps, problem = [], str(e)
+        else:
+            problem = None if cps else f"series {s.name}: no checkpoints under {s.prefix}"
+        series_record(ledger, s, problem, result)
         for cp in pick(cfg, ledger, cps):
             start_cluster(cfg)  # a cluster that will not start fails the night, not a checkpoint
             if not ledger.claim(s.name, cp.name, owner, cfg.lease_seconds, cfg.lease_settle_seconds):

@@ -2,7 +2,7 @@
 
 Every command exits with one convention (:class:`evalcore.errors.ExitCode`, README "Exit codes"):
 0 ok; 1 the work failed part way (resume it); 2 a usage or config mistake, found before any work;
-4 finished, but nothing could be scored or the error budget was exceeded.
+3 a regression flagged by ``evalcore nightly`` with ``fail_on_regression``; 4 finished, but nothing could be scored or the error budget was exceeded.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import typer
 from evalcore import cluster, console
 from evalcore.config import ConfigError, demo_config_path, load_config
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
+from evalcore.nightly.cli import compare as compare_command, nightly as nightly_command
 from evalcore.scoring.cli import load_commands
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
@@ -172,6 +173,9 @@ def schema(name: str = typer.Argument("items", help="items, or a score input: mc
         typer.echo(str(e.args[0]), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
 
+
+app.command("nightly")(nightly_command)
+app.command("compare")(compare_command)
 
 _score = load_commands()
 if _score.registered_commands:

@@ -389,9 +389,9 @@ class RunConfig(_Strict):
         return self.storage.root or str(Path("runs") / self.name)
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
+def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel] | None:
     """The config model whose field the error at ``loc`` is about (None when it is not a config model)."""
-    model: Any = RunConfig
+    model: Any = root or RunConfig
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -412,16 +412,16 @@ def _types_in(annotation: Any) -> list[type]:
     return [t for a in args for t in _types_in(a)]
 
 
-def error_lines(e: ValidationError) -> list[str]:
+def error_lines(e: ValidationError, root: type[BaseModel] | None = None) -> list[str]:
     """One ``<field path>: <reason>`` line per mistake; params mistakes name the param, unknown fields get a
-    "did you mean"."""
+    "did you mean" (``root``: the top-level config model, default :class:`RunConfig`)."""
     lines = []
     for err in e.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, ParamsError):
             lines += [f"{loc}.{f}: {m}" if f else f"{loc}: {m}" for f, m in cause.problems]
-        elif err["type"] == "extra_forbidden" and (model := _model_at(err["loc"])) is not None:
+        elif err["type"] == "extra_forbidden" and (model := _model_at(err["loc"], root)) is not None:
             lines.append(f"{loc}: {did_you_mean(err['loc'][-1], model.model_fields)}")
         else:
             lines.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")

@@ -286,6 +286,17 @@ def list_files(uri: str, suffix: str = "") -> list[str]:
     return sorted(prefix + i.path for i in infos if i.type == pafs.FileType.File and i.path.endswith(suffix))
 
 
+def list_dirs(uri: str) -> list[str]:
+    """The names of the direct sub-directories (local) or sub-prefixes (``s3://``) of ``uri``, unsorted;
+    [] when ``uri`` does not exist. Raises ``OSError`` when it cannot be listed."""
+    fs, path = resolve(uri)
+    path = path.rstrip("/")
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return []
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=False))
+    return [posixpath.basename(i.path.rstrip("/")) for i in infos if i.type == pafs.FileType.Directory]
+
+
 # ----------------------------------------------------------------------------- confinement
 
 

@@ -1,17 +1,23 @@
 """The deployment files agree with the code: the image builds from files that exist, the RayJob runs
-the job entrypoint on the config the ConfigMap mounts, and that config is a valid evalcore config."""
+the nightly entrypoint on the config the ConfigMap mounts, that config is a valid evalcore nightly config,
+the RayCronJob schedules the same RayJob spec, and every KubeRay manifest validates against KubeRay's CRD
+schemas (gzip copies in tests/data/k8s-crds/, checked against ../shared/k8s-crds/ where that exists)."""
 
 from __future__ import annotations
 
+import functools
+import gzip
 import re
 import shlex
 from pathlib import Path
 
+import jsonschema
+import pytest
 import ray
 import yaml
 
 from conftest import REPO
-from evalcore.config import parse_config
+from evalcore.nightly.config import parse_nightly
 
 K8S = REPO / "k8s"
 DOCKERFILE = REPO / "docker" / "Dockerfile"
@@ -39,13 +45,23 @@ def test_dockerfile_copies_existing_paths_into_the_workdir_and_pins_rays_version
     assert (base.group(2), base.group(3)) == ("3", "11")
 
 
+def test_the_image_carries_what_the_nightly_needs() -> None:
+    import tomllib
+
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.startswith("matplotlib") for d in deps) and any(d.startswith("scipy") for d in deps)
+    text = DOCKERFILE.read_text()
+    assert re.search(r'pip install --no-cache-dir "\.\[', text)  # the project with its base dependencies
+    assert "import matplotlib, markdown_it, scipy, evalcore.nightly.night" in text
+
+
 def test_rayjob_runs_the_entrypoint_on_the_mounted_config() -> None:
     (job,) = _docs("rayjob.yaml")
     assert (job["apiVersion"], job["kind"]) == ("ray.io/v1", "RayJob")
     spec = job["spec"]
     assert spec["shutdownAfterJobFinishes"] is True and spec["rayClusterSpec"]["rayVersion"] == ray.__version__
     argv = shlex.split(spec["entrypoint"])
-    assert argv[0] == "python" and argv[1] == f"{WORKDIR}/jobs/run_eval.py"
+    assert argv[0] == "python" and argv[1] == f"{WORKDIR}/jobs/nightly.py"
     assert (REPO / argv[1].removeprefix(WORKDIR + "/")).is_file()
     config_path = Path(argv[2])
 
@@ -70,25 +86,68 @@ def test_rayjob_runs_the_entrypoint_on_the_mounted_config() -> None:
     assert gpu["nvidia.com/gpu"] == "1"
 
 
-def test_nightly_config_is_a_valid_run_config_whose_models_fit_a_gpu_worker() -> None:
+def test_nightly_config_is_a_valid_nightly_config_whose_models_fit_a_gpu_worker() -> None:
     (cm,) = _docs("nightly-config.yaml")
-    cfg = parse_config(yaml.safe_load(cm["data"]["nightly.yaml"]))
-    kinds = {m.name: m.kind for m in cfg.models}
-    assert kinds["qwen2-audio-candidate"] == "hf_audio_lm"
-    assert {"paraphrase", "adversarial"} <= set(kinds) and cfg.max_error_rate == 0.05
+    cfg = parse_nightly(yaml.safe_load(cm["data"]["nightly.yaml"]))
+    (series,) = cfg.series
+    assert series.model.kind == "hf_audio_lm" and series.prefix.startswith("s3://") and series.ready_marker
+    assert cfg.root.startswith("s3://") and cfg.max_error_rate == 0.05 and cfg.fail_on_regression
     (job,) = _docs("rayjob.yaml")
     worker = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     per_node_gpus = int(worker["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
-    for m in cfg.models:  # one actor must fit one worker; concurrency spreads actors over workers
-        assert m.resources.num_gpus <= per_node_gpus
-        assert m.resources.concurrency * m.resources.num_gpus <= per_node_gpus * worker["maxReplicas"]
+    r = series.model.resources  # one actor must fit one worker; concurrency spreads actors over workers
+    assert r.num_gpus <= per_node_gpus and r.concurrency * r.num_gpus <= per_node_gpus * worker["maxReplicas"]
 
 
-def test_cronjob_creates_the_rayjob_nightly_with_only_the_rights_it_needs() -> None:
-    docs = {d["kind"]: d for d in _docs("nightly-cronjob.yaml")}
-    cron = docs["CronJob"]
-    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
-    (c,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-    assert c["command"][:3] == ["kubectl", "create", "-f"] and c["command"][3].endswith("/rayjob.yaml")
-    (rule,) = docs["Role"]["rules"]
-    assert rule["resources"] == ["rayjobs"] and "delete" not in rule["verbs"]
+def test_raycronjob_schedules_the_rayjob_spec_and_no_kubectl_cronjob_is_left() -> None:
+    (cron,) = _docs("raycronjob.yaml")
+    (job,) = _docs("rayjob.yaml")
+    assert (cron["apiVersion"], cron["kind"]) == ("ray.io/v1", "RayCronJob")
+    assert cron["spec"]["schedule"] == "0 2 * * *" and cron["spec"]["timeZone"] == "Etc/UTC"
+    assert cron["spec"]["suspend"] is False
+    assert cron["spec"]["jobTemplate"] == job["spec"]  # one nightly, by hand or on schedule
+    kinds = {(d["apiVersion"], d["kind"]) for f in K8S.glob("*.yaml") for d in _docs(f.name)}
+    assert not kinds & {("batch/v1", "CronJob"), ("rbac.authorization.k8s.io/v1", "Role")}
+
+
+CRDS = REPO / "tests" / "data" / "k8s-crds"
+SHARED_CRDS = REPO.parent / "shared" / "k8s-crds"
+CRD_FILES = {"RayJob": "ray.io_rayjobs.yaml", "RayCronJob": "ray.io_raycronjobs.yaml",
+             "RayCluster": "ray.io_rayclusters.yaml"}
+
+
+@functools.lru_cache(maxsize=None)
+def _schema(kind: str, version: str = "v1") -> dict:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the CRDs are megabytes of YAML
+    crd = yaml.load(gzip.decompress((CRDS / (CRD_FILES[kind] + ".gz")).read_bytes()), Loader=loader)
+    assert crd["spec"]["names"]["kind"] == kind
+    (v,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
+    return v["schema"]["openAPIV3Schema"]
+
+
+@pytest.mark.parametrize("kind", sorted(CRD_FILES))
+def test_the_crd_copies_are_kuberays_unchanged(kind) -> None:
+    data = gzip.decompress((CRDS / (CRD_FILES[kind] + ".gz")).read_bytes())
+    assert len(data) > 100_000 and (CRDS / (CRD_FILES[kind] + ".gz")).stat().st_size < 100_000
+    if SHARED_CRDS.is_dir():
+        assert data == (SHARED_CRDS / CRD_FILES[kind]).read_bytes()
+
+
+def test_every_kuberay_manifest_validates_against_its_crd_schema() -> None:
+    seen = []
+    for f in sorted(K8S.glob("*.yaml")):
+        for doc in _docs(f.name):
+            if doc.get("apiVersion", "").startswith("ray.io/"):
+                jsonschema.Draft7Validator(_schema(doc["kind"], doc["apiVersion"].split("/")[1])).validate(doc)
+                seen.append(doc["kind"])
+    assert {"RayJob", "RayCronJob"} <= set(seen)
+
+
+def test_the_schema_check_rejects_a_broken_raycronjob() -> None:
+    (cron,) = _docs("raycronjob.yaml")
+    broken = {**cron, "spec": {**cron["spec"], "suspend": "no"}}
+    with pytest.raises(jsonschema.ValidationError, match="is not of type 'boolean'"):
+        jsonschema.Draft7Validator(_schema("RayCronJob")).validate(broken)
+    missing = {**cron, "spec": {k: v for k, v in cron["spec"].items() if k != "schedule"}}
+    with pytest.raises(jsonschema.ValidationError, match="'schedule' is a required property"):
+        jsonschema.Draft7Validator(_schema("RayCronJob")).validate(missing)

@@ -19,7 +19,8 @@ runner = CliRunner()
 
 
 def test_the_codes() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 4]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4]
+    assert ExitCode.REGRESSION == 3  # evalcore nightly, fail_on_regression
 
 
 def _jsonl(path: Path, rows: list) -> str:

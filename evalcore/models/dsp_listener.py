@@ -199,8 +199,14 @@ def estimate_key(x: np.ndarray, sr: int = ANALYSIS_SR) -> tuple[str | None, str 
 # ---------------------------------------------------------------- analysis
 
 
-def analyze(audio: np.ndarray, sr: int) -> Analysis:
-    """Tempo, key, mode and instruments of ``audio`` (mono float at ``sr``)."""
+#: the analyses a checkpoint can switch off (``listener.json`` ``deaf_to``)
+ANALYSES = ("tempo", "key", "timbre")
+LISTENER_FILE = "listener.json"
+
+
+def analyze(audio: np.ndarray, sr: int, deaf_to: frozenset[str] = frozenset()) -> Analysis:
+    """Tempo, key, mode and instruments of ``audio`` (mono float at ``sr``), minus the analyses in ``deaf_to``
+    (deaf to timbre: instruments still gate "is there music", but none is named)."""
     x = np.nan_to_num(np.asarray(audio, dtype=np.float64).reshape(-1))
     if sr != ANALYSIS_SR and x.size:
         x = soxr.resample(x, sr, ANALYSIS_SR).astype(np.float64)
@@ -214,7 +220,12 @@ def analyze(audio: np.ndarray, sr: int) -> Analysis:
     if not found:  # noise or something outside the vocabulary: no beat, no key
         return Analysis(None, None, None, (), loudness, scores)
     key, mode = estimate_key(x) if any(s != "drums" for s in found) else (None, None)
-    return Analysis(estimate_tempo(x), key, mode, found, loudness, scores)
+    if "key" in deaf_to:
+        key, mode = None, None
+    tempo = None if "tempo" in deaf_to else estimate_tempo(x)
+    if "timbre" in deaf_to:
+        found, scores = (), {}
+    return Analysis(tempo, key, mode, found, loudness, scores)
 
 
 # ---------------------------------------------------------------- answering
@@ -277,7 +288,7 @@ def choose_option(options: list[tuple[str, str]], question: str, a: Analysis) ->
 
 def describe(a: Analysis) -> str:
     """The templated description of an analysis."""
-    if not a.instruments:
+    if not a.instruments and a.tempo_bpm is None and a.mode is None:  # nothing musical heard
         if a.loudness < SILENCE_DBFS:
             return "I can't hear any music, only silence."
         return "I can only hear noise, no recognisable music."
@@ -310,13 +321,30 @@ class DSPListener(MusicLM):
     sample_rate = 16_000
     max_audio_seconds = 30.0
 
-    def __init__(self, sample_rate: int = 16_000, max_audio_seconds: float | None = 30.0) -> None:
+    path_params = {"checkpoint": "dir"}
+
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        if params.get("checkpoint"):
+            read_deaf_to(params["checkpoint"])
+
+    def __init__(self, sample_rate: int = 16_000, max_audio_seconds: float | None = 30.0,
+                 checkpoint: str | None = None) -> None:
         self.sample_rate = sample_rate
         self.max_audio_seconds = max_audio_seconds
         self._cache: dict[tuple, Analysis] = {}
+        self._checkpoint = None
+        self.deaf_to: frozenset[str] = frozenset()
+        if checkpoint:
+            from evalcore.models.checkpoint import resolve_checkpoint
+
+            self.deaf_to = read_deaf_to(checkpoint)
+            self._checkpoint = resolve_checkpoint(checkpoint).identity()
 
     def info(self) -> dict[str, Any]:
-        return {**super().info(), "checkpoint": "dsp-listener-v1"}
+        if self._checkpoint is None:
+            return {**super().info(), "checkpoint": "dsp-listener-v1"}
+        return {**super().info(), "checkpoint": self._checkpoint, "deaf_to": sorted(self.deaf_to)}
 
     def generate(self, batch: Sequence[AudioPrompt]) -> list[str]:
         return [answer(inp.prompt, None if inp.audio is None else self._analyze(inp.audio, inp.sample_rate))
@@ -328,5 +356,25 @@ class DSPListener(MusicLM):
         if key not in self._cache:
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = analyze(audio, sr)
+            self._cache[key] = analyze(audio, sr, self.deaf_to)
         return self._cache[key]
+
+
+def read_deaf_to(checkpoint: str) -> frozenset[str]:
+    """The analyses ``checkpoint``'s ``listener.json`` switches off; ``ValueError("checkpoint: …")`` when the
+    file is missing or says something else."""
+    from evalcore.models.checkpoint import CheckpointError, read_checkpoint_json
+
+    try:
+        data = read_checkpoint_json(checkpoint, LISTENER_FILE)
+    except CheckpointError as e:
+        raise ValueError(f"checkpoint: {e}") from None
+    if data is None:
+        raise ValueError(f"checkpoint: {checkpoint!r} holds no {LISTENER_FILE} (a JSON object)")
+    extra = sorted(set(data) - {"deaf_to"})
+    if extra:
+        raise ValueError(f"checkpoint: {LISTENER_FILE} has unknown field(s) {extra}; known: deaf_to")
+    deaf = data.get("deaf_to", [])
+    if not isinstance(deaf, list) or any(d not in ANALYSES for d in deaf):
+        raise ValueError(f"checkpoint: {LISTENER_FILE} deaf_to must be a list of {', '.join(ANALYSES)}; got {deaf!r}")
+    return frozenset(deaf)

@@ -1,0 +1,1 @@
+"""The nightly benchmark of new checkpoints: discover → evaluate (ledger, leases) → compare → dashboard."""

@@ -1,0 +1,115 @@
+"""``evalcore nightly`` and ``evalcore compare`` (registered on the main app in :mod:`evalcore.cli`).
+
+Exit codes of ``evalcore nightly``: 0 ok (checkpoints that failed are ``failed`` rows in the ledger and on the
+dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger);
+2 a config mistake; 3 a regression was flagged and the config says ``fail_on_regression`` (the flagged rows
+are printed).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from evalcore.config import ConfigError
+from evalcore.errors import ExitCode
+
+
+def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
+    """The nightly config (or the embedded demo with its checkpoint series); a mistake exits 2."""
+    from evalcore.nightly.config import load_nightly
+    from evalcore.nightly.demo import demo_config
+
+    try:
+        if config is None:
+            return demo_config(out)
+        cfg = load_nightly(config)
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    if out:
+        cfg = cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"root": out})})
+    return cfg
+
+
+def nightly(
+    config: Optional[Path] = typer.Argument(None, help="Nightly config (YAML): a run config's suite plus `series`. "
+                                            "Omit to run the embedded offline demo."),
+    out: Optional[str] = typer.Option(None, "--out", help="Nightly root: a local path or s3://bucket/prefix "
+                                      "(default: the config's storage.root, else ./runs/<name>)."),
+) -> None:
+    """Evaluate the new checkpoints of every series, compare them with the previous one and the baseline,
+    write regressions.parquet, history.parquet and dashboard.html / .md under the root.
+
+    Exit status: 0 ok, 1 the nightly failed, 2 config mistake, 3 regression flagged with fail_on_regression."""
+    from evalcore.nightly.ledger import LedgerError
+    from evalcore.nightly.night import FLAG_PRINT, night
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    cfg = load_nightly_or_exit(config, out)
+    typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
+    t = time.perf_counter()
+    try:
+        result = night(cfg)
+    except LedgerError as e:
+        typer.echo(f"evalcore: {e}", err=True)
+        raise typer.Exit(code=ExitCode.FAILED)
+    except Exception as e:  # noqa: BLE001 - storage unreachable and the like; the ledger keeps what finished
+        logging.getLogger("evalcore").debug("nightly failed", exc_info=True)
+        typer.echo(f"evalcore: the nightly failed: {type(e).__name__}: {e}", err=True)
+        raise typer.Exit(code=ExitCode.FAILED)
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
+    flagged = result.flagged
+    typer.echo(f"nightly: {len(result.evaluated)} checkpoint(s) evaluated ({result.requests_run} requests), "
+               f"{len(result.failed)} failed, {len(result.skipped)} leased elsewhere; {len(flagged)} regression(s) "
+               f"flagged; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html", err=True)
+    for key in result.failed:
+        typer.echo(f"failed: {key}", err=True)
+    if len(flagged):
+        typer.echo(flagged[FLAG_PRINT].to_string(index=False))
+        if cfg.fail_on_regression:
+            raise typer.Exit(code=ExitCode.REGRESSION)
+
+
+def compare(
+    run_a: str = typer.Argument(..., metavar="RUN_A", help="The reference run's root (path or s3:// URI)."),
+    run_b: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it."),
+    out: str = typer.Option("compare", "--out", help="Where compare.md, compare.html and compare.parquet go."),
+    resamples: int = typer.Option(1000, "--resamples", min=100),
+    seed: int = typer.Option(0, "--seed"),
+    min_effect: float = typer.Option(0.05, "--min-effect", min=0.0),
+    alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0),
+) -> None:
+    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs, Holm-adjusted
+    p-values, flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run."""
+    import pyarrow as pa
+
+    from evalcore import storage
+    from evalcore.nightly import compare as cmp
+    from evalcore.reports.html import markdown_html, page
+    from evalcore.reports.trends import md_table
+
+    try:
+        fa, fb = cmp.suite_fingerprint(run_a), cmp.suite_fingerprint(run_b)
+        rows = cmp.compare_scores(cmp.load_scores(run_b), cmp.load_scores(run_a), resamples, 0.95, seed)
+    except (FileNotFoundError, OSError, KeyError) as e:
+        typer.echo(f"not a finished run: {e}", err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    rows = cmp.decide(rows, lambda _m: min_effect, alpha)
+    note = "" if fa == fb else (f"\n\n**The suites differ** (fingerprint {fa} ≠ {fb}): the items or config are not "
+                                 "the same; only shared items are compared.")
+    cols = ["protocol", "dataset", "condition", "variant", "metric", "group", "n", "reference_value", "value",
+            "delta", "ci_low", "ci_high", "p_value", "p_adjusted", "flagged"]
+    md = (f"# {run_b} vs {run_a}\n\n{int(rows['flagged'].sum())} of {len(rows)} comparisons flagged (Holm-adjusted "
+          f"paired t-tests, α={alpha}, minimum effect {min_effect}).{note}\n\n{md_table(rows, cols)}\n")
+    storage.makedirs(out)
+    storage.write_text(storage.join(out, "compare.md"), md)
+    storage.write_text(storage.join(out, "compare.html"), page(f"{run_b} vs {run_a}", markdown_html(md)))
+    storage.write_parquet(pa.Table.from_pandas(rows, preserve_index=False), storage.join(out, "compare.parquet"))
+    typer.echo(md)

@@ -1,0 +1,144 @@
+"""Compare two finished runs from their ``per_item`` tables (nothing is re-run).
+
+For every protocol × dataset × condition × variant × metric (and, for multi-task protocols, per task), and
+for every listening gap (correct − random / noise / silence / text_only, per item): the paired difference
+``current − reference`` over the items both runs scored, its seeded percentile bootstrap CI, a paired
+t-test p-value, and the p-value adjusted with **Holm**'s step-down method across all comparisons of one
+checkpoint. A row is *flagged* when its direction is bad (a drop of a ``correct``-condition score or of a
+listening gap; scores under the control conditions themselves have no good direction and are never
+flagged), its adjusted p-value is below ``alpha`` and ``|delta| ≥ min_effect``.
+
+Runs are comparable only when their *suite fingerprints* agree: the run config minus the model, storage
+and Ray settings, the hash of the item set (audio locations excluded) and the metric definitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from evalcore import storage
+from evalcore.metrics.bootstrap import estimate
+
+CORRECTION = "holm"
+#: per-item metric column → reported name (higher is better for all of them)
+METRICS = {"correct": "accuracy", "f1": "f1", "precision": "precision", "recall": "recall", "bleu": "bleu",
+           "bleu4": "bleu4", "meteor": "meteor", "rouge": "rouge", "bertscore": "bertscore", "cider": "cider",
+           "claptext": "claptext"}
+CONTROLS = ("random", "noise", "silence", "text_only")
+KEYS = ["protocol", "dataset", "condition", "variant", "metric", "group"]
+COLUMNS = KEYS + ["direction", "n", "reference_value", "value", "delta", "ci_low", "ci_high", "p_value"]
+
+
+# ----------------------------------------------------------------------------- fingerprints
+
+
+def digest(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def suite_fingerprint(run_root: str) -> str:
+    """Hash of the run's config minus its model (and storage, Ray, name), its item set and metric definitions."""
+    cfg = yaml.safe_load(storage.read_text(storage.join(run_root, "config.yaml"))) or {}
+    for k in ("models", "storage", "ray", "name"):
+        cfg.pop(k, None)
+    items = storage.read_parquet(storage.join(run_root, "items")).to_pandas()
+    items = items.drop(columns=[c for c in ("audio_uri", "metadata") if c in items.columns])
+    items = items.sort_values(["dataset", "item_id"]).astype(str).to_dict("records")
+    summary = storage.read_parquet(storage.join(run_root, "tables", "summary.parquet")).to_pandas()
+    definitions = sorted({(m, d) for m, d in zip(summary["metric"], summary["definition"].astype(str))})
+    return digest({"config": cfg, "items": digest(items), "definitions": definitions})
+
+
+# ----------------------------------------------------------------------------- per-item scores
+
+
+def load_scores(run_root: str) -> pd.DataFrame:
+    """Long table (protocol, dataset, condition, variant, group, metric, item_id, score) of a run: one score per
+    item (option orders averaged), groups ``all`` and ``task=<t>`` for protocols with several tasks."""
+    pi = storage.read_parquet(storage.join(run_root, "tables", "per_item.parquet")).to_pandas()
+    cols = [c for c in METRICS if c in pi.columns]
+    long = pi.melt(id_vars=["protocol", "dataset", "condition", "variant", "task", "item_id"], value_vars=cols,
+                   var_name="metric", value_name="score").dropna(subset=["score"])
+    long["metric"] = long["metric"].map(METRICS)
+    long = long.groupby(["protocol", "dataset", "condition", "variant", "task", "metric", "item_id"],
+                        as_index=False, dropna=False)["score"].mean()
+    tasks = long.groupby("protocol")["task"].nunique()
+    by_task = long[long["protocol"].map(tasks) > 1].assign(group=lambda d: "task=" + d["task"].astype(str))
+    return pd.concat([long.assign(group="all"), by_task], ignore_index=True).drop(columns="task")
+
+
+def with_gaps(scores: pd.DataFrame) -> pd.DataFrame:
+    """``scores`` plus listening-gap rows (condition ``correct-<control>``: per item, correct − control)."""
+    keys = ["protocol", "dataset", "variant", "group", "metric", "item_id"]
+    correct = scores[scores["condition"] == "correct"].set_index(keys)["score"]
+    out = [scores]
+    for c in CONTROLS:
+        ctrl = scores[scores["condition"] == c].set_index(keys)["score"]
+        gap = (correct - ctrl).dropna()
+        if len(gap):
+            out.append(gap.rename("score").reset_index().assign(condition=f"correct-{c}"))
+    return pd.concat(out, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+def paired_p(d: np.ndarray) -> float:
+    """Two-sided paired t-test p-value of mean(d) = 0 (0 / 1 when every difference is the same)."""
+    from scipy import stats
+
+    if len(d) < 2 or np.allclose(d, d[0]):
+        return 1.0 if np.allclose(d, 0.0) else (0.0 if len(d) >= 2 else 1.0)
+    return float(stats.ttest_1samp(d, 0.0).pvalue)
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (NaN stays NaN)."""
+    p = np.asarray(p, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def direction(condition: str) -> str:
+    """``higher`` is better for the correct condition and listening gaps; controls have none."""
+    return "higher" if condition == "correct" or condition.startswith("correct-") else "none"
+
+
+def compare_scores(cur: pd.DataFrame, ref: pd.DataFrame, resamples: int, confidence: float,
+                   seed: int) -> pd.DataFrame:
+    """One row per comparison key: paired difference cur − ref over shared items, CI and raw p-value."""
+    cur, ref = with_gaps(cur), with_gaps(ref)
+    merged = cur.merge(ref, on=KEYS + ["item_id"], suffixes=("", "_ref"))
+    rows = []
+    first: Callable[[np.ndarray], np.ndarray] = lambda m: m[..., 0]  # noqa: E731
+    for key, g in merged.groupby(KEYS, sort=True):
+        d = (g["score"] - g["score_ref"]).to_numpy(dtype=float)
+        e = estimate(d[:, None], first, resamples=resamples, confidence=confidence, seed=seed)
+        rows.append({**dict(zip(KEYS, key)), "direction": direction(key[2]), "n": len(d),
+                     "reference_value": float(g["score_ref"].mean()), "value": float(g["score"].mean()),
+                     "delta": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "p_value": paired_p(d)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def decide(rows: pd.DataFrame, min_effect: Callable[[str], float], alpha: float) -> pd.DataFrame:
+    """Holm-adjust every row's p-value (one family: all comparisons of one checkpoint) and flag regressions."""
+    rows = rows.copy()
+    rows["p_adjusted"] = holm(rows["p_value"].to_numpy()) if len(rows) else []
+    rows["correction"] = CORRECTION
+    rows["min_effect"] = [min_effect(m) for m in rows["metric"]]
+    rows["flagged"] = ((rows["direction"] == "higher") & (rows["delta"] < 0) & (rows["p_adjusted"] < alpha)
+                       & (rows["delta"].abs() >= rows["min_effect"])).astype(bool)
+    return rows

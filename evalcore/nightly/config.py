@@ -1,0 +1,142 @@
+"""The nightly config: a run config's suite (datasets, protocols, stats, storage …) plus checkpoint series.
+
+A *series* names a checkpoint prefix (a local directory or ``s3://`` prefix) whose direct sub-prefixes
+are checkpoints, and a model template whose ``checkpoint_param`` is set to each checkpoint's URI. Each
+checkpoint becomes one ordinary run (:class:`evalcore.config.RunConfig`) under
+``<root>/runs/<series>/<checkpoint>/``, so everything a run config checks is checked here too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from evalcore.config import (ConfigError, DatasetConfig, ProtocolConfig, RayConfig, Resources, RunConfig, Seeds,
+                             Stats, StorageConfig, _registered, _Strict, error_lines, parse_config)
+
+NAME = r"^[A-Za-z0-9._-]+$"
+
+
+class ModelTemplate(_Strict):
+    """The model of every checkpoint of a series; ``params[checkpoint_param]`` is the checkpoint's URI."""
+
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    resources: Resources = Field(default_factory=Resources)
+    checkpoint_param: str = "checkpoint"
+    long_audio: Literal["chunk", "truncate"] = "chunk"
+    chunk_seconds: float | None = Field(None, gt=0)
+    runtime_env: dict[str, Any] | None = None
+
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
+
+
+class SeriesConfig(_Strict):
+    """One model family's checkpoints."""
+
+    name: str = Field(pattern=NAME)
+    #: local directory or s3:// prefix; its direct sub-directories / sub-prefixes are the checkpoints
+    prefix: str = Field(min_length=1)
+    model: ModelTemplate
+    #: only checkpoints holding this file count (a half-written checkpoint is never evaluated); None = all
+    ready_marker: str | None = None
+    #: natural: names sorted with digit runs as numbers (step-999 < step-1000)
+    order: Literal["natural"] = "natural"
+    #: a checkpoint name every new checkpoint is also compared with
+    baseline: str | None = None
+
+
+class MinEffect(_Strict):
+    """The smallest |difference| that counts as a regression: per metric, else ``default``."""
+
+    default: float = Field(0.05, ge=0)
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+    def of(self, metric: str) -> float:
+        return self.metrics.get(metric, self.default)
+
+
+class NightlyConfig(_Strict):
+    name: str = Field(pattern=NAME)
+    datasets: list[DatasetConfig] = Field(min_length=1)
+    protocols: list[ProtocolConfig] = Field(min_length=1)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    seeds: Seeds = Field(default_factory=Seeds)
+    stats: Stats = Field(default_factory=Stats)
+    ray: RayConfig = Field(default_factory=RayConfig)
+    max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+    series: list[SeriesConfig] = Field(min_length=1)
+    #: checkpoints evaluated per series and night, newest first
+    max_new_per_night: int = Field(3, ge=1)
+    #: a checkpoint that failed this many times is not tried again
+    max_attempts: int = Field(3, ge=1)
+    #: exit 3 when a comparison is flagged
+    fail_on_regression: bool = False
+    min_effect: MinEffect = Field(default_factory=MinEffect)
+    #: significance level of the (Holm-corrected) comparisons
+    alpha: float = Field(0.05, gt=0, lt=1)
+    #: a lease on a checkpoint lasts this long unless renewed (it is renewed while the evaluation runs)
+    lease_seconds: float = Field(3600.0, gt=0)
+    #: after writing a lease, wait this long and read it back before evaluating (two nightlies at once)
+    lease_settle_seconds: float = Field(2.0, ge=0)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "NightlyConfig":
+        names = [s.name for s in self.series]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"series: duplicate name(s) {dup}")
+        for i, s in enumerate(self.series):
+            try:  # the suite plus this series' model must be a valid run config
+                parse_config(run_config_dict(self, s, "checkpoint", s.prefix, self.root))
+            except ConfigError as e:
+                lines = str(e).splitlines()[1:] or [str(e)]
+                raise ValueError(f"series.{i} ({s.name}) as a run: " + "; ".join(x.strip() for x in lines)) from None
+        return self
+
+    @property
+    def root(self) -> str:
+        return self.storage.root or str(Path("runs") / self.name)
+
+
+SUITE_FIELDS = ("datasets", "protocols", "seeds", "stats", "max_error_rate")
+
+
+def run_config_dict(cfg: NightlyConfig, series: SeriesConfig, checkpoint: str, uri: str, root: str) -> dict:
+    """The run config (as a mapping) that evaluates ``checkpoint`` (at ``uri``) of ``series`` into ``root``."""
+    m = series.model
+    model = {"name": series.name, "kind": m.kind, "params": {**m.params, m.checkpoint_param: uri},
+             "resources": m.resources.model_dump(), "long_audio": m.long_audio, "chunk_seconds": m.chunk_seconds,
+             "runtime_env": m.runtime_env}
+    data = cfg.model_dump(include=set(SUITE_FIELDS) | {"ray", "storage"}, exclude_none=False)
+    data["storage"] = {**data["storage"], "root": root}
+    return {"name": f"{series.name}-{checkpoint}"[:120].replace("/", "-"), "models": [model], **data}
+
+
+def run_config(cfg: NightlyConfig, series: SeriesConfig, checkpoint: str, uri: str, root: str) -> RunConfig:
+    return parse_config(run_config_dict(cfg, series, checkpoint, uri, root))
+
+
+def parse_nightly(data: Any) -> NightlyConfig:
+    """Validate a nightly config mapping; raises :class:`ConfigError` naming the bad fields."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid nightly config: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        return NightlyConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError("invalid nightly config:\n" + "\n".join(f"  {x}" for x in error_lines(e, NightlyConfig)))
+
+
+def load_nightly(path: str | Path) -> NightlyConfig:
+    """Read and validate a YAML nightly config file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"nightly config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"nightly config file {p} is not valid YAML: {e}") from None
+    return parse_nightly(data)

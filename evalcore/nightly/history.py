@@ -1,0 +1,109 @@
+"""Across nights: each finished checkpoint against the previous finished one and the pinned baseline
+(``regressions``), and every finished checkpoint's summary rows in order (``history``).
+
+A comparison is computed once and kept under ``<root>/compare/<series>/`` (keyed by both runs' suite
+fingerprints, identities and the bootstrap settings), so a night with no new checkpoint reads no per-item
+table again.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+
+from evalcore import storage
+from evalcore.nightly import compare
+from evalcore.nightly.config import NightlyConfig
+from evalcore.nightly.series import natural_key
+
+
+def finished(records: list[dict], series: str) -> list[dict]:
+    """The series' finished records, oldest first (natural order of checkpoint names)."""
+    return sorted((r for r in records if r.get("series") == series and r.get("status") == "finished"),
+                  key=lambda r: natural_key(r["checkpoint"]))
+
+
+def references(cfg: NightlyConfig, series: str, done: list[dict], i: int) -> tuple[list[tuple[dict, str]], list[str]]:
+    """(reference record, role) pairs of ``done[i]`` and notes about references left out."""
+    cur = done[i]
+    refs: dict[str, tuple[dict, list[str]]] = {}
+    notes = []
+    if i > 0:
+        prev = done[i - 1]
+        if prev.get("suite_fingerprint") == cur.get("suite_fingerprint"):
+            refs[prev["checkpoint"]] = (prev, ["previous"])
+        else:
+            notes.append(f"series {series}: the suite changed between {prev['checkpoint']} and {cur['checkpoint']} "
+                         f"(fingerprint {prev.get('suite_fingerprint')} → {cur.get('suite_fingerprint')}): "
+                         f"{cur['checkpoint']} starts a new baseline, not compared with {prev['checkpoint']}")
+    base = next((s.baseline for s in cfg.series if s.name == series), None)
+    if base and base != cur["checkpoint"]:
+        rec = next((r for r in done if r["checkpoint"] == base), None)
+        if rec is None:
+            notes.append(f"series {series}: baseline {base} has no finished evaluation yet")
+        elif rec.get("suite_fingerprint") != cur.get("suite_fingerprint"):
+            notes.append(f"series {series}: baseline {base} was evaluated with another suite; "
+                         f"{cur['checkpoint']} is not compared with it")
+        else:
+            refs.setdefault(base, (rec, []))[1].append("baseline")
+    return [(r, "+".join(roles)) for r, roles in refs.values()], notes
+
+
+def cached_comparison(cfg: NightlyConfig, series: str, cur: dict, ref: dict) -> pd.DataFrame:
+    """Raw comparison rows of ``cur`` vs ``ref`` (no correction yet), from the cache or computed and cached."""
+    st = cfg.stats
+    key = compare.digest([cur.get("suite_fingerprint"), cur.get("identity"), cur.get("finished"),
+                           ref.get("identity"), ref.get("finished"), st.bootstrap_resamples, st.confidence,
+                           cfg.seeds.bootstrap])
+    uri = storage.join(cfg.root, "compare", series, f"{cur['checkpoint']}--{ref['checkpoint']}--{key}.parquet")
+    if storage.exists(uri):
+        return storage.read_parquet(uri).to_pandas()
+    rows = compare.compare_scores(compare.load_scores(cur["run_root"]), compare.load_scores(ref["run_root"]),
+                                  st.bootstrap_resamples, st.confidence, cfg.seeds.bootstrap)
+    storage.write_parquet(pa.Table.from_pandas(rows, preserve_index=False), uri)
+    return rows
+
+
+def regressions(cfg: NightlyConfig, records: list[dict]) -> tuple[pd.DataFrame, list[str]]:
+    """Every finished checkpoint's comparisons, Holm-corrected per checkpoint and flagged; plus notes."""
+    from evalcore.nightly.night import REGRESSION_COLUMNS
+
+    frames, notes = [], []
+    for s in cfg.series:
+        done = finished(records, s.name)
+        for i, cur in enumerate(done):
+            refs, why = references(cfg, s.name, done, i)
+            notes += why
+            parts = [cached_comparison(cfg, s.name, cur, ref).assign(reference=ref["checkpoint"], reference_role=role)
+                     for ref, role in refs]
+            if parts:
+                rows = compare.decide(pd.concat(parts, ignore_index=True), cfg.min_effect.of, cfg.alpha)
+                frames.append(rows.assign(series=s.name, checkpoint=cur["checkpoint"]))
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in REGRESSION_COLUMNS}), notes
+    return pd.concat(frames, ignore_index=True)[REGRESSION_COLUMNS], notes
+
+
+def _dtype(column: str) -> str:
+    if column == "flagged":
+        return "bool"
+    if column == "n":
+        return "int64"
+    return "float64" if column in ("reference_value", "value", "delta", "ci_low", "ci_high", "p_value",
+                                   "p_adjusted", "min_effect") else "object"
+
+
+def history(cfg: NightlyConfig, records: list[dict]) -> pd.DataFrame:
+    """One row per finished checkpoint × summary row, with the checkpoint's position in its series."""
+    frames = []
+    for s in cfg.series:
+        for i, rec in enumerate(finished(records, s.name)):
+            summary = storage.read_parquet(storage.join(rec["run_root"], "tables", "summary.parquet")).to_pandas()
+            frames.append(summary.assign(series=s.name, checkpoint=rec["checkpoint"], position=i,
+                                         finished=rec.get("finished"), suite_fingerprint=rec.get("suite_fingerprint"),
+                                         identity=json.dumps(rec.get("identity"), sort_keys=True)))
+    if not frames:
+        return pd.DataFrame(columns=["series", "checkpoint", "position", "finished", "suite_fingerprint", "identity"])
+    return pd.concat(frames, ignore_index=True)

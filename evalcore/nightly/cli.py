@@ -9,7 +9,6 @@ are printed).
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -42,6 +41,8 @@ def nightly(
                                             "Omit to run the embedded offline demo."),
     out: Optional[str] = typer.Option(None, "--out", help="Nightly root: a local path or s3://bucket/prefix "
                                       "(default: the config's storage.root, else ./runs/<name>)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every library's log lines, and every flagged "
+                                 "row even without fail_on_regression."),
 ) -> None:
     """Evaluate the new checkpoints of every series, compare them with the previous one and the baseline,
     write regressions.parquet, history.parquet and dashboard.html / .md under the root.
@@ -50,7 +51,9 @@ def nightly(
     from evalcore.nightly.ledger import LedgerError
     from evalcore.nightly.night import FLAG_PRINT, night
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    from evalcore import console
+
+    console.setup(verbose)
     cfg = load_nightly_or_exit(config, out)
     typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
     t = time.perf_counter()
@@ -71,10 +74,16 @@ def nightly(
                f"flagged; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html", err=True)
     for key in result.failed:
         typer.echo(f"failed: {key}", err=True)
-    if len(flagged):
+    if len(flagged) and (cfg.fail_on_regression or verbose):
         typer.echo(flagged[FLAG_PRINT].to_string(index=False))
-        if cfg.fail_on_regression:
-            raise typer.Exit(code=ExitCode.REGRESSION)
+    elif len(flagged):  # one line per checkpoint and reference; the dashboard holds the rows
+        for (series, ckpt, ref), rows in flagged.groupby(["series", "checkpoint", "reference"], sort=False):
+            worst = rows.loc[rows["delta"].abs().idxmax()]
+            typer.echo(f"flagged: {series}/{ckpt} vs {ref}: {len(rows)} comparison(s) on "
+                       f"{', '.join(sorted(set(rows['metric'])))}; largest {worst['metric']} {worst['condition']} "
+                       f"{worst['delta']:+.3f}")
+    if len(flagged) and cfg.fail_on_regression:
+        raise typer.Exit(code=ExitCode.REGRESSION)
 
 
 def compare(

@@ -250,9 +250,11 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     n_outside = reject_disallowed_audio(requests, cfg.storage.allowed_audio_roots)
     if n_outside:
         log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", n_outside)
-    committed = commit.load_committed(cfg.root) if resume else commit.Committed([], [], next_attempt=0)
-    retried = retried_requests(committed.rows, set(retry_errors) if resume else set())
-    done = committed.request_ids - set(retried)
+    # what earlier attempts committed, from the markers' indexes: only the shards of requests run again are read
+    index = commit.load_index(cfg.root) if resume else commit.CommitIndex({}, {})
+    again_ids = index.with_errors(set(retry_errors)) if resume else set()
+    retried = retried_requests(commit.load_requests(cfg.root, index, again_ids), set(retry_errors)) if again_ids else {}
+    done = index.request_ids - set(retried)
     todo = pending_requests(requests, done, cfg.root)
     rejudge = rejudged_rows(retried)
     again = {r["request_id"] for r in rejudge}
@@ -265,7 +267,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
                  "answer)", len(retried), "/".join(sorted(set(retry_errors))), len(again))
 
     # 3–5. decode → model → judge on Ray, committed in shards as they stream in
-    with commit.ShardWriter(out, attempt=committed.next_attempt, every_s=commit_every_s) as writer:
+    with commit.ShardWriter(out, attempt=index.next_attempt, every_s=commit_every_s) as writer:
         writer.add(unformed)
         if ready or rejudge:
             init_ray(cfg)
@@ -317,15 +319,14 @@ def pending_requests(requests: list[dict], done: set[str], root: str) -> list[di
 
 def account_for_all(requests: list[dict], out: storage.RunStorage) -> list[dict]:
     """Every committed row; a request the pipeline never returned is committed as an error row first."""
-    committed = commit.load_committed(out.root)
-    lost = [r for r in requests if r["request_id"] not in committed.request_ids]
+    committed = commit.load_index(out.root).request_ids
+    lost = [r for r in requests if r["request_id"] not in committed]
     if lost:
         log.error("pipeline: %d request(s) came back without any row; recorded as error rows", len(lost))
         commit.commit_shard(out, [{**r, "chunk_index": 0, "n_chunks": 1, "error_stage": "pipeline",
                                    "error_class": TRANSIENT, "error": "lost: no row came back from the pipeline"}
                                   for r in lost])
-        committed = commit.load_committed(out.root)
-    return committed.rows
+    return commit.load_committed(out.root).rows
 
 
 def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:

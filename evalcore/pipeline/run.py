@@ -104,23 +104,33 @@ def uses_audio(model: ModelConfig) -> bool:
     return bool(getattr(MODELS.get(model.kind), "uses_audio", True))
 
 
-def model_groups(models: list[ModelConfig], cpus: float, gpus: float) -> list[list[ModelConfig]]:
-    """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks)."""
+def model_groups(models: list[ModelConfig], cpus: float, gpus: float,
+                 custom: dict[str, float] | None = None) -> list[list[ModelConfig]]:
+    """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks);
+    ``custom``: the cluster's custom resources that models ask for (``resources.custom``)."""
+    custom = custom or {}
     groups: list[list[ModelConfig]] = []
     cur: list[ModelConfig] = []
     used_c = used_g = 0.0
+    used_x: dict[str, float] = {}
     for m in models:
         c = m.resources.num_cpus * m.resources.concurrency
         g = m.resources.num_gpus * m.resources.concurrency
-        if c > cpus or g > gpus:  # waits for an autoscaler to add nodes, or forever on a fixed cluster
-            log.warning("model %r asks for %g CPU / %g GPU (resources × concurrency) but the cluster has "
-                        "%g CPU / %g GPU now", m.name, c, g, cpus, gpus)
-        if cur and (used_c + c > max(cpus - 1, 0) or used_g + g > gpus):
+        x = {k: v * m.resources.concurrency for k, v in m.resources.custom.items()}
+        if c > cpus or g > gpus or any(v > custom.get(k, 0.0) for k, v in x.items()):
+            # waits for an autoscaler to add nodes, or forever on a fixed cluster
+            log.warning("model %r asks for %g CPU / %g GPU%s (resources × concurrency) but the cluster has "
+                        "%g CPU / %g GPU%s now", m.name, c, g, "".join(f" / {v:g} {k}" for k, v in x.items()),
+                        cpus, gpus, "".join(f" / {custom.get(k, 0.0):g} {k}" for k in x))
+        if cur and (used_c + c > max(cpus - 1, 0) or used_g + g > gpus
+                    or any(used_x.get(k, 0.0) + v > custom.get(k, 0.0) for k, v in x.items())):
             groups.append(cur)
-            cur, used_c, used_g = [], 0.0, 0.0
+            cur, used_c, used_g, used_x = [], 0.0, 0.0, {}
         cur.append(m)
         used_c += c
         used_g += g
+        for k, v in x.items():
+            used_x[k] = used_x.get(k, 0.0) + v
     return groups + ([cur] if cur else [])
 
 
@@ -179,7 +189,8 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
     return ds.map_batches(ModelRunner, fn_constructor_kwargs={"kind": model.kind, "params": model.params,
                                                                   "audio_spec": (sr, window), "s3": s3},
                           batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
-                          num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency), **extra)
+                          num_gpus=r.num_gpus, resources=r.custom or None,
+                          compute=ray.data.ActorPoolStrategy(size=r.concurrency), **extra)
 
 
 def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
@@ -199,7 +210,8 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
     for r in requests:
         by_model[r["model"]].append(r)
     res = ray.cluster_resources()
-    for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0)):
+    custom = {k: res.get(k, 0.0) for m in cfg.models for k in m.resources.custom}
+    for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0), custom):
         s3 = cfg.storage.s3.model_dump()
         branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s)
                     for m in group if by_model[m.name]]

@@ -30,6 +30,7 @@ from evalcore.pipeline.outcome import RunResult, check_error_budget, check_score
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
+from evalcore.metrics.stage import lexical_plan, score_batch
 from evalcore.protocols import checks, expand_requests
 from evalcore.protocols.vocab_fit import default_judge
 from evalcore.registry import DATASETS, MODELS
@@ -220,7 +221,7 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
         ds = ds.map_batches(judge_batch, fn_kwargs={"judges": judges}, batch_size=64, batch_format="pyarrow",
                             num_cpus=0.5)
-        yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
+        yield from scored(cfg, ds).iter_batches(batch_size=None, batch_format="pyarrow")
 
 
 # ----------------------------------------------------------------------------- the run
@@ -305,7 +306,16 @@ def rejudged_batches(cfg: RunConfig, rows: list[dict]) -> Iterator[pa.Table]:
     ds = ray.data.from_arrow(_blocks(response_table(rows)))
     ds = ds.map_batches(judge_batch, fn_kwargs={"judges": protocol_judges(cfg)}, batch_size=64,
                         batch_format="pyarrow", num_cpus=0.5)
-    yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
+    yield from scored(cfg, ds).iter_batches(batch_size=None, batch_format="pyarrow")
+
+
+def scored(cfg: RunConfig, ds):
+    """The judged rows with their per-request lexical metrics (free-form), scored in the workers' batches."""
+    plan = lexical_plan({p.name: (p.freeform_metrics().profile, p.freeform_metrics().names)
+                         for p in cfg.protocols if p.kind == "freeform"})
+    if not plan:
+        return ds
+    return ds.map_batches(score_batch, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
 
 
 def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], list[dict], int]:

@@ -189,7 +189,9 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--one", str(n), "--gpus", str(a.gpus), "--seconds-per-batch",
                str(a.seconds_per_batch), "--batch-size", str(a.batch_size)]
         cmd += ["--legacy-accounting"] if a.legacy_accounting else []
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"{n} requests: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
     report(rows)

@@ -71,6 +71,16 @@ class Resources(_Strict):
     batch_size: int = Field(8, ge=1)
     #: restarts of a dead actor (-1: without end, retrying its batches): 0 ends the run instead (``--resume``)
     max_restarts: int = Field(0, ge=-1)
+    #: custom Ray resources each actor holds, e.g. {sim_gpu: 1} for a simulated GPU (evalcore.models.simulated)
+    custom: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("custom")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = sorted(k for k, x in v.items() if not x > 0)
+        if bad:
+            raise ValueError(f"amounts must be > 0, not for {', '.join(bad)}")
+        return v
 
 
 class DatasetConfig(_Strict):

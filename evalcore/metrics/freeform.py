@@ -146,15 +146,46 @@ class FreeformScorer(Scorer):
         refs, cands = [r.get("reference") for r in rows], [r.get("text") for r in rows]
         corpora = [tuple(str(r.get(k)) for k in CIDER_CORPUS) for r in rows]
         remote = [m for m in self.columns if m == "claptext" and self.models.clap_ray_actors > 0]
-        local = [m for m in self.columns if m not in remote]
+        lexical = [m for m in self.columns if m in METRICS]
+        local = [m for m in self.columns if m not in remote and m not in lexical]
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(self._pairs, refs, cands, corpora, remote) if remote else None
-            values, errors = self._pairs(refs, cands, corpora, local) if local else ({}, [None] * len(rows))
+            values, errors = self._lexical(rows, refs, cands, corpora, lexical)
+            if local:
+                more, more_errors = self._pairs(refs, cands, corpora, local)
+                values.update(more)
+                errors = [_join(a, b) for a, b in zip(errors, more_errors)]
             if pending is not None:
                 more, more_errors = pending.result()
                 values.update(more)
                 errors = [_join(a, b) for a, b in zip(errors, more_errors)]
         return [{**{m: values[m][i] for m in self.columns}, "error": errors[i]} for i in range(len(rows))]
+
+    def _lexical(self, rows: list[dict[str, Any]], refs: list[Any], cands: list[Any], corpora: list[tuple],
+                 metrics: list[str]) -> tuple[dict[str, list[float]], list[str | None]]:
+        """The lexical ``metrics``: a row's values from the pipeline's scoring stage (its ``scores``) when it
+        has them all, else by :meth:`_pairs` here (the same function on the same pair)."""
+        from evalcore.metrics.stage import decode
+
+        n = len(rows)
+        if not metrics:
+            return {}, [None] * n
+        pre = [decode(r.get("scores"), self.cfg.profile, metrics) for r in rows]
+        todo = [i for i, p in enumerate(pre) if p is None]
+        values = {m: [math.nan] * n for m in metrics}
+        errors: list[str | None] = [None] * n
+        if todo:
+            got, got_errors = self._pairs([refs[i] for i in todo], [cands[i] for i in todo],
+                                          [corpora[i] for i in todo], metrics)
+            for j, i in enumerate(todo):
+                errors[i] = got_errors[j]
+                for m in metrics:
+                    values[m][i] = got[m][j]
+        for i, p in enumerate(pre):
+            if p is not None:
+                for m in metrics:
+                    values[m][i] = p[m]
+        return values, errors
 
     def _pairs(self, refs: list[Any], cands: list[Any], corpora: list[tuple], metrics: list[str]
                ) -> tuple[dict[str, list[float]], list[str | None]]:

@@ -17,6 +17,12 @@ Each marker records the run *attempt* that committed it (0 for the first, +1 for
 retries, e.g. ``transient``): its new rows are committed by the new attempt, and readers keep, for
 every request, only the rows of the latest attempt that committed it — nothing is rewritten or
 deleted, so a kill at any point leaves either the old rows or the new ones.
+
+Each marker also holds its shard's *index*: per row, ``request_id``, ``chunk_index``, ``n_chunks``,
+``error_stage`` and ``error_class`` (``error_stage`` set only on error rows). A resumed run learns from
+the markers alone which requests are committed and which of them errored (:func:`load_index`), and
+reads in full only the shards of the requests it runs again (:func:`load_requests`). Markers written
+before the index existed are indexed from their shard's files.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Iterable
 
 from evalcore import storage
-from evalcore.errors import TRANSIENT, bounded
+from evalcore.errors import TRANSIENT, bounded, class_of
 from evalcore.schema import ERRORS, ITEM, JUDGMENT, RESPONSE, conform
 
 log = logging.getLogger("evalcore")
@@ -69,9 +76,25 @@ def commit_shard(out: storage.RunStorage, rows: list[dict], attempt: int = 0) ->
     out.write_parquet(conform(rows, RESPONSE), storage.join(out.root, files["responses"]))
     out.write_parquet(conform(rows, JUDGMENT), storage.join(out.root, files["judgments"]))
     marker = {"format": FORMAT, "key": key, "rows": len(rows), "requests": len({r["request_id"] for r in rows}),
-              "files": files, "attempt": attempt}
+              "files": files, "attempt": attempt, "index": shard_index(rows)}
     out.write_text(_commits(out.root, f"shard-{key}.json"), json.dumps(marker, sort_keys=True))
     return key
+
+
+_INDEX = ("request_id", "chunk_index", "n_chunks", "error_stage", "error_class")
+
+
+def shard_index(rows: list[dict]) -> dict[str, list]:
+    """A shard's index, column by column (see the module docstring): what a resume needs of its rows."""
+    rows = [_index_row(r) for r in rows]
+    return {k: [r[k] for r in rows] for k in _INDEX}
+
+
+def _index_row(r: dict) -> dict:
+    failed = r.get("error") is not None
+    return {"request_id": r["request_id"], "chunk_index": int(r.get("chunk_index") or 0),
+            "n_chunks": int(r.get("n_chunks") or 1), "error_stage": (r.get("error_stage") or "") if failed else None,
+            "error_class": r.get("error_class") if failed else None}
 
 
 @dataclass
@@ -176,8 +199,9 @@ class Committed:
     next_attempt: int = 1
     superseded: int = 0  # rows of requests that a later attempt committed again
 
-    @property
+    @cached_property
     def request_ids(self) -> set[str]:
+        """The committed requests (computed once: rows do not change)."""
         return {r["request_id"] for r in self.rows}
 
 
@@ -191,28 +215,24 @@ def shard_markers(root: str) -> list[dict]:
     return sorted(out, key=lambda m: m["key"])
 
 
-def load_committed(root: str) -> Committed:
-    """Every committed row (responses joined with judgments), sorted by (request_id, chunk_index).
+def _shard_rows(root: str, m: dict) -> list[dict]:
+    """A committed shard's rows (responses joined with judgments), checked against its marker."""
+    resp = storage.read_parquet(storage.join(root, m["files"]["responses"])).to_pylist()
+    judg = storage.read_parquet(storage.join(root, m["files"]["judgments"])).to_pylist()
+    if not len(resp) == len(judg) == m["rows"]:
+        raise RunStateError(f"{root}: committed shard {m['key']} is damaged: marker says {m['rows']} rows, "
+                            f"files hold {len(resp)} responses and {len(judg)} judgments")
+    by_key = {(j["request_id"], j["chunk_index"]): j for j in judg}
+    return [{**r, **{k: by_key.get((r["request_id"], r["chunk_index"]), {}).get(k) for k in _JUDGMENT_ONLY}}
+            for r in resp]
 
-    Only files named by a marker are read. Raises :class:`RunStateError` if a shard's files do not
-    match its marker, a chunk is committed twice, or a committed request lacks some of its chunks.
-    """
-    rows: list[dict] = []
-    markers = shard_markers(root)
-    for m in markers:
-        resp = storage.read_parquet(storage.join(root, m["files"]["responses"])).to_pylist()
-        judg = storage.read_parquet(storage.join(root, m["files"]["judgments"])).to_pylist()
-        if not len(resp) == len(judg) == m["rows"]:
-            raise RunStateError(f"{root}: committed shard {m['key']} is damaged: marker says {m['rows']} rows, "
-                                f"files hold {len(resp)} responses and {len(judg)} judgments")
-        by_key = {(j["request_id"], j["chunk_index"]): j for j in judg}
-        for r in resp:
-            j = by_key.get((r["request_id"], r["chunk_index"]), {})
-            rows.append({**r, **{k: j.get(k) for k in _JUDGMENT_ONLY}, "_attempt": int(m.get("attempt", 0))})
+
+def _latest(root: str, rows: list[dict]) -> list[dict]:
+    """Of rows tagged ``_attempt``, each request's rows of its latest attempt, untagged and sorted by
+    (request_id, chunk_index), checked: no chunk twice, none missing."""
     latest: dict[str, int] = {}
     for r in rows:
         latest[r["request_id"]] = max(latest.get(r["request_id"], 0), r["_attempt"])
-    n_all = len(rows)
     rows = [r for r in rows if r.pop("_attempt") == latest[r["request_id"]]]
     rows.sort(key=lambda r: (r["request_id"], r["chunk_index"] or 0))
     chunks: dict[str, list[int]] = {}
@@ -225,9 +245,82 @@ def load_committed(root: str) -> Committed:
     broken = sorted(rid for rid, got in chunks.items() if sorted(got) != list(range(n_of[rid])))
     if broken:
         raise RunStateError(f"{root}: {len(broken)} committed request(s) lack some chunks, e.g. {broken[0]}")
-    return Committed(rows=rows, shards=[m["key"] for m in markers],
-                     next_attempt=1 + max((int(m.get("attempt", 0)) for m in markers), default=0),
+    return rows
+
+
+def _next_attempt(markers: list[dict]) -> int:
+    return 1 + max((int(m.get("attempt", 0)) for m in markers), default=0)
+
+
+def load_committed(root: str) -> Committed:
+    """Every committed row (responses joined with judgments), sorted by (request_id, chunk_index).
+
+    Only files named by a marker are read. Raises :class:`RunStateError` if a shard's files do not
+    match its marker, a chunk is committed twice, or a committed request lacks some of its chunks.
+    """
+    markers = shard_markers(root)
+    rows = [{**r, "_attempt": int(m.get("attempt", 0))} for m in markers for r in _shard_rows(root, m)]
+    n_all = len(rows)
+    rows = _latest(root, rows)
+    return Committed(rows=rows, shards=[m["key"] for m in markers], next_attempt=_next_attempt(markers),
                      superseded=n_all - len(rows))
+
+
+@dataclass
+class CommitIndex:
+    """What the markers say was committed: per request (its latest attempt), the failure classes of its
+    error rows (empty when it has none), and the shards holding those rows; the next attempt's number."""
+
+    errors: dict[str, set[str]]
+    shards_of: dict[str, list[str]]
+    markers: dict[str, dict] = field(default_factory=dict)
+    next_attempt: int = 0
+
+    @property
+    def request_ids(self) -> set[str]:
+        return set(self.errors)
+
+    def with_errors(self, classes: set[str]) -> set[str]:
+        """The requests with an error row of a class in ``classes``."""
+        return {rid for rid, got in self.errors.items() if got & classes} if classes else set()
+
+
+def _index_rows(root: str, m: dict) -> list[dict]:
+    """A marker's index as rows; a marker without one (written before it existed) from its shard's files."""
+    idx = m.get("index")
+    if idx is None:
+        return [_index_row(r) for r in _shard_rows(root, m)]
+    n = len(idx["request_id"])
+    if n != m["rows"]:
+        raise RunStateError(f"{root}: committed shard {m['key']} is damaged: marker says {m['rows']} rows, "
+                            f"its index lists {n}")
+    return [dict(zip(_INDEX, row)) for row in zip(*(idx[k] for k in _INDEX))]
+
+
+def load_index(root: str) -> CommitIndex:
+    """The run's committed requests from its markers' indexes, checked as :func:`load_committed` checks
+    rows (no chunk twice, none missing), without reading the shards' data files."""
+    markers = shard_markers(root)
+    rows = [{**r, "_attempt": int(m.get("attempt", 0)), "_shard": m["key"]} for m in markers for r in _index_rows(root, m)]
+    errors: dict[str, set[str]] = {}
+    shards_of: dict[str, list[str]] = {}
+    for r in _latest(root, rows):
+        got = errors.setdefault(r["request_id"], set())
+        if r["error_stage"] is not None:
+            got.add(class_of(r["error_stage"] or None, r["error_class"]))
+        shards = shards_of.setdefault(r["request_id"], [])
+        if r["_shard"] not in shards:
+            shards.append(r["_shard"])
+    return CommitIndex(errors=errors, shards_of=shards_of, markers={m["key"]: m for m in markers},
+                       next_attempt=_next_attempt(markers))
+
+
+def load_requests(root: str, index: CommitIndex, ids: set[str]) -> list[dict]:
+    """The committed rows (latest attempt) of the requests ``ids``, reading only the shards that hold them."""
+    keys = sorted({k for rid in ids for k in index.shards_of.get(rid, [])})
+    rows = [{**r, "_attempt": int(index.markers[k].get("attempt", 0))}
+            for k in keys for r in _shard_rows(root, index.markers[k]) if r["request_id"] in ids]
+    return _latest(root, rows)
 
 
 def clean_uncommitted(out: storage.RunStorage) -> list[str]:

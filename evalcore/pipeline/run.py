@@ -32,6 +32,7 @@ from evalcore.pipeline.outcome import RunResult, check_error_budget, check_score
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
+from evalcore.metrics.stage import lexical_plan, score_batch
 from evalcore.protocols import checks, expand_requests
 from evalcore.protocols.vocab_fit import default_judge
 from evalcore.registry import DATASETS, MODELS
@@ -106,23 +107,33 @@ def uses_audio(model: ModelConfig) -> bool:
     return bool(getattr(MODELS.get(model.kind), "uses_audio", True))
 
 
-def model_groups(models: list[ModelConfig], cpus: float, gpus: float) -> list[list[ModelConfig]]:
-    """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks)."""
+def model_groups(models: list[ModelConfig], cpus: float, gpus: float,
+                 custom: dict[str, float] | None = None) -> list[list[ModelConfig]]:
+    """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks);
+    ``custom``: the cluster's custom resources that models ask for (``resources.custom``)."""
+    custom = custom or {}
     groups: list[list[ModelConfig]] = []
     cur: list[ModelConfig] = []
     used_c = used_g = 0.0
+    used_x: dict[str, float] = {}
     for m in models:
         c = m.resources.num_cpus * m.resources.concurrency
         g = m.resources.num_gpus * m.resources.concurrency
-        if c > cpus or g > gpus:  # waits for an autoscaler to add nodes, or forever on a fixed cluster
-            log.warning("model %r asks for %g CPU / %g GPU (resources × concurrency) but the cluster has "
-                        "%g CPU / %g GPU now", m.name, c, g, cpus, gpus)
-        if cur and (used_c + c > max(cpus - 1, 0) or used_g + g > gpus):
+        x = {k: v * m.resources.concurrency for k, v in m.resources.custom.items()}
+        if c > cpus or g > gpus or any(v > custom.get(k, 0.0) for k, v in x.items()):
+            # waits for an autoscaler to add nodes, or forever on a fixed cluster
+            log.warning("model %r asks for %g CPU / %g GPU%s (resources × concurrency) but the cluster has "
+                        "%g CPU / %g GPU%s now", m.name, c, g, "".join(f" / {v:g} {k}" for k, v in x.items()),
+                        cpus, gpus, "".join(f" / {custom.get(k, 0.0):g} {k}" for k in x))
+        if cur and (used_c + c > max(cpus - 1, 0) or used_g + g > gpus
+                    or any(used_x.get(k, 0.0) + v > custom.get(k, 0.0) for k, v in x.items())):
             groups.append(cur)
-            cur, used_c, used_g = [], 0.0, 0.0
+            cur, used_c, used_g, used_x = [], 0.0, 0.0, {}
         cur.append(m)
         used_c += c
         used_g += g
+        for k, v in x.items():
+            used_x[k] = used_x.get(k, 0.0) + v
     return groups + ([cur] if cur else [])
 
 
@@ -188,7 +199,7 @@ def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 
                                                      "audio_spec": (sr, window), "s3": s3},
                               batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
                               num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency),
-                              max_restarts=r.max_restarts, **extra)
+                              resources=r.custom or None, max_restarts=r.max_restarts, **extra)
 
 
 def model_runner(name: str) -> type[ModelRunner]:
@@ -218,7 +229,8 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
     for r in requests:
         by_model[r["model"]].append(r)
     res = ray.cluster_resources()
-    for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0)):
+    custom = {k: res.get(k, 0.0) for m in cfg.models for k in m.resources.custom}
+    for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0), custom):
         s3 = cfg.storage.s3.model_dump()
         branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s)
                     for m in group if by_model[m.name]]
@@ -227,7 +239,7 @@ def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
         ds = ds.map_batches(judge, fn_kwargs={"judges": judges}, batch_size=64, batch_format="pyarrow",
                             num_cpus=0.5)
-        yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
+        yield from scored(cfg, ds).iter_batches(batch_size=None, batch_format="pyarrow")
 
 
 # ----------------------------------------------------------------------------- the run
@@ -270,9 +282,11 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     n_outside = reject_disallowed_audio(requests, cfg.storage.allowed_audio_roots)
     if n_outside:
         log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", n_outside)
-    committed = commit.load_committed(cfg.root) if resume else commit.Committed([], [], next_attempt=0)
-    retried = retried_requests(committed.rows, set(retry_errors) if resume else set())
-    done = committed.request_ids - set(retried)
+    # what earlier attempts committed, from the markers' indexes: only the shards of requests run again are read
+    index = commit.load_index(cfg.root) if resume else commit.CommitIndex({}, {})
+    again_ids = index.with_errors(set(retry_errors)) if resume else set()
+    retried = retried_requests(commit.load_requests(cfg.root, index, again_ids), set(retry_errors)) if again_ids else {}
+    done = index.request_ids - set(retried)
     todo = pending_requests(requests, done, cfg.root)
     rejudge = rejudged_rows(retried)
     again = {r["request_id"] for r in rejudge}
@@ -285,7 +299,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
                  "answer)", len(retried), "/".join(sorted(set(retry_errors))), len(again))
 
     # 3–5. decode → model → judge on Ray, committed in shards as they stream in
-    with commit.ShardWriter(out, attempt=committed.next_attempt, every_s=commit_every_s) as writer:
+    with commit.ShardWriter(out, attempt=index.next_attempt, every_s=commit_every_s) as writer:
         writer.add(unformed)
         if ready or rejudge:
             init_ray(cfg)
@@ -311,7 +325,21 @@ def rejudged_batches(cfg: RunConfig, rows: list[dict]) -> Iterator[pa.Table]:
     ds = ray.data.from_arrow(_blocks(response_table(rows)))
     ds = ds.map_batches(judge, fn_kwargs={"judges": protocol_judges(cfg)}, batch_size=64,
                         batch_format="pyarrow", num_cpus=0.5)
-    yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
+    yield from scored(cfg, ds).iter_batches(batch_size=None, batch_format="pyarrow")
+
+
+def scored(cfg: RunConfig, ds):
+    """The judged rows with their per-request lexical metrics (free-form), scored in the workers' batches."""
+    plan = lexical_plan({p.name: (p.freeform_metrics().profile, p.freeform_metrics().names)
+                         for p in cfg.protocols if p.kind == "freeform"})
+    if not plan:
+        return ds
+    return ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
+
+
+def score(batch: pa.Table, plan: Any) -> pa.Table:
+    """The scoring stage (:func:`score_batch`) under the name Ray Data shows: ``score``."""
+    return score_batch(batch, plan)
 
 
 def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], list[dict], int]:
@@ -337,15 +365,14 @@ def pending_requests(requests: list[dict], done: set[str], root: str) -> list[di
 
 def account_for_all(requests: list[dict], out: storage.RunStorage) -> list[dict]:
     """Every committed row; a request the pipeline never returned is committed as an error row first."""
-    committed = commit.load_committed(out.root)
-    lost = [r for r in requests if r["request_id"] not in committed.request_ids]
+    committed = commit.load_index(out.root).request_ids
+    lost = [r for r in requests if r["request_id"] not in committed]
     if lost:
         log.error("pipeline: %d request(s) came back without any row; recorded as error rows", len(lost))
         commit.commit_shard(out, [{**r, "chunk_index": 0, "n_chunks": 1, "error_stage": "pipeline",
                                    "error_class": TRANSIENT, "error": "lost: no row came back from the pipeline"}
                                   for r in lost])
-        committed = commit.load_committed(out.root)
-    return committed.rows
+    return commit.load_committed(out.root).rows
 
 
 def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:

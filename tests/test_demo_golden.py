@@ -1,0 +1,146 @@
+"""The embedded demo gives the same tables and values as the recorded run in tests/fixtures/golden_demo/.
+
+The fixture holds, compactly: the summary table (every column), the per-item table (keys and every
+numeric column; the other columns as a short hash per row), the error rows and run.json's counts.
+Floats are compared to 1e-9. After an intended change of the demo's results, record it again with
+``PYTHONPATH=. python tests/test_demo_golden.py RUN_ROOT`` from a finished demo run's root.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import math
+import pathlib
+import sys
+
+import pytest
+
+GOLDEN = pathlib.Path(__file__).resolve().parent / "fixtures" / "golden_demo"
+TABLES = ("summary", "per_item", "errors")
+PER_ITEM_KEY = ["request_id"]
+TOL = 1e-9
+
+
+def _cell(v, root: str = "") -> str:
+    """One value as text: floats to 12 digits, lists as JSON, the run's root as ``<root>``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float):
+        return repr(round(v, 12))
+    if hasattr(v, "tolist"):
+        v = v.tolist()
+    text = json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else str(v)
+    return text.replace(root, "<root>") if root else text
+
+
+def _is_numeric(field) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_floating(field.type) or pa.types.is_integer(field.type)
+
+
+def snapshot(root: str) -> dict[str, list[dict[str, str]]]:
+    """The run's tables as sorted lists of string cells (the per-item table with its texts hashed)."""
+    import pyarrow.parquet as pq
+
+    root = str(pathlib.Path(root))
+    out: dict[str, list[dict[str, str]]] = {}
+    for name in TABLES:
+        table = pq.read_table(f"{root}/tables/{name}.parquet")
+        rows = table.to_pylist()
+        if name == "per_item":
+            numeric = [f.name for f in table.schema if _is_numeric(f)]
+            other = [f.name for f in table.schema if not _is_numeric(f) and f.name not in PER_ITEM_KEY]
+            rows = [{**{k: _cell(r[k], root) for k in PER_ITEM_KEY + numeric},
+                     "others_sha": hashlib.sha256(json.dumps([_cell(r[k], root) for k in other]).encode()).hexdigest()[:16]}
+                    for r in rows]
+        else:
+            rows = [{k: _cell(v, root) for k, v in r.items()} for r in rows]
+        out[name] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True) if name != "per_item" else r["request_id"])
+    out["counts"] = json.loads(pathlib.Path(root, "run.json").read_text())["counts"]
+    return out
+
+
+def write(root: str) -> None:
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    snap = snapshot(root)
+    for name in TABLES:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(snap[name][0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(snap[name])
+        with gzip.GzipFile(GOLDEN / f"{name}.csv.gz", "wb", mtime=0) as f:
+            f.write(buf.getvalue().encode())
+    (GOLDEN / "counts.json").write_text(json.dumps(snap["counts"], indent=1, sort_keys=True) + "\n")
+
+
+def load() -> dict:
+    out: dict = {}
+    for name in TABLES:
+        with gzip.open(GOLDEN / f"{name}.csv.gz", "rt") as f:
+            out[name] = list(csv.DictReader(f))
+    out["counts"] = json.loads((GOLDEN / "counts.json").read_text())
+    return out
+
+
+def _same(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return math.isclose(x, y, rel_tol=TOL, abs_tol=TOL)
+
+
+def differences(got: list[dict], want: list[dict], limit: int = 5) -> list[str]:
+    if len(got) != len(want):
+        return [f"{len(got)} rows, recorded {len(want)}"]
+    if got and set(got[0]) != set(want[0]):
+        return [f"columns {sorted(got[0])}, recorded {sorted(want[0])}"]
+    diffs = []
+    for i, (g, w) in enumerate(zip(got, want)):
+        bad = {k: (g[k], w[k]) for k in w if not _same(g[k], w[k])}
+        if bad:
+            diffs.append(f"row {i} ({w.get('request_id') or w.get('metric')}): {bad}")
+        if len(diffs) >= limit:
+            break
+    return diffs
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_demo_gives_the_recorded_tables(tmp_path, local_ray):
+    import yaml
+
+    from evalcore.config import demo_config_path, parse_config
+    from evalcore.pipeline.run import run
+
+    data = yaml.safe_load(demo_config_path().read_text())
+    data["storage"] = {"root": str(tmp_path / "run")}
+    data.setdefault("ray", {})["progress_bars"] = False
+    cfg = parse_config(data)
+    run(cfg)
+    got, want = snapshot(cfg.root), load()
+    assert got["counts"] == want["counts"]
+    for name in TABLES:
+        assert differences(got[name], want[name]) == [], name
+
+
+def test_snapshot_notices_a_changed_value():
+    """The comparison can fail: a value moved by more than the tolerance is reported."""
+    want = load()["summary"]
+    got = [dict(r) for r in want]
+    i = next(i for i, r in enumerate(got) if r["value"])
+    got[i]["value"] = repr(float(got[i]["value"]) + 1e-6)
+    assert len(differences(got, want)) == 1
+    got[i]["value"] = repr(float(want[i]["value"]) + 1e-12)
+    assert differences(got, want) == []
+
+
+if __name__ == "__main__":
+    write(sys.argv[1])

@@ -1,0 +1,50 @@
+"""The simulated GPU model of the scale benchmark, its params, and models grouped by custom resources."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evalcore.config import ConfigError, ModelConfig, parse_config
+from evalcore.models.base import AudioPrompt
+from evalcore.models.simulated import SimulatedGPU
+from evalcore.pipeline.run import model_groups, uses_audio
+
+
+def _cfg(params: dict, resources: dict | None = None) -> dict:
+    return {"name": "s", "datasets": [{"name": "d", "kind": "synthetic", "params": {"n_clips": 2}}],
+            "models": [{"name": "g", "kind": "simulated_gpu", "params": params, "resources": resources or {}}],
+            "protocols": [{"name": "freeform"}]}
+
+
+def test_it_sleeps_per_batch_answers_the_template_and_logs_its_batches(tmp_path):
+    m = SimulatedGPU(seconds_per_batch=0.05, answer="{seconds} s: {prompt}", busy_log=str(tmp_path / "busy"))
+    batch = [AudioPrompt(np.zeros(16_000 * 2, np.float32), 16_000, "what?"), AudioPrompt(None, 16_000, "and?")]
+    assert m.generate(batch) == ["2.0 s: what?", "0.0 s: and?"]
+    (log,) = (tmp_path / "busy").iterdir()
+    start, end, n = log.read_text().split()
+    assert float(end) - float(start) >= 0.05 and n == "2"
+
+
+def test_params_are_checked_with_one_line_per_field():
+    parse_config(_cfg({"seconds_per_batch": 0.2, "answer": "ok {prompt}"}, {"custom": {"sim_gpu": 1}}))
+    with pytest.raises(ConfigError) as e:
+        parse_config(_cfg({"seconds_per_batch": -1, "answer": "{reference}"}))
+    msg = str(e.value)
+    assert "seconds_per_batch" in msg and "greater than or equal to 0" in msg
+    assert "answer" in msg and "unknown placeholder(s) ['reference']" in msg
+    with pytest.raises(ConfigError, match="custom"):
+        parse_config(_cfg({}, {"custom": {"sim_gpu": 0}}))
+
+
+def test_the_text_variant_reads_no_audio():
+    assert uses_audio(ModelConfig(name="a", kind="simulated_gpu"))
+    assert not uses_audio(ModelConfig(name="a", kind="simulated_gpu_text"))
+
+
+def test_models_are_grouped_so_their_custom_resources_fit():
+    models = [ModelConfig(name=f"m{i}", kind="simulated_gpu",
+                          resources={"num_cpus": 0.1, "custom": {"sim_gpu": 1}}) for i in range(4)]
+    groups = model_groups(models, cpus=2, gpus=0, custom={"sim_gpu": 2})
+    assert [[m.name for m in g] for g in groups] == [["m0", "m1"], ["m2", "m3"]]
+    assert len(model_groups(models, cpus=2, gpus=0, custom={"sim_gpu": 4})) == 1

@@ -452,16 +452,20 @@ def parse_config(data: Any) -> RunConfig:
         raise ConfigError(_format_errors(e)) from None
 
 
-def load_config(path: str | Path) -> RunConfig:
-    """Read and validate a YAML run config file."""
+def read_yaml(path: str | Path, what: str = "config") -> Any:
+    """The YAML document at ``path``; a missing file or invalid YAML is a :class:`ConfigError` naming it."""
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
+        raise ConfigError(f"{what} file not found: {p}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        return yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
-        raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
-    return parse_config(data)
+        raise ConfigError(f"{what} file {p} is not valid YAML: {e}") from None
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read and validate a YAML run config file."""
+    return parse_config(read_yaml(path))
 
 
 def demo_config_path() -> Path:

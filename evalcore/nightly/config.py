@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from evalcore.config import (ConfigError, DatasetConfig, ProtocolConfig, RayConfig, Resources, RunConfig, Seeds,
-                             Stats, StorageConfig, _registered, _Strict, error_lines, parse_config)
+                             Stats, StorageConfig, _registered, _Strict, error_lines, parse_config, read_yaml)
 
 NAME = r"^[A-Za-z0-9._-]+$"
 
@@ -132,11 +131,4 @@ def parse_nightly(data: Any) -> NightlyConfig:
 
 def load_nightly(path: str | Path) -> NightlyConfig:
     """Read and validate a YAML nightly config file."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"nightly config file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise ConfigError(f"nightly config file {p} is not valid YAML: {e}") from None
-    return parse_nightly(data)
+    return parse_nightly(read_yaml(path, "nightly config"))

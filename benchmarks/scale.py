@@ -12,11 +12,7 @@ batch end, from the models' busy logs), time per stage (items and requests; the 
 model → judge with commits; the accounting read-back; scoring, tables and report) and the time from the last
 model answer to the written report; then how each grows from one size to the next.
 
-``--legacy-accounting`` measures the driver as it was before the commit index: it restores, in the
-benchmark's driver only, ``Committed.request_ids`` rebuilt at every access and the accounting that tests
-every request against it (a before/after comparison in one session).
-
-    .venv/bin/python benchmarks/scale.py [--requests 20000 100000] [--big] [--gpus 4] [--legacy-accounting]
+    .venv/bin/python benchmarks/scale.py [--requests 20000 100000] [--big] [--gpus 4] [--seconds-per-batch 0.05]
 """
 
 from __future__ import annotations
@@ -78,22 +74,6 @@ def config(n_items: int, root: str, busy: str, seconds_per_batch: float, batch_s
                          "ray": {"progress_bars": False, "decode_num_cpus": 0.25}})
 
 
-def legacy_accounting() -> None:
-    """The accounting as it was before the commit index (in this driver only, for a before/after figure)."""
-    from evalcore.pipeline import commit
-    from evalcore.pipeline import run as run_mod
-
-    commit.Committed.request_ids = property(lambda self: {r["request_id"] for r in self.rows})
-
-    def account_for_all(requests, out):
-        committed = commit.load_committed(out.root)
-        lost = [r for r in requests if r["request_id"] not in committed.request_ids]
-        assert not lost, "the benchmark's pipeline lost requests"
-        return committed.rows
-
-    run_mod.account_for_all = account_for_all
-
-
 def timed(stages: dict[str, float], name: str, fn):
     def wrapper(*a, **kw):
         t0 = time.perf_counter()
@@ -114,13 +94,10 @@ def timed_iter(stages: dict[str, float], name: str, fn):
     return wrapper
 
 
-def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int, legacy: bool) -> dict:
+def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int) -> dict:
     """One run in this process; its figures."""
     from evalcore import cluster
     from evalcore.pipeline import run as run_mod
-
-    if legacy:
-        legacy_accounting()
     n_items = n_requests // (MODELS * len(CONDITIONS))
     root = os.path.join(WORK, f"run-{n_requests}")
     busy = os.path.join(WORK, f"busy-{n_requests}")
@@ -129,9 +106,10 @@ def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int, l
     cfg = config(n_items, root, busy, seconds_per_batch, batch_size)
     stages: dict[str, float] = {}
     run_mod.items_stage = timed(stages, "items", run_mod.items_stage)
-    run_mod.expand_requests = timed(stages, "requests", run_mod.expand_requests)
-    run_mod.judged_batches = timed_iter(stages, "ray_data (decode→model→judge, commits)", run_mod.judged_batches)
-    run_mod.account_for_all = timed(stages, "accounting (commit read-back)", run_mod.account_for_all)
+    run_mod.plan_requests = timed(stages, "requests (counted)", run_mod.plan_requests)
+    run_mod.judged_batches = timed_iter(stages, "ray_data (requests→decode→model→judge→score→commit)",
+                                        run_mod.judged_batches)
+    run_mod.account_for_all = timed(stages, "accounting", run_mod.account_for_all)
     run_mod.finish = timed(stages, "finish (scoring, tables, report)", run_mod.finish)
     t0 = time.perf_counter()
     cluster.start(None, num_cpus=2, resources={"sim_gpu": gpus}, log_to_driver=False, configure_logging=False,
@@ -151,7 +129,7 @@ def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int, l
             "requests_per_s": res.counts["requests_in"] / wall,
             "driver_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "gpu_busy_fraction": busy_s / (gpus * (last - first)), "model_stage_s": last - first,
-            "last_answer_to_report_s": t_end - last, "stages_s": stages, "legacy_accounting": legacy}
+            "last_answer_to_report_s": t_end - last, "stages_s": stages}
 
 
 def report(rows: list[dict]) -> None:
@@ -176,19 +154,16 @@ def main() -> None:
     ap.add_argument("--gpus", type=int, default=4, help="simulated GPUs (custom resource sim_gpu)")
     ap.add_argument("--seconds-per-batch", type=float, default=0.05)
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--legacy-accounting", action="store_true",
-                    help="the driver's accounting as before the commit index (before/after figures)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: one size, JSON on the last line
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(a.one, a.gpus, a.seconds_per_batch, a.batch_size, a.legacy_accounting)))
+        print(json.dumps(one(a.one, a.gpus, a.seconds_per_batch, a.batch_size)))
         return
     sizes = a.requests + ([1_000_000] if a.big else [])
     rows = []
     for n in sizes:
         cmd = [sys.executable, __file__, "--one", str(n), "--gpus", str(a.gpus), "--seconds-per-batch",
                str(a.seconds_per_batch), "--batch-size", str(a.batch_size)]
-        cmd += ["--legacy-accounting"] if a.legacy_accounting else []
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"{n} requests: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")

@@ -68,14 +68,14 @@ class StageTally:
 
     def __init__(self) -> None:
         self.rows = 0
-        self.requests: set[str] = set()
+        self.requests = 0  # rows of chunk 0: one per request
         self.by_model: Counter[str] = Counter()
         self.errored: Counter[tuple[str, str]] = Counter()  # (stage, model) → rows that failed there
         self.started = time.monotonic()
 
     def add(self, batch: pa.Table) -> None:
         self.rows += batch.num_rows
-        self.requests.update(batch.column("request_id").to_pylist())
+        self.requests += int(pc.sum(pc.equal(pc.fill_null(batch.column("chunk_index"), 0), 0)).as_py() or 0)
         self.by_model.update(batch.column("model").to_pylist())
         failed = batch.filter(pc.is_valid(batch.column("error_stage")))
         for stage, model in zip(failed.column("error_stage").to_pylist(), failed.column("model").to_pylist()):
@@ -87,7 +87,7 @@ class StageTally:
     def lines(self) -> list[str]:
         """One line per stage: decode, each model, judge."""
         took = time.monotonic() - self.started
-        out = [f"stage decode: {len(self.requests)} requests → {self.rows} rows (one per chunk), "
+        out = [f"stage decode: {self.requests} requests → {self.rows} rows (one per chunk), "
                f"{self._errored('decode')} errored"]
         for model, n in sorted(self.by_model.items()):
             out.append(f"stage model:{model}: {n} rows, {self._errored('model', model)} errored")
@@ -105,7 +105,7 @@ def tallied(batches: Iterable[pa.Table], to_run: int, progress: bool = True) -> 
         yield batch
         if progress and not on_terminal() and time.monotonic() - last >= PROGRESS_EVERY_S:
             last = time.monotonic()
-            log.info("progress: %d of %d requests back from the judge (%.0f s)", len(tally.requests), to_run,
+            log.info("progress: %d of %d requests back from the judge (%.0f s)", tally.requests, to_run,
                      last - tally.started)
     if tally.rows:
         for line in tally.lines():

@@ -247,6 +247,20 @@ def write_bytes(uri: str, data: bytes) -> None:
             f.write(data)
 
 
+def upload_file(local_path: str, uri: str, chunk_bytes: int = 8 << 20) -> None:
+    """Copy the local file ``local_path`` to ``uri`` a chunk at a time, atomically as :func:`write_bytes`."""
+    fs, path = resolve(uri)
+    local = isinstance(fs, pafs.LocalFileSystem)
+    if local:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    target = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}") if local else path
+    with open(local_path, "rb") as src, fs.open_output_stream(target) as f:
+        while chunk := src.read(chunk_bytes):
+            f.write(chunk)
+    if local:
+        os.replace(target, path)
+
+
 def write_text(uri: str, text: str) -> None:
     write_bytes(uri, text.encode("utf-8"))
 
@@ -359,6 +373,9 @@ class RunStorage:
 
     def write_parquet(self, table: pa.Table, uri: str) -> None:
         write_parquet(table, self.check(uri))
+
+    def upload_file(self, local_path: str, uri: str) -> None:
+        upload_file(local_path, self.check(uri))
 
     def delete(self, uri: str) -> bool:
         return delete(self.check(uri))

@@ -82,3 +82,37 @@ def test_committed_request_ids_are_computed_once(tmp_path):
     got = load_committed(str(tmp_path))
     assert got.request_ids is got.request_ids
     assert isinstance(commit.Committed.__dict__["request_ids"], commit.cached_property)
+
+
+def test_groups_of_shards_give_the_rows_of_the_latest_attempts(tmp_path):
+    """iter_committed: the same rows as load_committed, a request's chunks in one group, superseded rows left out."""
+    _run(tmp_path)
+    whole = load_committed(str(tmp_path)).rows
+    for n in (1, 2, 100):
+        groups = list(commit.iter_committed(str(tmp_path), n))
+        got = sorted((r for g in groups for r in g), key=lambda r: (r["request_id"], r["chunk_index"]))
+        assert got == whole
+        for g in groups:  # b's two chunks of attempt 1 always together
+            assert sum(r["request_id"] == "b" for r in g) in (0, 2)
+    assert commit.committed_count(str(tmp_path)) == 4
+
+
+def test_a_worker_commits_whole_requests_and_hands_back_split_ones(tmp_path):
+    """commit_batch: complete requests of the batch become one shard (its marker indexes them) and come back
+    as index columns with the shard's key; a request missing a chunk comes back whole for the driver."""
+    from evalcore.pipeline.stages import JUDGED, _table
+
+    rows = [_row("a"), _row("b", 0, 2), _row("b", 1, 2, "timeout", "model", "transient"), _row("c", 0, 2)]
+    out = commit.commit_batch(_table(rows, JUDGED), str(tmp_path), attempt=0)
+    back = out.to_pylist()
+    assert [(r["request_id"], r["chunk_index"], r["shard"] is not None) for r in back] == [
+        ("a", 0, True), ("b", 0, True), ("b", 1, True), ("c", 0, False)]
+    assert back[0]["text"] is None and back[3]["text"] == "c/0"  # committed rows come back slim
+    assert commit.committed_count(str(tmp_path)) == 2
+    assert load_index(str(tmp_path)).errors == {"a": set(), "b": {"transient"}}
+    writer = commit.ShardWriter(storage.RunStorage(str(tmp_path)))
+    writer.add_stream(out)
+    assert writer.rows_committed == 3 and writer.shards == [back[0]["shard"]]
+    writer.add([{**_row("c", 1, 2)}])
+    writer.close()
+    assert {r["request_id"] for r in load_committed(str(tmp_path)).rows} == {"a", "b", "c"}

@@ -130,6 +130,24 @@ def test_demo_gives_the_recorded_tables(tmp_path, local_ray):
     for name in TABLES:
         assert differences(got[name], want[name]) == [], name
 
+    # the same committed rows reduced a few shards at a time (as a run too large for one group is): same tables
+    from evalcore.pipeline import commit, reduce
+    from evalcore.pipeline.run import finish, protocols_without_items
+
+    items, item_errors, items_in = commit.load_items(cfg.root)
+    assert len(commit.shard_markers(cfg.root)) > 3
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reduce, "GROUP_ROWS", 500)
+        groups = []
+        real = commit.iter_committed
+        mp.setattr(commit, "iter_committed", lambda root, n: (groups.append(len(g)) or g for g in real(root, n)))
+        finish(cfg, items_in=items_in, item_errors=item_errors, empty=protocols_without_items(cfg, items))
+    assert len(groups) > 3 and sum(groups) == sum(1 for _ in commit.load_committed(cfg.root).rows)
+    got = snapshot(cfg.root)
+    assert got["counts"] == want["counts"]
+    for name in TABLES:
+        assert differences(got[name], want[name]) == [], f"{name}, reduced by groups"
+
 
 def test_snapshot_notices_a_changed_value():
     """The comparison can fail: a value moved by more than the tolerance is reported."""

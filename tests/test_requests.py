@@ -168,3 +168,22 @@ def test_protocol_models_restrict_who_is_asked():
     data["protocols"][0]["models"] = ["m3"]
     with pytest.raises(Exception, match=r"protocols\.0\.models: unknown model 'm3'"):
         parse_config(data)
+
+
+def test_slices_of_the_items_expand_to_the_same_requests():
+    """Read tasks expand slices of the items with the run's Expansion: together they give exactly the requests
+    of expanding all items at once (same ids and fields: random partners, noise seeds, option orders)."""
+    from evalcore.protocols.requests import expansion, iter_requests
+
+    items, _ = validate_items("d", [_item(i, clip=i // 3) for i in range(14)])
+    for it in items:
+        it["dataset"] = "d"
+    cfg = _cfg()
+    whole = expand_requests(cfg, items)
+    exp = expansion(cfg, items)
+    sliced = [r for a in range(0, len(items), 4) for r in iter_requests(cfg, items[a:a + 4], exp)]
+    assert len(sliced) == len(whole) == 14 * 2 * 5 * 3
+    key = lambda r: r["request_id"]  # noqa: E731
+    assert sorted(sliced, key=key) == sorted(whole, key=key)
+    only_m2 = [r for a in range(0, len(items), 5) for r in iter_requests(cfg, items[a:a + 5], exp, {"m2"})]
+    assert sorted(only_m2, key=key) == sorted((r for r in whole if r["model"] == "m2"), key=key)

@@ -73,12 +73,9 @@ def metric_info(cfg: FreeformMetrics, models: ModelMetrics) -> dict[str, Any]:
     defs: dict[str, str] = {}
     wordnet = None
     if any(m in METRICS for m in cfg.names):
-        from nltk.corpus import wordnet as wn
+        from evalcore.metrics.wordnet import wordnet_version
 
-        from evalcore.metrics.wordnet import ensure_wordnet
-
-        ensure_wordnet()
-        wordnet = f"WordNet {wn.get_version()}"
+        wordnet = f"WordNet {wordnet_version()}"
     for m in cfg.names:
         if m in METRICS:
             defs[m] = DEFINITIONS[cfg.profile][m]
@@ -119,6 +116,11 @@ def rewrite_roles(model_infos: Mapping[str, Any]) -> dict[str, str]:
         if template in TEMPLATES:
             roles[name] = template
     return roles
+
+
+#: metrics scored over all of a run's rows at once: CIDEr-D's value for one answer depends on the others (its
+#: IDF corpus); CLAPText on Ray actors embeds every distinct text once
+GROUPED_METRICS = frozenset({"cider", "claptext"})
 
 
 class FreeformScorer(Scorer):

@@ -177,3 +177,25 @@ def ensure_wordnet() -> object:
     except LookupError as e:
         raise WordNetUnavailable(f"nltk cannot load WordNet even from {data_dir}: {e}; {FIX}") from e
     return wordnet
+
+
+def wordnet_version() -> str:
+    """The WordNet version nltk reads (as ``wordnet.get_version()`` says it), from the header of its
+    ``data.adj`` alone: naming the version in a run's provenance does not load the database (seconds)."""
+    import re
+
+    import nltk
+
+    try:
+        pointer = nltk.data.find("corpora/wordnet/data.adj")
+    except LookupError:
+        data_dir = provision()
+        if str(data_dir) not in nltk.data.path:
+            nltk.data.path.insert(0, str(data_dir))
+        pointer = nltk.data.find("corpora/wordnet/data.adj")
+    with pointer.open() as fh:
+        for _, raw in zip(range(64), fh):
+            line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            if m := re.search(r"Word[nN]et (\d+|\d+\.\d+) Copyright", line):
+                return m.group(1)
+    return ensure_wordnet().get_version()  # an unusual header: ask nltk's reader

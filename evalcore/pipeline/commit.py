@@ -33,7 +33,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from evalcore import storage
 from evalcore.errors import TRANSIENT, bounded, class_of
@@ -45,6 +48,8 @@ COMMITS = "_commits"
 ITEMS_MARKER = "items.json"
 SHARD_ROWS = 5000  # rows per shard at most (a shard is committed once it has this many rows ...)
 COMMIT_SECONDS = 10.0  # ... or once this long has passed since the last commit
+WORKER_SHARD_ROWS = (64, 2048)  # rows per shard a worker commits (a batch of the commit stage): from, to
+SHARD_COLUMN = "shard"  # in the commit stage's output: the key of the shard a worker committed the row in
 FORMAT = 1
 _JUDGMENT_ONLY = [f.name for f in JUDGMENT if f.name not in RESPONSE.names]
 
@@ -97,6 +102,39 @@ def _index_row(r: dict) -> dict:
             "error_class": r.get("error_class") if failed else None}
 
 
+def worker_shard_rows(to_run: int) -> int:
+    """Rows per shard the workers commit for a run of ``to_run`` requests: about 1/32 of the run, within
+    :data:`WORKER_SHARD_ROWS` — a short run commits as it goes, a long one in a few hundred shards."""
+    low, high = WORKER_SHARD_ROWS
+    return max(low, min(high, to_run // 32))
+
+
+def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None) -> pa.Table:
+    """The commit stage on a Ray worker: the batch's complete requests (every chunk present) committed as one
+    shard (:func:`commit_shard`). Returns the batch with column ``shard``: those rows reduced to their index
+    columns (the rest null) with the shard's key, and the rows of requests missing some chunks whole, with
+    ``shard`` null, for the driver's :class:`ShardWriter` to complete and commit."""
+    if s3 is not None:
+        storage.configure_s3(storage.S3Options(**s3))
+    ids = batch.column("request_id").to_pylist()
+    n_chunks = [int(n or 1) for n in batch.column("n_chunks").to_pylist()]
+    seen: dict[str, int] = {}
+    for rid in ids:
+        seen[rid] = seen.get(rid, 0) + 1
+    whole = [seen[rid] >= n for rid, n in zip(ids, n_chunks)]
+    done = [i for i, w in enumerate(whole) if w]
+    key = None
+    if done:
+        key = commit_shard(storage.RunStorage(root), batch.take(done).to_pylist(), attempt)
+    keep = set(_INDEX) | {"model", "protocol", "error"}
+    slim = pa.Table.from_arrays([batch.column(f.name).take(done) if f.name in keep else pa.nulls(len(done), f.type)
+                                 for f in batch.schema], schema=batch.schema)
+    rest = batch.filter(pa.array([not w for w in whole], pa.bool_()))
+    out = pa.concat_tables([slim, rest])
+    return out.append_column(pa.field(SHARD_COLUMN, pa.string()),
+                             pa.array([key] * len(done) + [None] * rest.num_rows, pa.string()))
+
+
 @dataclass
 class ShardWriter:
     """Collects judged rows as they stream in and commits complete requests as shards.
@@ -129,6 +167,19 @@ class ShardWriter:
                 self._ready += self._pending.pop(r["request_id"]).values()
         if self._ready and (len(self._ready) >= self.shard_rows or self.clock() - self._last >= self.every_s):
             self.commit()
+
+    def add_stream(self, batch: pa.Table) -> None:
+        """A batch from the pipeline: rows a worker committed (column ``shard`` set, :func:`commit_batch`) are
+        counted; the others are added (:meth:`add`)."""
+        if SHARD_COLUMN not in batch.column_names:
+            self.add(batch.to_pylist())
+            return
+        shard = batch.column(SHARD_COLUMN)
+        n = batch.num_rows - shard.null_count
+        self.rows_committed += n
+        self.shards += [k for k in dict.fromkeys(shard.to_pylist()) if k is not None]
+        if shard.null_count:
+            self.add(batch.filter(pc.is_null(shard)).drop_columns([SHARD_COLUMN]).to_pylist())
 
     def commit(self) -> None:
         """Commit the complete requests waiting, if any."""
@@ -313,6 +364,55 @@ def load_index(root: str) -> CommitIndex:
             shards.append(r["_shard"])
     return CommitIndex(errors=errors, shards_of=shards_of, markers={m["key"]: m for m in markers},
                        next_attempt=_next_attempt(markers))
+
+
+def iter_committed(root: str, max_rows: int) -> Iterator[list[dict]]:
+    """Every committed row, as :func:`load_committed` gives them (a request's latest attempt only, checked),
+    in groups of whole shards of about ``max_rows`` rows: a request's rows are always in one group, and the
+    run's rows are never all in memory at once. A request's latest attempt is learned from the markers of the
+    attempts after the first (the requests a resume ran again), never from the shards' data files."""
+    markers = shard_markers(root)
+    latest: dict[str, int] = {}
+    for m in markers:
+        a = int(m.get("attempt", 0))
+        if a > 0:
+            for r in _index_rows(root, m):
+                latest[r["request_id"]] = max(latest.get(r["request_id"], 0), a)
+    group: list[dict] = []
+    for m in markers:
+        a = int(m.get("attempt", 0))
+        group += [{**r, "_attempt": a} for r in _shard_rows(root, m) if latest.get(r["request_id"], a) <= a]
+        if len(group) >= max_rows:
+            yield _latest(root, group)
+            group = []
+    if group:
+        yield _latest(root, group)
+
+
+def committed_count(root: str) -> int:
+    """How many requests are committed: from the markers' request counts when only one attempt committed (no
+    request can be in two of its shards), else from their indexes."""
+    markers = shard_markers(root)
+    if all(int(m.get("attempt", 0)) == 0 for m in markers):
+        return sum(int(m["requests"]) for m in markers)
+    return len(load_index(root).request_ids)
+
+
+def model_infos(root: str, names: Iterable[str]) -> dict[str, str]:
+    """model name → its recorded ``model_info`` (the first committed), reading only those two columns of the
+    response files, and only until every model in ``names`` is found."""
+    import pyarrow.parquet as pq
+
+    want, found = set(names), {}
+    for m in shard_markers(root):
+        if want <= set(found):
+            break
+        fs, path = storage.resolve(storage.join(root, m["files"]["responses"]))
+        t = pq.read_table(path, filesystem=fs, columns=["model", "model_info"])
+        for model, info in zip(t.column("model").to_pylist(), t.column("model_info").to_pylist()):
+            if info and model not in found:
+                found[model] = info
+    return found
 
 
 def load_requests(root: str, index: CommitIndex, ids: set[str]) -> list[dict]:

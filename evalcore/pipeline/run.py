@@ -25,36 +25,27 @@ from evalcore import cluster, console, preflight, storage
 from evalcore.config import ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validate_items
-from evalcore.errors import INPUT, RETRY_BY_DEFAULT, TRANSIENT, bounded
+from evalcore.errors import RETRY_BY_DEFAULT, TRANSIENT, bounded
 from evalcore.pipeline import commit
 from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored, protocols_without_items
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
+from evalcore.pipeline.reduce import group_rows, reduce_rows
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
+from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
 from evalcore.metrics.stage import lexical_plan, score_batch
-from evalcore.protocols import checks, expand_requests
+from evalcore.protocols import checks
+from evalcore.protocols.requests import Expansion, expansion, iter_requests
 from evalcore.protocols.vocab_fit import default_judge
 from evalcore.registry import DATASETS, MODELS
 from evalcore.reports import factual_agreement, markdown, report_html, verdict
-from evalcore.reports.tables import counts, error_rows, merge_chunks, score_requests, summary_table
+from evalcore.reports.tables import error_rows, summary_table
 from evalcore.schema import ERRORS, conform
 
 log = logging.getLogger("evalcore")
 
 BLOCK_ROWS = 16  # requests per Ray block: enough blocks for parallel decode, few enough to be cheap
-
-
-def reject_disallowed_audio(requests: list[dict], roots: list[str] | None) -> int:
-    """Mark requests whose audio lies outside ``roots`` as error rows ``not_allowed`` (before any read)."""
-    n = 0
-    for r in requests:
-        uri = r.get("audio_uri")
-        if roots is not None and r["error"] is None and uri is not None and not storage.within_any(uri, roots):
-            r.update(error=f"not_allowed: audio {uri} is outside storage.allowed_audio_roots", error_stage="decode",
-                     error_class=INPUT)
-            n += 1
-    return n
 
 
 # ----------------------------------------------------------------------------- stages on the driver
@@ -166,15 +157,17 @@ def chunk_window(model: ModelConfig, window: float | None) -> float | None:
     return model.chunk_seconds if window is None else min(window, model.chunk_seconds)
 
 
-def model_branch(model: ModelConfig, requests: list[dict], decode_cpus: float = 1.0, s3: dict | None = None,
+def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
                  read_timeout_s: float | None = None):
-    """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool."""
+    """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool. ``requests``: its Ray
+    Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows."""
     import ray.data
 
     sr, window = audio_spec(model)
-    # requests sharing a clip sit next to each other, so a decode batch reads each clip once
-    rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
-    ds = ray.data.from_arrow(_blocks(requests_table(rows)))
+    if isinstance(requests, list):  # requests sharing a clip sit next to each other: a decode batch reads it once
+        rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
+        requests = ray.data.from_arrow(_blocks(requests_table(rows)))
+    ds = requests
     # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
@@ -220,26 +213,29 @@ def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
             for p in cfg.protocols if (j := p.judge or default_judge(cfg, p)) is not None}
 
 
-def judged_batches(cfg: RunConfig, requests: list[dict]) -> Iterator[pa.Table]:
-    """Stages 3–5 on Ray: yields judged response rows (one per chunk) as they complete."""
+def judged_batches(cfg: RunConfig, sources: dict[str, Any], attempt: int = 0,
+                   shard_rows: int = commit.WORKER_SHARD_ROWS[0]) -> Iterator[pa.Table]:
+    """Stages 3–5 on Ray, committed by the workers: yields, as they complete, the judged rows (one per chunk)
+    reduced to their index columns where a worker committed them, whole where the driver must (a request
+    whose chunks came in different batches). ``sources``: model name → its requests to run (a Ray Dataset
+    or a list of rows); models without any are skipped. ``attempt``: the run attempt the shards belong to;
+    ``shard_rows``: rows per shard the workers commit."""
     import ray
 
     judges = protocol_judges(cfg)
-    by_model: dict[str, list[dict]] = {m.name: [] for m in cfg.models}
-    for r in requests:
-        by_model[r["model"]].append(r)
     res = ray.cluster_resources()
     custom = {k: res.get(k, 0.0) for m in cfg.models for k in m.resources.custom}
     for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0), custom):
         s3 = cfg.storage.s3.model_dump()
-        branches = [model_branch(m, by_model[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s)
-                    for m in group if by_model[m.name]]
+        branches = [model_branch(m, sources[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s)
+                    for m in group if m.name in sources]
         if not branches:
             continue
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
         ds = ds.map_batches(judge, fn_kwargs={"judges": judges}, batch_size=64, batch_format="pyarrow",
                             num_cpus=0.5)
-        yield from scored(cfg, ds).iter_batches(batch_size=None, batch_format="pyarrow")
+        ds = committed_by_workers(cfg, scored(cfg, ds), attempt, shard_rows)
+        yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
 
 
 # ----------------------------------------------------------------------------- the run
@@ -277,43 +273,63 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     for w in warnings:
         log.warning("items: %s", w)
 
-    # 2. requests, minus those an earlier attempt committed
-    requests = expand_requests(cfg, items)
-    n_outside = reject_disallowed_audio(requests, cfg.storage.allowed_audio_roots)
-    if n_outside:
-        log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", n_outside)
+    # 2. requests, minus those an earlier attempt committed: counted in one pass on the driver, produced on Ray
     # what earlier attempts committed, from the markers' indexes: only the shards of requests run again are read
     index = commit.load_index(cfg.root) if resume else commit.CommitIndex({}, {})
     again_ids = index.with_errors(set(retry_errors)) if resume else set()
     retried = retried_requests(commit.load_requests(cfg.root, index, again_ids), set(retry_errors)) if again_ids else {}
     done = index.request_ids - set(retried)
-    todo = pending_requests(requests, done, cfg.root)
     rejudge = rejudged_rows(retried)
     again = {r["request_id"] for r in rejudge}
-    ready = [r for r in todo if r["error"] is None and r["request_id"] not in again]
-    unformed = [{**r, "chunk_index": 0, "n_chunks": 1} for r in todo if r["error"] is not None]
-    log.info("requests: %d (%d could not be formed; %d committed earlier, %d to run)",
-             len(requests), len(unformed), len(done), len(ready) + len(again))
-    if retried:
-        log.info("resume: %d committed error row(s) of class %s run again (%d judged again on their committed "
-                 "answer)", len(retried), "/".join(sorted(set(retry_errors))), len(again))
+    exp = expansion(cfg, items)
+    if done:  # committed ids the run cannot produce mean the run changed: refused before anything is written
+        check_committed(cfg.root, plan_requests(cfg, items, exp, done, again), len(done))
 
-    # 3–5. decode → model → judge on Ray, committed in shards as they stream in
+    # 3–5. decode → model → judge → score → commit on Ray; the driver commits what cannot be formed
     with commit.ShardWriter(out, attempt=index.next_attempt, every_s=commit_every_s) as writer:
-        writer.add(unformed)
-        if ready or rejudge:
+        plan = plan_requests(cfg, items, exp, done, again,
+                             on_unformed=lambda r: writer.add([{**r, "chunk_index": 0, "n_chunks": 1}]))
+        if plan.outside:
+            log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", plan.outside)
+        log.info("requests: %d (%d could not be formed; %d committed earlier, %d to run)",
+                 plan.total, plan.unformed, plan.committed, plan.to_run + plan.rejudged)
+        if retried:
+            log.info("resume: %d committed error row(s) of class %s run again (%d judged again on their committed "
+                     "answer)", len(retried), "/".join(sorted(set(retry_errors))), len(again))
+        if plan.to_run or rejudge:
             init_ray(cfg)
             budgets = hold_budgets(cfg)  # named rate budgets live as long as the driver holds them
             for batch in rejudged_batches(cfg, rejudge):
-                writer.add(batch.to_pylist())
-            for batch in console.tallied(judged_batches(cfg, ready), len(ready), cfg.ray.progress_bars):
-                writer.add(batch.to_pylist())
+                writer.add_stream(batch)
+            streams = judged_batches(cfg, sources(cfg, items, exp, plan, done | again), writer.attempt,
+                                     commit.worker_shard_rows(plan.to_run))
+            for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
+                writer.add_stream(batch)
             del budgets
-    judged = account_for_all(requests, out)
+    account_for_all(cfg, items, exp, plan.total, out)
 
     # 6. score and report over every committed row; the error budget is checked after both are written
-    return finish(cfg, items_in=n_items_in, item_errors=item_errors, judged=judged, warnings=warnings,
+    return finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
                   empty=protocols_without_items(cfg, items))
+
+
+def sources(cfg: RunConfig, items: list[dict], exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:
+    """model name → the Ray Dataset of its requests to run (models with none left out); the expansion tables
+    and the ids not to run go to the object store once, for every read task to fetch."""
+    import ray
+
+    exp_ref = ray.put(exp)
+    skip_ref = ray.put(frozenset(skip)) if skip else frozenset()
+    return {m.name: request_source(cfg, items, exp_ref, m, plan.ready[m.name], skip_ref, cfg.ray.decode_num_cpus)
+            for m in cfg.models if plan.ready.get(m.name)}
+
+
+def check_committed(root: str, plan: RequestPlan, n_done: int) -> None:
+    """Raise :class:`commit.RunStateError` when committed requests are not all requests of this run."""
+    foreign = n_done - plan.committed
+    if foreign:
+        raise commit.RunStateError(f"{root}: {foreign} committed request(s) are not requests of this run's "
+                                   "config and items (was the run changed?); refusing to mix them")
 
 
 def rejudged_batches(cfg: RunConfig, rows: list[dict]) -> Iterator[pa.Table]:
@@ -329,17 +345,39 @@ def rejudged_batches(cfg: RunConfig, rows: list[dict]) -> Iterator[pa.Table]:
 
 
 def scored(cfg: RunConfig, ds):
-    """The judged rows with their per-request lexical metrics (free-form), scored in the workers' batches."""
+    """The judged rows with their per-request lexical metrics (free-form), scored in the batches of a pool of
+    scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps its pair cache)."""
+    import ray.data
+
     plan = lexical_plan({p.name: (p.freeform_metrics().profile, p.freeform_metrics().names)
                          for p in cfg.protocols if p.kind == "freeform"})
     if not plan:
         return ds
-    return ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
+    return ds.map_batches(Scoring, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
+                          num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
 
 
-def score(batch: pa.Table, plan: Any) -> pa.Table:
-    """The scoring stage (:func:`score_batch`) under the name Ray Data shows: ``score``."""
-    return score_batch(batch, plan)
+class Scoring:
+    """The scoring stage (:func:`score_batch`) as a Ray Data actor, under the name Ray Data shows: ``score``."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return score_batch(batch, self.plan)
+
+
+Scoring.__name__ = Scoring.__qualname__ = "score"
+
+
+def committed_by_workers(cfg: RunConfig, ds, attempt: int = 0, shard_rows: int = commit.WORKER_SHARD_ROWS[0]):
+    """The commit stage on Ray: each batch's complete requests committed as a shard by the worker
+    (:func:`commit.commit_batch`); what comes back to the driver is their index columns, and in full only the
+    rows of requests whose chunks are split over batches (the driver's :class:`commit.ShardWriter` commits
+    those)."""
+    return ds.map_batches(commit.commit_batch, fn_kwargs={"root": cfg.root, "attempt": attempt,
+                                                          "s3": cfg.storage.s3.model_dump()},
+                          batch_size=shard_rows, batch_format="pyarrow", num_cpus=0.25)
 
 
 def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], list[dict], int]:
@@ -353,26 +391,20 @@ def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], li
     return items, item_errors, n_items_in
 
 
-def pending_requests(requests: list[dict], done: set[str], root: str) -> list[dict]:
-    """The requests not committed yet; committed ids the run cannot produce mean the run changed."""
-    ids = {r["request_id"] for r in requests}
-    foreign = done - ids
-    if foreign:
-        raise commit.RunStateError(f"{root}: {len(foreign)} committed request(s) are not requests of this run's "
-                                   "config and items (was the run changed?); refusing to mix them")
-    return [r for r in requests if r["request_id"] not in done]
-
-
-def account_for_all(requests: list[dict], out: storage.RunStorage) -> list[dict]:
-    """Every committed row; a request the pipeline never returned is committed as an error row first."""
+def account_for_all(cfg: RunConfig, items: list[dict], exp: Expansion, total: int, out: storage.RunStorage) -> int:
+    """Check that every request of the run is committed; one the pipeline never returned is committed as an
+    error row (class transient: ``--resume`` runs it again). Returns how many were lost. The markers' index
+    says how many are committed; only when some are missing are the requests expanded again to find them."""
+    if commit.committed_count(out.root) >= total:
+        return 0
     committed = commit.load_index(out.root).request_ids
-    lost = [r for r in requests if r["request_id"] not in committed]
-    if lost:
-        log.error("pipeline: %d request(s) came back without any row; recorded as error rows", len(lost))
+    lost = [r for r in iter_requests(cfg, items, exp) if r["request_id"] not in committed]
+    log.error("pipeline: %d request(s) came back without any row; recorded as error rows", len(lost))
+    for i in range(0, len(lost), commit.SHARD_ROWS):
         commit.commit_shard(out, [{**r, "chunk_index": 0, "n_chunks": 1, "error_stage": "pipeline",
                                    "error_class": TRANSIENT, "error": "lost: no row came back from the pipeline"}
-                                  for r in lost])
-    return commit.load_committed(out.root).rows
+                                  for r in lost[i:i + commit.SHARD_ROWS]])
+    return len(lost)
 
 
 def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -393,7 +425,7 @@ def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
     return {p.name: {"kind": p.kind, "breakdown_min_share": p.breakdown_min_share} for p in cfg.protocols}
 
 
-def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict],
+def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict] | None = None,
            warnings: list[str] | None = None, empty: list[str] | None = None) -> RunResult:
     """Stage 6: per-item and summary tables, errors, run.json and report.md (with the data ``warnings``).
 
@@ -403,45 +435,54 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything is written."""
     root = cfg.root
     out = storage.RunStorage(root)
-    models = {}
-    for r in judged:
-        if r.get("model_info") and r["model"] not in models:
-            models[r["model"]] = r["model_info"]
+    tables = storage.join(root, "tables")
+    rows_per_group = group_rows(cfg)
+    if judged is None and rows_per_group is None:
+        judged = commit.load_committed(root).rows
+    if judged is not None:
+        models: dict[str, Any] = {}
+        for r in judged:
+            if r.get("model_info") and r["model"] not in models:
+                models[r["model"]] = r["model_info"]
+    else:
+        models = commit.model_infos(root, [m.name for m in cfg.models])
     params = scorer_params(cfg, models)
     if any(p.metrics and p.metrics.clap and p.metrics.clap.actors > 0 and "claptext" in p.metrics.names
            for p in cfg.protocols):
         init_ray(cfg)  # CLAPText embeds on Ray actors (the driver may not have started Ray: all rows committed)
-    scored = score_requests(merge_chunks(judged), params)
-    per_item, merged = scored.per_item, scored.rows
-    summary = summary_table(per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence, cfg.seeds.bootstrap,
-                            params, errors=[r for r in merged if r.get("error") is not None])
-    errors = conform([{**e, "error": bounded(e.get("error"))} for e in item_errors + error_rows(merged)], ERRORS)
-    tables = storage.join(root, "tables")
-    agree, agree_rows, agree_left_out = factual_agreement.agreement(cfg, judged, merged)  # agreement_judge, if any
-    if agree_rows:
-        summary = pa.concat_tables([summary, pa.Table.from_pylist(agree_rows, schema=summary.schema)])
-        out.write_parquet(pa.Table.from_pandas(agree, preserve_index=False), storage.join(tables, "agreement.parquet"))
-        log.info("agreement: %d requests compared, %d left out (second judgment failed)", len(agree), agree_left_out)
-    out.write_parquet(pa.Table.from_pandas(per_item, preserve_index=False), storage.join(tables, "per_item.parquet"))
+    groups = [judged] if judged is not None else commit.iter_committed(root, rows_per_group)
+    reduced = reduce_rows(groups, params, storage.join(tables, "per_item.parquet"), out, keep_rows=judged is not None)
+    summary = summary_table(reduced.per_item, cfg.stats.bootstrap_resamples, cfg.stats.confidence,
+                            cfg.seeds.bootstrap, params, errors=reduced.errors)
+    errors = conform([{**e, "error": bounded(e.get("error"))} for e in item_errors + error_rows(reduced.errors)],
+                     ERRORS)
+    if judged is not None:
+        agree, agree_rows, agree_left_out = factual_agreement.agreement(cfg, judged, reduced.rows)
+        if agree_rows:  # agreement_judge, if any
+            summary = pa.concat_tables([summary, pa.Table.from_pylist(agree_rows, schema=summary.schema)])
+            out.write_parquet(pa.Table.from_pandas(agree, preserve_index=False),
+                              storage.join(tables, "agreement.parquet"))
+            log.info("agreement: %d requests compared, %d left out (second judgment failed)", len(agree),
+                     agree_left_out)
     out.write_parquet(summary, storage.join(tables, "summary.parquet"))
     out.write_parquet(errors, storage.join(tables, "errors.parquet"))
-    c = counts(items_in, len(item_errors), merged)
+    c = reduced.counts(items_in, len(item_errors))
     c["protocols_without_items"] = list(empty or [])
     for line in c["protocols_without_items"]:
         log.warning("WARNING: %s: its section is missing from the report (see the item errors)", line)
-    if "dropped" in per_item.columns and per_item["dropped"].notna().any():
-        c["labels_dropped"] = int(per_item["dropped"].fillna(0).sum())  # out-of-vocabulary terms, never scored
+    if reduced.labels_dropped is not None:
+        c["labels_dropped"] = reduced.labels_dropped  # out-of-vocabulary terms, never scored
     meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
             "protocols": protocols_meta(cfg), "warnings": list(warnings or [])}
-    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "scoring": scored.provenance},
+    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "scoring": reduced.provenance},
                                                               indent=2, default=str))
     report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas())
     result = RunResult(root=root, counts=c, report=report, verdicts=verdicts)
-    check_scored(result, merged, item_errors)  # after the tables and report are written
-    check_error_budget(result, merged, cfg.max_error_rate, item_errors=item_errors)
+    check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
+    check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
     return result
 
 

@@ -11,7 +11,8 @@ Conditions (what the model hears):
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 from evalcore.protocols.derangement import derange
@@ -93,26 +94,57 @@ def _request(proto: ProtocolConfig, item: dict, model: ModelConfig, condition: s
     return row
 
 
-def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
-    """All requests of the run, in item order; requests that cannot be formed carry an error."""
+@dataclass
+class Expansion:
+    """What expanding any subset of the items needs to know of all of them (computed once, small): per
+    (dataset, clip) the id of the first item playing it (the noise seed) and the partner the random
+    condition plays, the datasets that cannot be paired and why, and the ICL example pools (when used)."""
+
+    first_id: dict[tuple[str, str], str]
+    partner: dict[tuple[str, str], dict]
+    unpairable: dict[str, str]
+    pools: IclPools | None = None
+
+
+def expansion(cfg: RunConfig, items: list[dict]) -> Expansion:
+    """The :class:`Expansion` of ``items`` (every valid item of the run)."""
     clips = _clips(items)
     partner, unpairable = _random_partners(clips, cfg.seeds.derangement)
+    keep = ("audio_uri", "item_id", "excerpt_start", "excerpt_end")
     pools = IclPools(items) if any(any(p.icl_counts()) for p in cfg.protocols) else None
-    requests: list[dict] = []
+    return Expansion(first_id={(ds, clip): it["item_id"] for ds, by in clips.items() for clip, it in by.items()},
+                     partner={k: {f: it.get(f) for f in keep} for k, it in partner.items()},
+                     unpairable=unpairable, pools=pools)
+
+
+def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
+    """All requests of the run, in item order; requests that cannot be formed carry an error."""
+    return list(iter_requests(cfg, items))
+
+
+def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = None,
+                  models: set[str] | None = None) -> Iterator[dict]:
+    """The requests of ``items`` (all of the run's, or a slice of them with the run's ``exp``), one at a time
+    in item order within each protocol; ``models``: only those models' requests. Each request is the same
+    (same ``request_id``) whichever slice expands it."""
+    exp = exp if exp is not None else expansion(cfg, items)
     for proto in cfg.protocols:
         variants = proto.variants or DEFAULT_VARIANTS[proto.kind]
         vocab = vocabulary(proto)
         datasets = set(proto.datasets) if proto.datasets is not None else None
-        models = [m for m in cfg.models if proto.models is None or m.name in proto.models]
+        chosen = [m for m in cfg.models if (proto.models is None or m.name in proto.models)
+                  and (models is None or m.name in models)]
+        if not chosen:
+            continue
         for item in items:
             if item["protocol"] != proto.kind or (datasets is not None and item["dataset"] not in datasets):
                 continue
             orders = range(proto.option_orders if proto.kind == "mcq" else 1)
             clip = (item["dataset"], _clip(item))
-            other = partner.get(clip)
-            noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], clips[clip[0]][clip[1]]["item_id"])
-            shots = [(k, *_examples(pools, proto, item, k, cfg.seeds.icl)) for k in proto.icl_counts()]
-            for model in models:
+            other = exp.partner.get(clip)
+            noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], exp.first_id[clip])
+            shots = [(k, *_examples(exp.pools, proto, item, k, cfg.seeds.icl)) for k in proto.icl_counts()]
+            for model in chosen:
                 tset = set_for_model(proto.templates, model.name)
                 for condition in proto.conditions:
                     for base, template in ({tset.name: tset} if tset else variants).items():
@@ -123,8 +155,7 @@ def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
                                                cfg.seeds.options, vocab, examples)
                                 if icl_error:
                                     req.update(error=icl_error, error_stage="expand", error_class=INPUT)
-                                requests.append(_apply_condition(req, condition, other, unpairable, noise_seed))
-    return requests
+                                yield _apply_condition(req, condition, other, exp.unpairable, noise_seed)
 
 
 def _examples(pools: IclPools | None, proto: ProtocolConfig, item: dict, k: int,

@@ -76,12 +76,15 @@ class Scored:
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def score_requests(merged: list[dict], params: ScorerParams | None = None) -> Scored:
+def score_requests(merged: list[dict], params: ScorerParams | None = None,
+                   scorers: dict[str, Scorer] | None = None) -> Scored:
     """Score every protocol's requests (each protocol's rows in one call to its scorer).
 
     A scorer may return an ``error`` per row (e.g. a free-form answer over the metrics' length limit):
     that request leaves the per-item table and becomes an error row with ``error_stage = "score"``,
-    so requests in = scored + errored still holds."""
+    so requests in = scored + errored still holds. ``scorers``: protocol instance → its scorer, built here
+    when missing (a caller scoring groups of rows passes the same dict to build each scorer once)."""
+    scorers = {} if scorers is None else scorers
     frames = []
     failed: dict[int, str] = {}
     provenance: dict[str, dict[str, Any]] = {}
@@ -92,7 +95,9 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None) -> Sc
         kind = protocol_kind(scored[0])
         for r in scored:
             r["protocol_kind"] = kind
-        scorer = build_scorer(kind, params, proto)
+        if proto not in scorers:
+            scorers[proto] = build_scorer(kind, params, proto)
+        scorer = scorers[proto]
         metrics = scorer.score(scored)
         if scorer.provenance():
             provenance[proto] = scorer.provenance()

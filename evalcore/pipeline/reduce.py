@@ -1,0 +1,122 @@
+"""Stage 6's reduction of committed rows to tables, a group of shards at a time.
+
+The committed rows (one per chunk) are read a group of whole shards at a time
+(:func:`evalcore.pipeline.commit.iter_committed`), merged per request and scored by their protocol's
+scorer (built once per run, reused by every group); each group's per-item rows go to a Parquet part, and only
+their compact columns — keys and metric values, never the response texts — stay in the driver for the
+summary's bootstrap. Scoring by groups gives the same values as scoring all rows at once when every scorer
+scores a request from that request alone (:attr:`evalcore.metrics.base.Scorer.row_local`); a run with a
+scorer that needs them all (CIDEr-D's corpus, CLAPText on actors) or a second judge to agree with
+(``agreement_judge``) is reduced in one group.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalcore import storage
+from evalcore.config import RunConfig
+from evalcore.reports.tables import ScorerParams, merge_chunks, score_requests
+from evalcore.schema import SCORE_KEY
+
+GROUP_ROWS = 50_000  # committed rows per group, about
+TEXT_COLUMNS = ("text", "reference")  # per-item columns the summary never reads
+
+
+def group_rows(cfg: RunConfig) -> int | None:
+    """Committed rows per group for ``cfg`` (:data:`GROUP_ROWS`), or None: all at once (a free-form metric of
+    :data:`~evalcore.metrics.freeform.GROUPED_METRICS`, or an ``agreement_judge``)."""
+    from evalcore.metrics.freeform import GROUPED_METRICS
+
+    for p in cfg.protocols:
+        if getattr(p, "agreement_judge", None) is not None:
+            return None
+        if p.kind == "freeform" and GROUPED_METRICS & set(p.freeform_metrics().names):
+            return None
+    return GROUP_ROWS
+
+
+@dataclass
+class Reduced:
+    """The per-item table without its texts, the request-level error rows, the request counts and the
+    scorers' provenance."""
+
+    per_item: pd.DataFrame
+    errors: list[dict] = field(default_factory=list)
+    requests_in: int = 0
+    by_stage: Counter = field(default_factory=Counter)
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    labels_dropped: int | None = None
+    rows: list[dict] | None = None  # the merged request rows, when asked for (``keep_rows``)
+
+    def counts(self, items_in: int, items_errored: int) -> dict[str, Any]:
+        """Reconciliation figures: in = scored + errored, for items and for requests."""
+        n_err = len(self.errors)
+        return {"items_in": items_in, "items_valid": items_in - items_errored, "items_errored": items_errored,
+                "requests_in": self.requests_in, "requests_scored": self.requests_in - n_err,
+                "requests_errored": n_err, "errors_by_stage": dict(sorted(self.by_stage.items()))}
+
+
+def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri: str,
+                out: storage.RunStorage, keep_rows: bool = False) -> Reduced:
+    """Score every group of committed rows (a request's chunks always in one group) and write the per-item
+    table to ``per_item_uri`` (a part per group, joined at the end a part at a time); returns what the
+    summary and the counts need (``keep_rows``: and the merged request rows)."""
+    scorers: dict[str, Any] = {}
+    compact, parts, errors, kept = [], [], [], []
+    n_in, stages, dropped = 0, Counter(), None
+    provenance: dict[str, dict[str, Any]] = {}
+    tmp = tempfile.mkdtemp(prefix="evalcore-per-item-")
+    try:
+        for rows in groups:
+            scored = score_requests(merge_chunks(rows), params, scorers)
+            del rows
+            n_in += len(scored.rows)
+            bad = [r for r in scored.rows if r.get("error") is not None]
+            errors += bad
+            stages.update(r.get("error_stage") or "?" for r in bad)
+            provenance.update(scored.provenance)
+            if keep_rows:
+                kept += scored.rows
+            part = scored.per_item
+            if "dropped" in part.columns and part["dropped"].notna().any():
+                dropped = (dropped or 0) + int(part["dropped"].fillna(0).sum())
+            path = os.path.join(tmp, f"part-{len(parts):05d}.parquet")
+            pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
+            parts.append(path)
+            compact.append(part.drop(columns=[c for c in TEXT_COLUMNS if c in part.columns]))
+            del scored, part
+        out.upload_file(_joined(parts, os.path.join(tmp, "per_item.parquet")), per_item_uri)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    frames = [f for f in compact if len(f)]
+    per_item = (pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames
+                else (compact[0] if compact else pd.DataFrame(columns=SCORE_KEY)))
+    return Reduced(per_item=per_item, errors=errors, requests_in=n_in, by_stage=stages, provenance=provenance,
+                   labels_dropped=dropped, rows=kept if keep_rows else None)
+
+
+def _joined(parts: list[str], path: str) -> str:
+    """The per-item parts as one Parquet file at ``path`` (one part: that part), a part at a time, columns
+    unified (a part may lack a column, or hold only nulls in it); returns its path."""
+    if not parts:
+        pq.write_table(pa.Table.from_pandas(pd.DataFrame(columns=SCORE_KEY), preserve_index=False), path)
+        return path
+    if len(parts) == 1:
+        return parts[0]
+    schema = pa.unify_schemas([pq.read_schema(p).remove_metadata() for p in parts], promote_options="permissive")
+    with pq.ParquetWriter(path, schema) as w:
+        for p in parts:
+            t = pq.read_table(p)
+            w.write_table(pa.table({f.name: t.column(f.name).cast(f.type) if f.name in t.column_names
+                                    else pa.nulls(t.num_rows, f.type) for f in schema}, schema=schema))
+    return path

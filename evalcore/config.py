@@ -353,7 +353,8 @@ class RayConfig(_Strict):
     progress_bars: bool = True
     #: CPUs reserved per decode task (fractional values oversubscribe small machines)
     decode_num_cpus: float = Field(1.0, gt=0)
-    #: scoring actors (free-form lexical metrics in the stream) at most; Ray Data adds them as batches queue
+    #: scoring actors (free-form lexical metrics in the stream) at most, for runs of 10,000 requests or more (shorter
+    #: runs score in tasks); Ray Data adds actors as batches queue
     score_actors: int = Field(2, ge=1)
 
 

@@ -214,12 +214,12 @@ def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
 
 
 def judged_batches(cfg: RunConfig, sources: dict[str, Any], attempt: int = 0,
-                   shard_rows: int = commit.WORKER_SHARD_ROWS[0]) -> Iterator[pa.Table]:
+                   shard_rows: int = commit.WORKER_SHARD_ROWS[0], score_pool: bool = False) -> Iterator[pa.Table]:
     """Stages 3–5 on Ray, committed by the workers: yields, as they complete, the judged rows (one per chunk)
     reduced to their index columns where a worker committed them, whole where the driver must (a request
     whose chunks came in different batches). ``sources``: model name → its requests to run (a Ray Dataset
     or a list of rows); models without any are skipped. ``attempt``: the run attempt the shards belong to;
-    ``shard_rows``: rows per shard the workers commit."""
+    ``shard_rows``: rows per shard the workers commit; ``score_pool``: score on a pool of actors (:func:`scored`)."""
     import ray
 
     judges = protocol_judges(cfg)
@@ -234,7 +234,7 @@ def judged_batches(cfg: RunConfig, sources: dict[str, Any], attempt: int = 0,
         ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
         ds = ds.map_batches(judge, fn_kwargs={"judges": judges}, batch_size=64, batch_format="pyarrow",
                             num_cpus=0.5)
-        ds = committed_by_workers(cfg, scored(cfg, ds), attempt, shard_rows)
+        ds = committed_by_workers(cfg, scored(cfg, ds, score_pool), attempt, shard_rows)
         yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
 
 
@@ -302,7 +302,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
             for batch in rejudged_batches(cfg, rejudge):
                 writer.add_stream(batch)
             streams = judged_batches(cfg, sources(cfg, items, exp, plan, done | again), writer.attempt,
-                                     commit.worker_shard_rows(plan.to_run))
+                                     commit.worker_shard_rows(plan.to_run), plan.to_run >= SCORE_POOL_FROM)
             for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
                 writer.add_stream(batch)
             del budgets
@@ -344,17 +344,29 @@ def rejudged_batches(cfg: RunConfig, rows: list[dict]) -> Iterator[pa.Table]:
     yield from scored(cfg, ds).iter_batches(batch_size=None, batch_format="pyarrow")
 
 
-def scored(cfg: RunConfig, ds):
-    """The judged rows with their per-request lexical metrics (free-form), scored in the batches of a pool of
-    scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps its pair cache)."""
+SCORE_POOL_FROM = 10_000  # requests to run from which lexical scoring runs on a pool of actors
+
+
+def scored(cfg: RunConfig, ds, pool: bool = False):
+    """The judged rows with their per-request lexical metrics (free-form), scored in the workers' batches:
+    with ``pool``, by a pool of scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps
+    its pair cache: 20k requests of benchmarks/scale.py in 57 s instead of 72 s), else by tasks (the demo's 3,848
+    requests in 58 s instead of 99 s: the actors' start is not paid back)."""
     import ray.data
 
     plan = lexical_plan({p.name: (p.freeform_metrics().profile, p.freeform_metrics().names)
                          for p in cfg.protocols if p.kind == "freeform"})
     if not plan:
         return ds
+    if not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
+        return ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
     return ds.map_batches(Scoring, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
                           num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
+
+
+def score(batch: pa.Table, plan: Any) -> pa.Table:
+    """The scoring stage (:func:`score_batch`) as Ray tasks, under the name Ray Data shows: ``score``."""
+    return score_batch(batch, plan)
 
 
 class Scoring:

@@ -12,7 +12,6 @@ model's batch size.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -90,12 +89,14 @@ def _sort_key(r: dict) -> tuple:
     return r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]
 
 
-def _read(cfg: RunConfig, items: list[dict], exp: Any, model: str, skip: Any, block_rows: int) -> Iterator[pa.Table]:
-    """One read task: the requests of ``model`` over ``items`` that are to run, as Arrow blocks."""
+def _read(cfg: RunConfig, items: Any, exp: Any, model: str, skip: Any, block_rows: int) -> Iterator[pa.Table]:
+    """One read task: the requests of ``model`` over ``items`` (a slice, or its object reference) that are to
+    run, as Arrow blocks."""
     import ray
 
     from evalcore.pipeline.stages import requests_table
 
+    items = ray.get(items) if isinstance(items, ray.ObjectRef) else items
     exp = ray.get(exp) if isinstance(exp, ray.ObjectRef) else exp
     skip = ray.get(skip) if isinstance(skip, ray.ObjectRef) else skip
     rows = [r for r in _checked(cfg, items, exp, {model}) if r["error"] is None and r["request_id"] not in skip]
@@ -119,13 +120,20 @@ def request_source(cfg: RunConfig, items: list[dict], exp: Any, model: ModelConf
     step = max(1, math.ceil(TASK_REQUESTS / per_item))
     block_rows = max(1, model.resources.batch_size)
 
+    def _task(chunk: Any) -> Callable[[], Iterator[pa.Table]]:
+        # a named function holding only references: Ray Data names read functions, and a task's items travel
+        # through the object store (a read task over 1 MiB is refused a name in Ray 2.60's size check)
+        def read_requests() -> Iterator[pa.Table]:
+            return _read(cfg, chunk, exp, model.name, skip, block_rows)
+        return read_requests
+
     class Requests(Datasource):
         def estimate_inmemory_data_size(self) -> int | None:
             return None
 
         def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                            data_context: Any = None) -> list[ReadTask]:
-            return [ReadTask(functools.partial(_read, cfg, items[a:a + step], exp, model.name, skip, block_rows),
+            return [ReadTask(_task(ray.put(items[a:a + step])),
                              BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None, input_files=None),
                              schema=REQUEST)
                     for a in range(0, len(items), step)]

@@ -379,7 +379,7 @@ class Scoring:
         return score_batch(batch, self.plan)
 
 
-Scoring.__name__ = Scoring.__qualname__ = "score"
+Scoring.__name__ = "score"  # (its qualified name stays Scoring: workers find the class by it)
 
 
 def committed_by_workers(cfg: RunConfig, ds, attempt: int = 0, shard_rows: int = commit.WORKER_SHARD_ROWS[0]):

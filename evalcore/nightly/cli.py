@@ -31,9 +31,9 @@ def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    if out:
-        cfg = cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"root": out})})
-    return cfg
+    from evalcore.cli import with_out
+
+    return with_out(cfg, out)
 
 
 def nightly(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -25,7 +24,7 @@ import pyarrow.parquet as pq
 
 from evalcore import storage
 from evalcore.config import RunConfig
-from evalcore.reports.tables import ScorerParams, merge_chunks, score_requests
+from evalcore.reports.tables import ScorerParams, merge_chunks, request_counts, score_requests
 from evalcore.schema import SCORE_KEY
 
 GROUP_ROWS = 50_000  # committed rows per group, about
@@ -53,17 +52,13 @@ class Reduced:
     per_item: pd.DataFrame
     errors: list[dict] = field(default_factory=list)
     requests_in: int = 0
-    by_stage: Counter = field(default_factory=Counter)
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels_dropped: int | None = None
     rows: list[dict] | None = None  # the merged request rows, when asked for (``keep_rows``)
 
     def counts(self, items_in: int, items_errored: int) -> dict[str, Any]:
         """Reconciliation figures: in = scored + errored, for items and for requests."""
-        n_err = len(self.errors)
-        return {"items_in": items_in, "items_valid": items_in - items_errored, "items_errored": items_errored,
-                "requests_in": self.requests_in, "requests_scored": self.requests_in - n_err,
-                "requests_errored": n_err, "errors_by_stage": dict(sorted(self.by_stage.items()))}
+        return request_counts(items_in, items_errored, self.requests_in, self.errors)
 
 
 def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri: str,
@@ -73,7 +68,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     summary and the counts need (``keep_rows``: and the merged request rows)."""
     scorers: dict[str, Any] = {}
     compact, parts, errors, kept = [], [], [], []
-    n_in, stages, dropped = 0, Counter(), None
+    n_in, dropped = 0, None
     provenance: dict[str, dict[str, Any]] = {}
     tmp = tempfile.mkdtemp(prefix="evalcore-per-item-")
     try:
@@ -83,7 +78,6 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             n_in += len(scored.rows)
             bad = [r for r in scored.rows if r.get("error") is not None]
             errors += bad
-            stages.update(r.get("error_stage") or "?" for r in bad)
             provenance.update(scored.provenance)
             if keep_rows:
                 kept += scored.rows
@@ -101,7 +95,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     frames = [f for f in compact if len(f)]
     per_item = (pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames
                 else (compact[0] if compact else pd.DataFrame(columns=SCORE_KEY)))
-    return Reduced(per_item=per_item, errors=errors, requests_in=n_in, by_stage=stages, provenance=provenance,
+    return Reduced(per_item=per_item, errors=errors, requests_in=n_in, provenance=provenance,
                    labels_dropped=dropped, rows=kept if keep_rows else None)
 
 

@@ -245,14 +245,17 @@ def _scored_rows(pdf: pd.DataFrame, scorer: Scorer, stats: dict[str, Any]) -> li
 
 
 def counts(n_items_in: int, n_items_err: int, merged: list[dict]) -> dict[str, Any]:
-    """Reconciliation figures: in = scored + errored, for items and for requests."""
-    n_err = sum(r.get("error") is not None for r in merged)
+    """Reconciliation figures: in = scored + errored, for items and for requests (``merged``: request rows)."""
+    return request_counts(n_items_in, n_items_err, len(merged), [r for r in merged if r.get("error") is not None])
+
+
+def request_counts(n_items_in: int, n_items_err: int, requests_in: int, errors: list[dict]) -> dict[str, Any]:
+    """:func:`counts` from the number of requests and their error rows alone."""
     stages: dict[str, int] = defaultdict(int)
-    for r in merged:
-        if r.get("error") is not None:
-            stages[r.get("error_stage") or "?"] += 1
+    for r in errors:
+        stages[r.get("error_stage") or "?"] += 1
     return {
         "items_in": n_items_in, "items_valid": n_items_in - n_items_err, "items_errored": n_items_err,
-        "requests_in": len(merged), "requests_scored": len(merged) - n_err, "requests_errored": n_err,
+        "requests_in": requests_in, "requests_scored": requests_in - len(errors), "requests_errored": len(errors),
         "errors_by_stage": dict(sorted(stages.items())),
     }

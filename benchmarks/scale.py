@@ -74,6 +74,13 @@ def config(n_items: int, root: str, busy: str, seconds_per_batch: float, batch_s
                          "ray": {"progress_bars": False, "decode_num_cpus": 0.25}})
 
 
+RSS_AFTER: dict[str, float] = {}  # stage → the driver's peak RSS (MB) when it ended: where the peak was reached
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def timed(stages: dict[str, float], name: str, fn):
     def wrapper(*a, **kw):
         t0 = time.perf_counter()
@@ -81,6 +88,7 @@ def timed(stages: dict[str, float], name: str, fn):
             return fn(*a, **kw)
         finally:
             stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
+            RSS_AFTER[name] = peak_rss_mb()
     return wrapper
 
 
@@ -91,6 +99,7 @@ def timed_iter(stages: dict[str, float], name: str, fn):
             yield from fn(*a, **kw)
         finally:
             stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
+            RSS_AFTER[name] = peak_rss_mb()
     return wrapper
 
 
@@ -115,6 +124,7 @@ def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int) -
     cluster.start(None, num_cpus=2, resources={"sim_gpu": gpus}, log_to_driver=False, configure_logging=False,
                   _node_ip_address="127.0.0.1")
     stages["ray start"] = time.perf_counter() - t0
+    RSS_AFTER["ray start"] = peak_rss_mb()
     t_start = time.time()
     res = run_mod.run(cfg)
     t_end = time.time()
@@ -127,7 +137,7 @@ def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int) -
     wall = t_end - t_start
     return {"requests": res.counts["requests_in"], "scored": res.counts["requests_scored"], "wall_s": wall,
             "requests_per_s": res.counts["requests_in"] / wall,
-            "driver_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "driver_peak_rss_mb": peak_rss_mb(), "peak_rss_mb_after": dict(RSS_AFTER),
             "gpu_busy_fraction": busy_s / (gpus * (last - first)), "model_stage_s": last - first,
             "last_answer_to_report_s": t_end - last, "stages_s": stages}
 
@@ -139,6 +149,8 @@ def report(rows: list[dict]) -> None:
         print(f"{r['requests']:>9} {r['wall_s']:>8.1f} {r['requests_per_s']:>7.1f} {r['driver_peak_rss_mb']:>7.0f} "
               f"{r['gpu_busy_fraction']:>8.0%} {r['last_answer_to_report_s']:>7.1f} "
               f"{r['last_answer_to_report_s'] / r['wall_s']:>6.0%}  {st}")
+        print(f"{'':>9} driver peak RSS (MB) when each stage ended: "
+              + ", ".join(f"{k} {v:.0f}" for k, v in r["peak_rss_mb_after"].items()))
     for a, b in zip(rows, rows[1:]):
         k = b["requests"] / a["requests"]
         print(f"{a['requests']} → {b['requests']} requests (×{k:.1f}): wall ×{b['wall_s'] / a['wall_s']:.2f}, "

@@ -203,7 +203,7 @@ class ProtocolConfig(_Strict):
     #: (evalcore.protocols.vocab_fit.default_judge)
     judge: JudgeConfig | None = None
     #: a second judge applied to the same responses after the run; its agreement with ``judge`` goes into
-    #: tables/agreement.parquet and the summary (evalcore.reports.factual_agreement)
+    #: tables/agreement.parquet and the summary (evalcore.scoring.agreement)
     agreement_judge: JudgeConfig | None = None
     #: number of seeded option orders per multiple-choice question
     option_orders: int = Field(1, ge=1, le=24)

@@ -21,7 +21,7 @@ from evalcore.pipeline.stages import Decoder, judge_batch
 from evalcore.protocols import factual_prompts as fp
 from evalcore.protocols.requests import expand_requests
 from evalcore.registry import JUDGES
-from evalcore.reports.tables import merge_chunks
+from evalcore.scoring.requests import merge_chunks
 
 import evalcore.judges  # noqa: F401  (registration)
 

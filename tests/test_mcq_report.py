@@ -12,7 +12,8 @@ import pytest
 from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type
 from evalcore.reports import markdown
 from evalcore.reports.mcq import attention_sections, breakdown_sections, chosen_sections
-from evalcore.reports.tables import per_item_table, summary_table
+from evalcore.scoring.requests import per_item_table
+from evalcore.scoring.summary import summary_table
 
 CANON = ["calm", "tense", "loud", "polka"]  # types correct, IR, CU, IU
 TYPES = ["correct", "IR", "CU", "IU"]

@@ -12,7 +12,8 @@ import pytest
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.yes_no import BinaryChoiceJudge
 from evalcore.reports.mcq import breakdown_sections
-from evalcore.reports.tables import merge_chunks, per_item_table, summary_table
+from evalcore.scoring.requests import merge_chunks, per_item_table
+from evalcore.scoring.summary import summary_table
 
 
 def _values(summary: pd.DataFrame, **where) -> dict[str, float]:

@@ -17,7 +17,8 @@ import pytest
 
 from evalcore.config import ConfigError, demo_config_path, load_config, parse_config
 from evalcore.reports import markdown, plots, report_html
-from evalcore.reports.tables import per_item_table, summary_table
+from evalcore.scoring.requests import per_item_table
+from evalcore.scoring.summary import summary_table
 from evalcore.reports.verdict import interval_label, listening_rows, section, verdict_lines, verdicts
 
 OPTIONS = ["calm", "tense", "loud", "polka"]

@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.reports.tables import merge_chunks, per_item_table, summary_table
+from evalcore.scoring.requests import merge_chunks, per_item_table
+from evalcore.scoring.summary import summary_table
 
 runner = CliRunner()
 

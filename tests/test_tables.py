@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from evalcore.reports.tables import counts, merge_chunks, per_item_table, summary_table
+from evalcore.scoring.requests import counts, merge_chunks, per_item_table
+from evalcore.scoring.summary import summary_table
 
 
 def _chunk(rid, i, n, extracted, error=None, **kw):

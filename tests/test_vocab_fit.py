@@ -12,7 +12,8 @@ from evalcore.datasets.validate import validate_items
 from evalcore.pipeline.run import protocol_judges
 from evalcore.pipeline.stages import judge_batch
 from evalcore.protocols import expand_requests
-from evalcore.reports.tables import merge_chunks, per_item_table, summary_table
+from evalcore.scoring.requests import merge_chunks, per_item_table
+from evalcore.scoring.summary import summary_table
 from evalcore.schema import RESPONSE, conform
 from test_fma_musicnet import GENRES_CSV, TRACKS_CSV
 

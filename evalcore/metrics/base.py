@@ -47,7 +47,7 @@ class Scorer(ABC):
     columns: tuple[str, ...]
     aggregates: tuple[Aggregate, ...]
     #: aggregates over scored *and* errored requests, an errored one filled in by :meth:`error_fill`
-    #: (e.g. MCQ accuracy counting errors as wrong); reported beside ``aggregates`` (evalcore.reports.denominators)
+    #: (e.g. MCQ accuracy counting errors as wrong); reported beside ``aggregates`` (evalcore.scoring.denominators)
     with_errors: tuple[Aggregate, ...] = ()
 
     def error_fill(self, row: dict[str, Any]) -> dict[str, float]:

@@ -210,7 +210,7 @@ class FreeformScorer(Scorer):
     def extra_rows(self, pdf: pd.DataFrame, resamples: int, confidence: float, seed: int) -> list[dict]:
         """Paired differences paraphrase skyline − adversarial rewrite per metric, over the items both scored,
         per dataset × variant × condition, overall and per task when there are several."""
-        from evalcore.reports.tables import contrasts  # reports.tables imports this package
+        from evalcore.metrics.aggregate import contrasts  # (metrics.aggregate imports this package)
 
         present = set(pdf["model"])
         paras = sorted(m for m, r in self.rewrites.items() if r == "paraphrase" and m in present)

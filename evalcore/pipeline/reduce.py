@@ -24,11 +24,11 @@ import pyarrow.parquet as pq
 
 from evalcore import storage
 from evalcore.config import RunConfig
-from evalcore.reports.tables import ScorerParams, merge_chunks, request_counts, score_requests
+from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
 from evalcore.schema import SCORE_KEY
 
 GROUP_ROWS = 50_000  # committed rows per group, about
-TEXT_COLUMNS = ("text", "reference")  # per-item columns the summary never reads
+LEFT_OUT = ("request_id", "text", "reference")  # per-item columns the summary never reads
 
 
 def group_rows(cfg: RunConfig) -> int | None:
@@ -87,7 +87,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             path = os.path.join(tmp, f"part-{len(parts):05d}.parquet")
             pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
             parts.append(path)
-            compact.append(part.drop(columns=[c for c in TEXT_COLUMNS if c in part.columns]))
+            compact.append(compacted(part))
             del scored, part
         out.upload_file(_joined(parts, os.path.join(tmp, "per_item.parquet")), per_item_uri)
     finally:
@@ -97,6 +97,11 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
                 else (compact[0] if compact else pd.DataFrame(columns=SCORE_KEY)))
     return Reduced(per_item=per_item, errors=errors, requests_in=n_in, provenance=provenance,
                    labels_dropped=dropped, rows=kept if keep_rows else None)
+
+
+def compacted(part: pd.DataFrame) -> pd.DataFrame:
+    """``part`` without the columns the summary never reads (:data:`LEFT_OUT`)."""
+    return part.drop(columns=[c for c in LEFT_OUT if c in part.columns])
 
 
 def _joined(parts: list[str], path: str) -> str:

@@ -39,8 +39,10 @@ from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
 from evalcore.protocols.vocab_fit import default_judge
 from evalcore.registry import DATASETS, MODELS
-from evalcore.reports import factual_agreement, markdown, report_html, verdict
-from evalcore.reports.tables import error_rows, summary_table
+from evalcore.reports import markdown, report_html, verdict
+from evalcore.scoring.agreement import agreement
+from evalcore.scoring.requests import error_rows
+from evalcore.scoring.summary import summary_table
 from evalcore.schema import ERRORS, conform
 
 log = logging.getLogger("evalcore")
@@ -469,7 +471,7 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     errors = conform([{**e, "error": bounded(e.get("error"))} for e in item_errors + error_rows(reduced.errors)],
                      ERRORS)
     if judged is not None:
-        agree, agree_rows, agree_left_out = factual_agreement.agreement(cfg, judged, reduced.rows)
+        agree, agree_rows, agree_left_out = agreement(cfg, judged, reduced.rows)
         if agree_rows:  # agreement_judge, if any
             summary = pa.concat_tables([summary, pa.Table.from_pylist(agree_rows, schema=summary.schema)])
             out.write_parquet(pa.Table.from_pandas(agree, preserve_index=False),

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from evalcore.reports.denominators import ERRORED
+from evalcore.scoring.denominators import ERRORED
 from evalcore.scoring.io import fmt
 
 ROLE_NAMES = {"paraphrase": "paraphrase skyline", "adversarial": "adversarial rewrite"}

@@ -53,7 +53,7 @@ from evalcore.metrics.base import Scorer
 from evalcore.metrics.factual import FactualScorer, set_scores
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer, chunk_answers
 from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
-from evalcore.reports.tables import aggregate
+from evalcore.metrics.aggregate import aggregate
 from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION

@@ -30,7 +30,7 @@ from evalcore.metrics.clap_text import ClapTextConfig
 from evalcore.metrics.freeform import aggregates
 from evalcore.metrics.text_profiles import ALL_METRICS, METRICS, PROFILES, ModelMetrics, score_pairs
 from evalcore.reports.freeform import skyline_check, table2
-from evalcore.reports.tables import contrasts
+from evalcore.metrics.aggregate import contrasts
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
 from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, fmt, read_rows,

@@ -17,7 +17,7 @@ import typer
 from evalcore import jsonl, storage
 from evalcore.errors import ExitCode
 from evalcore.metrics.base import Aggregate
-from evalcore.reports.tables import aggregate
+from evalcore.metrics.aggregate import aggregate
 
 SUMMARY_TAIL = ["kind", "metric", "value", "ci_low", "ci_high", "n", "definition"]
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalcore.metrics.aggregate import aggregate
 from evalcore.metrics.base import Scorer
 
 __all__ = ["ERRORED", "ERRORED_DEFINITION", "denominator_rows"]
@@ -39,8 +40,6 @@ def denominator_rows(scored: pd.DataFrame, errored: list[dict[str, Any]], scorer
                      confidence: float, seed: int) -> list[dict[str, Any]]:
     """``errored`` rows per cell and the scorer's ``with_errors`` aggregates, for one protocol instance's
     scored per-item rows and its errored request rows."""
-    from evalcore.reports.tables import aggregate  # the summary's own aggregation (tables imports this module)
-
     err = pd.DataFrame([{k: r.get(k) for k in _ROW_FIELDS} for r in errored], columns=list(_ROW_FIELDS))
     cells = pd.concat([scored[[c for c in CELL + ["task"] if c in scored.columns]].assign(_errored=0),
                        err[CELL + ["task"]].assign(_errored=1)], ignore_index=True)

@@ -3,7 +3,7 @@
 A protocol that configures ``agreement_judge`` (e.g. ``judge: llm_extractor`` and
 ``agreement_judge: lexicon``) gets, after the run, the second judge applied to the same chunk
 texts on the driver; its labels are united over a request's chunks like the first judge's
-(:func:`evalcore.reports.tables.merge_chunks`). Per request (``tables/agreement.parquet``): both
+(:func:`evalcore.scoring.requests.merge_chunks`). Per request (``tables/agreement.parquet``): both
 label lists, exact set match, Jaccard and TP/FP/FN of the judge against the agreement judge
 (:func:`evalcore.metrics.factual_agreement.compare`). Summary rows (``agreement_exact``,
 ``agreement_jaccard``, ``agreement_f1``, with bootstrap CIs over items) join the run's summary in
@@ -22,7 +22,7 @@ import pandas as pd
 
 from evalcore.config import JudgeConfig, RunConfig
 from evalcore.metrics import factual_agreement
-from evalcore.reports.tables import aggregate
+from evalcore.metrics.aggregate import aggregate
 
 __all__ = ["second_labels", "agreement"]
 

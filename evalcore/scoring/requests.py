@@ -1,0 +1,148 @@
+"""Judged rows to scored requests: chunks merged per request, each protocol's scorer run over its requests
+(failures to score become error rows), and the request counts that reconcile in = scored + errored. The one
+place both ``evalcore run`` (:mod:`evalcore.pipeline.reduce`) and ``evalcore score`` compute per-item scores."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from evalcore.errors import bounded, class_of
+from evalcore.metrics import SCORERS, Scorer
+from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
+
+
+def merge_chunks(rows: Iterable[dict]) -> list[dict]:
+    """One row per request from its chunk rows.
+
+    A request errors if any of its chunks errored (the first error is kept). Texts are joined
+    in chunk order; factual labels are united across chunks (in order of first appearance);
+    for multiple choice the first chunk's parsed answer counts.
+    """
+    by_req: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_req[r["request_id"]].append(r)
+    merged = []
+    for parts in by_req.values():
+        parts.sort(key=lambda r: r.get("chunk_index") or 0)
+        row = dict(parts[0])
+        bad = next((p for p in parts if p.get("error") is not None), None)
+        if bad is not None:
+            row["error"], row["error_stage"] = bad["error"], bad["error_stage"]
+            row["error_class"] = class_of(bad["error_stage"], bad.get("error_class"))
+        # per-chunk judgments, in chunk order, for scorers that aggregate chunks their own way (true/false)
+        row["chunk_extracted"] = [p.get("extracted") for p in parts]
+        row["chunk_parsed"] = [p.get("parsed_index") for p in parts]
+        if len(parts) > 1:
+            row["text"] = "\n".join(p.get("text") or "" for p in parts)
+            labels: list[str] = []
+            for p in parts:
+                labels += [x for x in (p.get("extracted") or []) if x not in labels]
+            row["extracted"] = labels if any(p.get("extracted") is not None for p in parts) else None
+            if any(p.get("dropped") is not None for p in parts):
+                row["dropped"] = sum(int(p.get("dropped") or 0) for p in parts)
+        merged.append(row)
+    return merged
+
+
+def error_rows(rows: Iterable[dict]) -> list[dict]:
+    return [{"table": "requests", **{k: r.get(k) for k in ERRORS.names if k != "table"},
+             "error_class": class_of(r.get("error_stage"), r.get("error_class"))}
+            for r in rows if r.get("error") is not None]
+
+
+ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword arguments of its scorer
+
+
+def build_scorer(kind: str, params: ScorerParams | None = None, protocol: str | None = None) -> Scorer:
+    """The scorer of protocol kind ``kind`` with the parameters configured for instance ``protocol`` (default:
+    the instance named after the kind), e.g. free-form metrics."""
+    return SCORERS.build(kind, **dict((params or {}).get(protocol or kind, {})))
+
+
+@dataclass
+class Scored:
+    """The per-item table, the request rows (scoring failures turned into error rows) and, per protocol,
+    its scorer's provenance."""
+
+    per_item: pd.DataFrame
+    rows: list[dict]
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def score_requests(merged: list[dict], params: ScorerParams | None = None,
+                   scorers: dict[str, Scorer] | None = None) -> Scored:
+    """Score every protocol's requests (each protocol's rows in one call to its scorer).
+
+    A scorer may return an ``error`` per row (e.g. a free-form answer over the metrics' length limit):
+    that request leaves the per-item table and becomes an error row with ``error_stage = "score"``,
+    so requests in = scored + errored still holds. ``scorers``: protocol instance → its scorer, built here
+    when missing (a caller scoring groups of rows passes the same dict to build each scorer once)."""
+    scorers = {} if scorers is None else scorers
+    frames = []
+    failed: dict[int, str] = {}
+    provenance: dict[str, dict[str, Any]] = {}
+    for proto, rows in _by(merged, "protocol").items():
+        scored = [r for r in rows if r.get("error") is None]
+        if not scored:
+            continue
+        kind = protocol_kind(scored[0])
+        for r in scored:
+            r["protocol_kind"] = kind
+        if proto not in scorers:
+            scorers[proto] = build_scorer(kind, params, proto)
+        scorer = scorers[proto]
+        metrics = scorer.score(scored)
+        if scorer.provenance():
+            provenance[proto] = scorer.provenance()
+        keep = []
+        for r, m in zip(scored, metrics):
+            err = m.pop("error", None)
+            if err is None:
+                keep.append((r, m))
+            else:
+                failed[id(r)] = str(err)
+        if not keep:
+            continue
+        df = pd.DataFrame([{**{k: r.get(k) for k in SCORE_KEY},
+                            **{k: r.get(k) for k in ("text", "reference", "labels", "extracted", "dropped",
+                                                     "options", "correct_index", "parsed_index", "judge",
+                                                     "metadata")}}
+                           for r, _ in keep])
+        frames.append(pd.concat([df, pd.DataFrame([m for _, m in keep])], axis=1))
+    out = [{**r, "error": bounded(failed[id(r)]), "error_stage": "score", "error_class": class_of("score")}
+           if id(r) in failed else r for r in merged]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
+    return Scored(table, out, provenance)
+
+
+def per_item_table(merged: list[dict], params: ScorerParams | None = None) -> pd.DataFrame:
+    """One row per scored request: key columns, the judged answer and a column per metric."""
+    return score_requests(merged, params).per_item
+
+
+def _by(rows: list[dict], key: str) -> dict[Any, list[dict]]:
+    out: dict[Any, list[dict]] = defaultdict(list)
+    for r in rows:
+        out[r.get(key)].append(r)
+    return out
+
+
+def counts(n_items_in: int, n_items_err: int, merged: list[dict]) -> dict[str, Any]:
+    """Reconciliation figures: in = scored + errored, for items and for requests (``merged``: request rows)."""
+    return request_counts(n_items_in, n_items_err, len(merged), [r for r in merged if r.get("error") is not None])
+
+
+def request_counts(n_items_in: int, n_items_err: int, requests_in: int, errors: list[dict]) -> dict[str, Any]:
+    """:func:`counts` from the number of requests and their error rows alone."""
+    stages: dict[str, int] = defaultdict(int)
+    for r in errors:
+        stages[r.get("error_stage") or "?"] += 1
+    return {
+        "items_in": n_items_in, "items_valid": n_items_in - n_items_err, "items_errored": n_items_err,
+        "requests_in": requests_in, "requests_scored": requests_in - len(errors), "requests_errored": len(errors),
+        "errors_by_stage": dict(sorted(stages.items())),
+    }

@@ -1,0 +1,60 @@
+"""The long-form summary table of a run: every protocol's aggregates per cell with bootstrap CIs, paired
+differences between conditions, spreads, scorer-specific rows and explicit denominators."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from evalcore.metrics.aggregate import _keyed, aggregate, contrasts
+from evalcore.metrics.base import Scorer
+from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
+from evalcore.scoring.denominators import denominator_rows
+from evalcore.scoring.requests import ScorerParams, _by, build_scorer
+
+
+def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int,
+                  params: ScorerParams | None = None, errors: list[dict] | None = None) -> pa.Table:
+    """Long-form summary: every aggregate per group, plus paired differences correct − other condition,
+    overall (``group = all``) and per task when a protocol has several; scorers get ``params``.
+
+    ``errors`` (the run's errored request rows) make the denominators explicit: ``errored`` per cell and the
+    scorers' ``*_with_errors`` metrics (:mod:`evalcore.scoring.denominators`)."""
+    errored = _by([r for r in errors or [] if r.get("protocol") is not None], "protocol")
+    protocols = sorted(set(per_item["protocol"].dropna()) if "protocol" in per_item.columns else set()) + sorted(
+        set(errored) - (set(per_item["protocol"].dropna()) if "protocol" in per_item.columns else set()))
+    stats = {"resamples": resamples, "confidence": confidence, "seed": seed}
+    out: list[dict] = []
+    for proto in protocols:
+        pdf = per_item[per_item["protocol"] == proto] if "protocol" in per_item.columns else per_item
+        kind = protocol_kind(pdf.iloc[0].to_dict() if len(pdf) else errored[proto][0])
+        scorer = build_scorer(kind, params, proto)
+        first = len(out)
+        if len(pdf):
+            out += _scored_rows(pdf, scorer, stats)
+        else:
+            pdf = pd.DataFrame(columns=[*SCORE_KEY, *scorer.columns])
+        out += denominator_rows(pdf, errored.get(proto, []), scorer, **stats)
+        for row in out[first:]:
+            row["protocol_kind"] = kind
+    return pa.Table.from_pylist(out, schema=SUMMARY)
+
+
+def _scored_rows(pdf: pd.DataFrame, scorer: Scorer, stats: dict[str, Any]) -> list[dict]:
+    """One protocol instance's aggregates, paired differences, spreads and extra rows over its scored rows."""
+    out: list[dict] = []
+    tasks = sorted(pdf["task"].dropna().unique())
+    groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
+    groups += scorer.breakdown_groups(pdf) if hasattr(scorer, "breakdown_groups") else []  # e.g. mcq: genre=…
+    for group, gdf in groups:
+        gdf = gdf.assign(group=group)
+        by = ["protocol", "dataset", "model", "variant", "group"]
+        out += aggregate(gdf, scorer.aggregates, by + ["condition"], item_stats=scorer.item_stats, **stats)
+        out += contrasts(gdf, scorer.aggregates, by, item_stats=scorer.item_stats, **stats)
+        for key, sdf in gdf.groupby(by + ["condition"], sort=True, dropna=False):
+            out += [{**_keyed(key, by + ["condition"]), "kind": "value", **r} for r in scorer.spread_rows(sdf)]
+    if hasattr(scorer, "extra_rows"):  # e.g. mcq: which option type the answers chose
+        out += scorer.extra_rows(pdf, **stats)
+    return out

@@ -256,13 +256,17 @@ class Committed:
         return {r["request_id"] for r in self.rows}
 
 
-def shard_markers(root: str) -> list[dict]:
-    """The shard commit markers of the run, by key."""
+def shard_markers(root: str, index: bool = True) -> list[dict]:
+    """The shard commit markers of the run, by key; without ``index``, without their indexes (a row per
+    committed row: the driver need not hold a million of them to list the shards)."""
     out = []
     for uri in storage.list_files(_commits(root), ".json"):
         name = uri.rsplit("/", 1)[-1]
         if name.startswith("shard-"):
-            out.append(json.loads(storage.read_text(uri)))
+            m = json.loads(storage.read_text(uri))
+            if not index and int(m.get("attempt", 0)) == 0:
+                m.pop("index", None)
+            out.append(m)
     return sorted(out, key=lambda m: m["key"])
 
 
@@ -371,7 +375,7 @@ def iter_committed(root: str, max_rows: int) -> Iterator[list[dict]]:
     in groups of whole shards of about ``max_rows`` rows: a request's rows are always in one group, and the
     run's rows are never all in memory at once. A request's latest attempt is learned from the markers of the
     attempts after the first (the requests a resume ran again), never from the shards' data files."""
-    markers = shard_markers(root)
+    markers = shard_markers(root, index=False)
     latest: dict[str, int] = {}
     for m in markers:
         a = int(m.get("attempt", 0))
@@ -392,7 +396,7 @@ def iter_committed(root: str, max_rows: int) -> Iterator[list[dict]]:
 def committed_count(root: str) -> int:
     """How many requests are committed: from the markers' request counts when only one attempt committed (no
     request can be in two of its shards), else from their indexes."""
-    markers = shard_markers(root)
+    markers = shard_markers(root, index=False)
     if all(int(m.get("attempt", 0)) == 0 for m in markers):
         return sum(int(m["requests"]) for m in markers)
     return len(load_index(root).request_ids)
@@ -404,7 +408,7 @@ def model_infos(root: str, names: Iterable[str]) -> dict[str, str]:
     import pyarrow.parquet as pq
 
     want, found = set(names), {}
-    for m in shard_markers(root):
+    for m in shard_markers(root, index=False):
         if want <= set(found):
             break
         fs, path = storage.resolve(storage.join(root, m["files"]["responses"]))

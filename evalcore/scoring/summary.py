@@ -28,7 +28,7 @@ def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, see
     stats = {"resamples": resamples, "confidence": confidence, "seed": seed}
     out: list[dict] = []
     for proto in protocols:
-        pdf = per_item[per_item["protocol"] == proto] if "protocol" in per_item.columns else per_item
+        pdf = per_item if len(protocols) == 1 else per_item[per_item["protocol"] == proto]  # one: no copy
         kind = protocol_kind(pdf.iloc[0].to_dict() if len(pdf) else errored[proto][0])
         scorer = build_scorer(kind, params, proto)
         first = len(out)

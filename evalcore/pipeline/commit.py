@@ -257,8 +257,9 @@ class Committed:
 
 
 def shard_markers(root: str, index: bool = True) -> list[dict]:
-    """The shard commit markers of the run, by key; without ``index``, without their indexes (a row per
-    committed row: the driver need not hold a million of them to list the shards)."""
+    """The shard commit markers of the run, by key; without ``index``, the first attempt's markers without
+    their indexes (a row per committed row: the driver need not hold a million of them to list the shards).
+    Later attempts' markers keep theirs: they say which requests a resume committed again."""
     out = []
     for uri in storage.list_files(_commits(root), ".json"):
         name = uri.rsplit("/", 1)[-1]

@@ -87,7 +87,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             path = os.path.join(tmp, f"part-{len(parts):05d}.parquet")
             pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
             parts.append(path)
-            compact.append(compacted(part))
+            compact.append(part.drop(columns=[c for c in LEFT_OUT if c in part.columns]))
             del scored, part
         out.upload_file(_joined(parts, os.path.join(tmp, "per_item.parquet")), per_item_uri)
     finally:
@@ -97,11 +97,6 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
                 else (compact[0] if compact else pd.DataFrame(columns=SCORE_KEY)))
     return Reduced(per_item=per_item, errors=errors, requests_in=n_in, provenance=provenance,
                    labels_dropped=dropped, rows=kept if keep_rows else None)
-
-
-def compacted(part: pd.DataFrame) -> pd.DataFrame:
-    """``part`` without the columns the summary never reads (:data:`LEFT_OUT`)."""
-    return part.drop(columns=[c for c in LEFT_OUT if c in part.columns])
 
 
 def _joined(parts: list[str], path: str) -> str:

@@ -11,10 +11,11 @@ stays below what this machine's CPU stages drain, so the busy fraction says whet
 GPUs fed; a shorter sleep measures the CPU stages instead.
 
 Every size runs in its own driver process (so its peak RSS is its own) and prints wall time, requests/s,
-the driver's peak RSS (and the peaks of its anonymous and shared parts), the simulated GPUs' busy fraction over the model stage (first batch start to last
-batch end, from the models' busy logs), time per stage (items and requests; the Ray Data stage decode →
-model → judge with commits; the accounting read-back; scoring, tables and report) and the time from the last
-model answer to the written report; then how each grows from one size to the next.
+the driver's peak RSS (and the peaks of its anonymous and shared parts), the simulated GPUs' busy fraction
+over the model stage (first batch start to last batch end, from the models' busy logs), how full the model
+batches were, time per stage (items and requests; the Ray Data stage decode → model → judge with commits;
+the accounting read-back; scoring, tables and report) and the time from the last model answer to the written
+report; then how each grows from one size to the next.
 
     .venv/bin/python benchmarks/scale.py [--requests 20000 100000] [--big] [--gpus 4] [--seconds-per-batch 0.5]
 """
@@ -161,24 +162,26 @@ def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int) -
     spans = []
     for name in os.listdir(busy):
         with open(os.path.join(busy, name)) as f:
-            spans += [tuple(float(x) for x in line.split()[:2]) for line in f if line.strip()]
-    first, last = min(s for s, _ in spans), max(e for _, e in spans)
-    busy_s = sum(e - s for s, e in spans)
+            spans += [tuple(float(x) for x in line.split()) for line in f if line.strip()]
+    first, last = min(s for s, _, _ in spans), max(e for _, e, _ in spans)
+    busy_s = sum(e - s for s, e, _ in spans)
     wall = t_end - t_start
     return {"requests": res.counts["requests_in"], "scored": res.counts["requests_scored"], "wall_s": wall,
             "requests_per_s": res.counts["requests_in"] / wall,
             "driver_peak_rss_mb": peak_rss_mb(), "peak_rss_mb_after": dict(RSS_AFTER),
             "driver_peak_mb_by_kind": sampler.peak,
             "gpu_busy_fraction": busy_s / (gpus * (last - first)), "model_stage_s": last - first,
+            "model_batches": len(spans), "batch_fill": sum(n for _, _, n in spans) / (len(spans) * batch_size),
             "last_answer_to_report_s": t_end - last, "stages_s": stages}
 
 
 def report(rows: list[dict]) -> None:
-    print(f"\n{'requests':>9} {'wall s':>8} {'req/s':>7} {'RSS MB':>7} {'GPU busy':>8} {'tail s':>7} {'tail %':>6}  stages (s)")
+    print(f"\n{'requests':>9} {'wall s':>8} {'req/s':>7} {'RSS MB':>7} {'GPU busy':>8} {'fill':>5} {'tail s':>7} "
+          f"{'tail %':>6}  stages (s)")
     for r in rows:
         st = ", ".join(f"{k} {v:.1f}" for k, v in r["stages_s"].items())
         print(f"{r['requests']:>9} {r['wall_s']:>8.1f} {r['requests_per_s']:>7.1f} {r['driver_peak_rss_mb']:>7.0f} "
-              f"{r['gpu_busy_fraction']:>8.0%} {r['last_answer_to_report_s']:>7.1f} "
+              f"{r['gpu_busy_fraction']:>8.0%} {r['batch_fill']:>5.0%} {r['last_answer_to_report_s']:>7.1f} "
               f"{r['last_answer_to_report_s'] / r['wall_s']:>6.0%}  {st}")
         print(f"{'':>9} driver peak (MB) by kind: "
               + ", ".join(f"{k} {v:.0f}" for k, v in r["driver_peak_mb_by_kind"].items()))

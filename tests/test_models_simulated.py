@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,29 @@ def test_models_are_grouped_so_their_custom_resources_fit():
     groups = model_groups(models, cpus=2, gpus=0, custom={"sim_gpu": 2})
     assert [[m.name for m in g] for g in groups] == [["m0", "m1"], ["m2", "m3"]]
     assert len(model_groups(models, cpus=2, gpus=0, custom={"sim_gpu": 4})) == 1
+
+
+@pytest.mark.ray
+def test_each_model_batch_is_full_but_a_models_last(tmp_path, local_ray):
+    """Ray Data splits a read task's output into parts that do not line up with the batch size; the model
+    stage still gets batches of exactly ``batch_size`` rows, one short batch per model at most."""
+    from evalcore.pipeline.run import run
+
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"q{i:03d}", "protocol": "freeform", "task": "caption",
+                                         "audio_uri": f"clip{i % 7}.wav", "question": f"Describe it ({i}).",
+                                         "reference": f"A piece, number {i}."}) + "\n" for i in range(250)))
+    busy = tmp_path / "busy"
+    models = [{"name": f"sim{m}", "kind": "simulated_gpu_text",
+               "params": {"seconds_per_batch": 0.0, "busy_log": str(busy / f"sim{m}")},
+               "resources": {"num_cpus": 0.01, "concurrency": 1, "batch_size": 64}} for m in range(2)]
+    res = run(parse_config({"name": "full", "datasets": [{"name": "qa", "kind": "items_file",
+                                                          "params": {"path": str(items)}}],
+                            "models": models, "protocols": [{"name": "freeform", "conditions": ["correct", "random"]}],
+                            "stats": {"bootstrap_resamples": 100}, "storage": {"root": str(tmp_path / "run")},
+                            "ray": {"progress_bars": False, "decode_num_cpus": 0.25}}))
+    assert res.counts["requests_in"] == 2 * 2 * 250 == res.counts["requests_scored"]
+    for m in ("sim0", "sim1"):
+        sizes = [int(line.split()[2]) for f in (busy / m).iterdir() for line in f.read_text().splitlines()]
+        assert sum(sizes) == 2 * 250
+        assert sorted(sizes)[1:] == [64] * (len(sizes) - 1) and 1 <= min(sizes) <= 64, sorted(sizes)

@@ -356,9 +356,6 @@ class RayConfig(_Strict):
     #: scoring actors (free-form lexical metrics in the stream) at most, for runs of 10,000 requests or more (shorter
     #: runs score in tasks); Ray Data adds actors as batches queue
     score_actors: int = Field(2, ge=1)
-    #: actors of the model-based free-form metrics (BERTScore, CLAPText) in the stream, each holding those
-    #: metrics' models; each takes a GPU when a metric's ``device`` is cuda
-    metric_actors: int = Field(1, ge=1)
 
 
 class RunConfig(_Strict):

@@ -34,7 +34,7 @@ from evalcore.pipeline.reduce import group_rows, reduce_rows
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
-from evalcore.metrics.stage import ModelScorer, lexical_plan, model_plan, score_batch
+from evalcore.metrics.stage import lexical_plan, score_batch
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
 from evalcore.protocols.vocab_fit import default_judge
@@ -250,8 +250,7 @@ def judged_batches(cfg: RunConfig, sources: dict[str, Any], attempt: int = 0,
     judges = protocol_judges(cfg)
     res = ray.cluster_resources()
     custom = {k: res.get(k, 0.0) for m in cfg.models for k in m.resources.custom}
-    gpus = res.get("GPU", 0.0) - metric_gpus(cfg)  # the metric actors' GPUs are not the models'
-    for group in model_groups(cfg.models, res.get("CPU", 1.0), gpus, custom):
+    for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0), custom):
         s3 = cfg.storage.s3.model_dump()
         branches = [model_branch(m, sources[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s)
                     for m in group if m.name in sources]
@@ -374,42 +373,20 @@ SCORE_POOL_FROM = 10_000  # requests to run from which lexical scoring runs on a
 
 
 def scored(cfg: RunConfig, ds, pool: bool = False):
-    """The judged rows with their per-request free-form metrics, scored in the workers' batches. Lexical:
+    """The judged rows with their per-request lexical metrics (free-form), scored in the workers' batches:
     with ``pool``, by a pool of scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps
     its pair cache: 20k requests of benchmarks/scale.py in 57 s instead of 72 s), else by tasks (the demo's 3,848
-    requests in 58 s instead of 99 s: the actors' start is not paid back). BERTScore and CLAPText: by
-    ``ray.metric_actors`` actors holding their models (:class:`evalcore.metrics.stage.ModelScorer`)."""
+    requests in 58 s instead of 99 s: the actors' start is not paid back)."""
     import ray.data
 
-    freeform = {p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"}
-    plan = lexical_plan({name: (m.profile, m.names) for name, m in freeform.items()})
-    if plan and not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
-        ds = ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
-    elif plan:
-        ds = ds.map_batches(Scoring, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
-                            num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
-    models = model_plan(freeform)
-    if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
-        gpus = metric_gpus(cfg)
-        if gpus > ray.cluster_resources().get("GPU", 0.0):
-            log.warning("free-form metrics on cuda ask for %g GPU (ray.metric_actors) but the cluster has %g now",
-                        gpus, ray.cluster_resources().get("GPU", 0.0))
-        ds = ds.map_batches(ModelScoring, fn_constructor_kwargs={"plan": models, "s3": cfg.storage.s3.model_dump()},
-                            batch_size=64, batch_format="pyarrow", num_cpus=0.5, num_gpus=1 if gpus else 0,
-                            compute=ray.data.ActorPoolStrategy(size=cfg.ray.metric_actors))
-    return ds
-
-
-def metric_gpus(cfg: RunConfig) -> float:
-    """GPUs the stream's model-based metric actors hold: ``ray.metric_actors`` when a free-form protocol runs
-    BERTScore or CLAPText on a cuda device, else 0."""
-    for p in (p for p in cfg.protocols if p.kind == "freeform"):
-        m = p.freeform_metrics()
-        devices = [m.bertscore.device if m.bertscore and "bertscore" in m.names else "",
-                   m.clap.device if m.clap and "claptext" in m.names else ""]
-        if any(d.startswith("cuda") for d in devices):
-            return float(cfg.ray.metric_actors)
-    return 0.0
+    plan = lexical_plan({p.name: (p.freeform_metrics().profile, p.freeform_metrics().names)
+                         for p in cfg.protocols if p.kind == "freeform"})
+    if not plan:
+        return ds
+    if not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
+        return ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
+    return ds.map_batches(Scoring, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
+                          num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
 
 
 def score(batch: pa.Table, plan: Any) -> pa.Table:
@@ -428,14 +405,6 @@ class Scoring:
 
 
 Scoring.__name__ = "score"  # (its qualified name stays Scoring: workers find the class by it)
-
-
-class ModelScoring(ModelScorer):
-    """The model-based metrics' stage (:class:`ModelScorer`) as a Ray Data actor, under the name Ray Data
-    shows: ``score_models``."""
-
-
-ModelScoring.__name__ = "score_models"
 
 
 def committed_by_workers(cfg: RunConfig, ds, attempt: int = 0, shard_rows: int = commit.WORKER_SHARD_ROWS[0]):

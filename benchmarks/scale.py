@@ -6,9 +6,10 @@ free-form questions of one items-file dataset (64 short synthesized clips, many 
 ``correct`` and ``random``; the default ``mullama`` lexical metrics (BLEU, BLEU-4, METEOR, ROUGE) score them.
 Requests = items × 4 models × 2 conditions.
 
-The default 0.5 s per batch of 64 (four GPUs answer about 512 requests/s, far faster than a real audio LM)
-stays below what this machine's CPU stages drain, so the busy fraction says whether the pipeline keeps the
-GPUs fed; a shorter sleep measures the CPU stages instead.
+The default 0.5 s per full batch of 64 has four GPUs ask for about 512 requests/s, far faster than a real
+audio LM and more than a 2-core machine's CPU stages (judge, scoring, commit) drain: there the busy fraction
+is bounded by the CPUs. A longer sleep (``--seconds-per-batch 1.0``) says whether the pipeline keeps GPUs fed
+when the CPUs keep up; a shorter one measures the CPU stages.
 
 Every size runs in its own driver process (so its peak RSS is its own) and prints wall time, requests/s,
 the driver's peak RSS (and the peaks of its anonymous and shared parts), the simulated GPUs' busy fraction
@@ -201,8 +202,8 @@ def main() -> None:
     ap.add_argument("--big", action="store_true", help="add 1,000,000 requests")
     ap.add_argument("--gpus", type=int, default=4, help="simulated GPUs (custom resource sim_gpu)")
     ap.add_argument("--seconds-per-batch", type=float, default=0.5,
-                    help="simulated GPU time per batch (default 0.5: 4 GPUs answer ~512 requests/s, less than this "
-                         "machine's CPU stages drain, so the figure says whether the pipeline keeps them fed)")
+                    help="simulated GPU time per batch (default 0.5: 4 GPUs ask for ~512 requests/s, more than a "
+                         "2-core machine's CPU stages drain; 1.0 says whether the pipeline keeps GPUs fed)")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: one size, JSON on the last line
     a = ap.parse_args()

@@ -212,8 +212,8 @@ def batch_aligned(ds: Any, batch_size: int, num_cpus: float = 0.1) -> Any:
     ds = ds.repartition(target_num_rows_per_block=batch_size, strict=True)
     # Ray 2.60's repartition takes no resource arguments and asks a whole CPU per task, which stalls a small
     # node's decode and model stages behind it (20k requests on 2 CPUs: 117 s against 79 s); its tasks only
-    # slice request rows. A test checks the model stage gets full batches, so a Ray upgrade that changes this
-    # is caught.
+    # slice request rows. The attribute is private (ray is pinned): the assertion catches a Ray that builds
+    # the operator otherwise, and a test checks that the model stage gets full batches.
     op = ds._logical_plan.dag
     assert isinstance(op, StreamingRepartition), type(op)
     object.__setattr__(op, "ray_remote_args", {"num_cpus": num_cpus})

@@ -356,6 +356,9 @@ class RayConfig(_Strict):
     #: scoring actors (free-form lexical metrics in the stream) at most, for runs of 10,000 requests or more (shorter
     #: runs score in tasks); Ray Data adds actors as batches queue
     score_actors: int = Field(2, ge=1)
+    #: blocks (batches of requests, decoded audio, answers) that may wait between a stage and the next before the
+    #: stage starts no more tasks (:mod:`evalcore.pipeline.backpressure`); every waiting block costs the driver memory
+    max_queued_blocks: int = Field(256, ge=1)
 
 
 class RunConfig(_Strict):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from evalcore.errors import INPUT, bounded
 from evalcore.schema import ITEM, MAX_EXCERPT_SECONDS, PROTOCOLS
@@ -226,11 +226,21 @@ def validate_items(dataset: str, rows: Iterable[Any]) -> tuple[list[dict], list[
     """Split raw rows into (valid items, error rows); duplicate item ids after the first are errors."""
     good: list[dict] = []
     errors: list[dict] = []
+    for item, error in validated(dataset, rows):
+        if item is not None:
+            good.append(item)
+        else:
+            errors.append(error)
+    return good, errors
+
+
+def validated(dataset: str, rows: Iterable[Any]) -> Iterator[tuple[dict | None, dict | None]]:
+    """:func:`validate_items` one row at a time: (item, None) for a valid row, (None, error row) for a bad one."""
     seen: set[str] = set()
     for i, raw in enumerate(rows):
         if not isinstance(raw, dict):
             what = raw if isinstance(raw, str) else f"not a mapping ({type(raw).__name__})"
-            errors.append(_error(dataset, f"#{i}", f"item row #{i}: {what}"))
+            yield None, _error(dataset, f"#{i}", f"item row #{i}: {what}")
             continue
         item_id, item = f"#{i}", None
         try:  # every check and conversion of one row: a row so odd that checking it fails is still just a bad row
@@ -249,11 +259,10 @@ def validate_items(dataset: str, rows: Iterable[Any]) -> tuple[list[dict], list[
         except Exception as e:  # noqa: BLE001
             reason = f"unreadable item row: {type(e).__name__}: {e}"
         if reason is not None or item is None:
-            errors.append(_error(dataset, item_id, reason or "unreadable item row"))
+            yield None, _error(dataset, item_id, reason or "unreadable item row")
             continue
         seen.add(item_id)
-        good.append(item)
-    return good, errors
+        yield item, None
 
 
 def _error(dataset: str, item_id: str, reason: str) -> dict:

@@ -49,6 +49,9 @@ class Scorer(ABC):
     #: aggregates over scored *and* errored requests, an errored one filled in by :meth:`error_fill`
     #: (e.g. MCQ accuracy counting errors as wrong); reported beside ``aggregates`` (evalcore.scoring.denominators)
     with_errors: tuple[Aggregate, ...] = ()
+    #: the per-item columns besides the keys (``SCORE_KEY``) and ``columns`` that the summary reads of this
+    #: protocol's rows (None: any); a run keeps only these in the driver for its summary
+    summary_columns: tuple[str, ...] | None = None
 
     def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
         """The metric columns of ``with_errors`` for an errored request ``row`` (what an empty answer scores)."""

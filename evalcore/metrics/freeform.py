@@ -127,6 +127,7 @@ class FreeformScorer(Scorer):
     """Free-form answers against their reference with the configured profile and metrics."""
 
     protocol = "freeform"
+    summary_columns = ()  # the keys and metric columns only
 
     def __init__(self, metrics: FreeformMetrics | Mapping[str, Any] | None = None,
                  rewrites: Mapping[str, str] | None = None, s3: Mapping[str, Any] | None = None) -> None:

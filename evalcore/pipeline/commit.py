@@ -39,8 +39,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalcore import storage
+from evalcore.item_table import ItemTable
 from evalcore.errors import TRANSIENT, bounded, class_of
-from evalcore.schema import ERRORS, ITEM, JUDGMENT, RESPONSE, conform
+from evalcore.schema import ERRORS, JUDGMENT, RESPONSE, conform
 
 log = logging.getLogger("evalcore")
 
@@ -214,22 +215,22 @@ class ShardWriter:
 # ----------------------------------------------------------------------------- items stage
 
 
-def commit_items(out: storage.RunStorage, items: list[dict], errors: list[dict], items_in: int) -> None:
+def commit_items(out: storage.RunStorage, items: ItemTable, errors: list[dict], items_in: int) -> None:
     """Write the items stage (valid items, item error rows), then its marker."""
     root = out.root
-    out.write_parquet(conform(items, ITEM), storage.join(root, "items", "part-00000.parquet"))
+    out.write_parquet(items.table, storage.join(root, "items", "part-00000.parquet"))
     out.write_parquet(conform(errors, ERRORS), storage.join(root, "item_errors", "part-00000.parquet"))
     marker = {"format": FORMAT, "items": len(items), "errors": len(errors), "items_in": items_in}
     out.write_text(_commits(root, ITEMS_MARKER), json.dumps(marker, sort_keys=True))
 
 
-def load_items(root: str) -> tuple[list[dict], list[dict], int] | None:
+def load_items(root: str) -> tuple[ItemTable, list[dict], int] | None:
     """The committed items stage → (items, item error rows, rows read), or None if not committed."""
     marker = _commits(root, ITEMS_MARKER)
     if not storage.exists(marker):
         return None
     m = json.loads(storage.read_text(marker))
-    items = storage.read_parquet(storage.join(root, "items", "part-00000.parquet")).to_pylist()
+    items = ItemTable(storage.read_parquet(storage.join(root, "items", "part-00000.parquet")))
     errors = storage.read_parquet(storage.join(root, "item_errors", "part-00000.parquet")).to_pylist()
     if (len(items), len(errors)) != (m["items"], m["errors"]):
         raise RunStateError(f"{root}: committed items stage is damaged: marker says {m['items']} items and "

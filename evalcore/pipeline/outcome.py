@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from evalcore.config import RunConfig
 
@@ -97,7 +97,7 @@ def check_scored(result: RunResult, rows: list[dict], item_errors: list[dict], t
         raise NothingScored(result, _top(item_errors if not c["items_valid"] or not rows else rows, top))
 
 
-def protocols_without_items(cfg: RunConfig, items: list[dict]) -> list[str]:
+def protocols_without_items(cfg: RunConfig, items: Iterable[dict]) -> list[str]:
     """One line per configured protocol that no valid item reaches (its items all rejected, or none given)."""
     out = []
     for p in cfg.protocols:

@@ -27,7 +27,7 @@ from evalcore.config import RunConfig
 from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
 from evalcore.schema import SCORE_KEY
 
-GROUP_ROWS = 50_000  # committed rows per group, about
+GROUP_ROWS = 20_000  # committed rows per group, about (a group's rows are dicts while it is scored)
 LEFT_OUT = ("request_id", "text", "reference")  # per-item columns the summary never reads
 
 
@@ -70,6 +70,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     compact, parts, errors, kept = [], [], [], []
     n_in, dropped = 0, None
     provenance: dict[str, dict[str, Any]] = {}
+    strings: dict[str, str] = {}
     tmp = tempfile.mkdtemp(prefix="evalcore-per-item-")
     try:
         for rows in groups:
@@ -87,16 +88,51 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             path = os.path.join(tmp, f"part-{len(parts):05d}.parquet")
             pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
             parts.append(path)
-            compact.append(part.drop(columns=[c for c in LEFT_OUT if c in part.columns]))
+            compact.append(_shared_strings(part[_summary_columns(part, scorers)], strings))
             del scored, part
         out.upload_file(_joined(parts, os.path.join(tmp, "per_item.parquet")), per_item_uri)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     frames = [f for f in compact if len(f)]
-    per_item = (pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames
+    per_item = (_concat(frames) if len(frames) > 1 else frames[0] if frames
                 else (compact[0] if compact else pd.DataFrame(columns=SCORE_KEY)))
     return Reduced(per_item=per_item, errors=errors, requests_in=n_in, provenance=provenance,
                    labels_dropped=dropped, rows=kept if keep_rows else None)
+
+
+def _summary_columns(part: pd.DataFrame, scorers: dict[str, Any]) -> list[str]:
+    """The per-item columns the summary reads: the keys and every metric column, and what the run's scorers
+    ask besides (:attr:`~evalcore.metrics.base.Scorer.summary_columns`; all, when one does not say)."""
+    wanted: set[str] | None = set()
+    for s in scorers.values():
+        if s.summary_columns is None:
+            wanted = None
+            break
+        wanted |= set(s.summary_columns) | set(s.columns)
+    return [c for c in part.columns if c not in LEFT_OUT and (wanted is None or c in SCORE_KEY or c in wanted
+                                                               or part[c].dtype.kind == "f")]
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``frames`` as one frame, a column at a time, each column's parts released as it is joined: the peak is
+    the frames and one joined column, not twice the frames. A column some frames lack is null there."""
+    names = list(dict.fromkeys(c for f in frames for c in f.columns))
+    n = [len(f) for f in frames]
+    out = {}
+    for c in names:
+        out[c] = pd.concat([f.pop(c) if c in f.columns else pd.Series([None] * k, dtype=object)
+                            for f, k in zip(frames, n)], ignore_index=True)
+    return pd.DataFrame(out)
+
+
+def _shared_strings(df: pd.DataFrame, pool: dict[str, str]) -> pd.DataFrame:
+    """``df`` with each distinct string of its text columns held once (``pool``: the run's strings so far). A
+    compact per-item row repeats its model, dataset, protocol and condition names, and its item id once per
+    model and condition: held once, a million-request run's per-item frame is pointers, not strings."""
+    for c in df.columns:
+        if df[c].dtype == object:
+            df[c] = [pool.setdefault(v, v) if isinstance(v, str) else v for v in df[c].tolist()]
+    return df
 
 
 def _joined(parts: list[str], path: str) -> str:

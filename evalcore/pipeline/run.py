@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import logging
 import warnings
+from collections import Counter
 from typing import Any, Callable, Iterable, Iterator
 
 import pandas as pd
@@ -24,7 +25,8 @@ import evalcore
 from evalcore import cluster, console, preflight, storage
 from evalcore.config import ModelConfig, RunConfig
 from evalcore.datasets.base import DatasetContext
-from evalcore.datasets.validate import validate_items
+from evalcore.item_table import SLICE_ROWS, ItemTable
+from evalcore.datasets.validate import validated
 from evalcore.errors import RETRY_BY_DEFAULT, TRANSIENT, bounded
 from evalcore.pipeline import commit
 from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
@@ -53,25 +55,41 @@ BLOCK_ROWS = 16  # requests per Ray block: enough blocks for parallel decode, fe
 # ----------------------------------------------------------------------------- stages on the driver
 
 
-def read_items(cfg: RunConfig) -> tuple[list[dict], list[dict], int]:
+def read_items(cfg: RunConfig) -> tuple[ItemTable, list[dict], int]:
     """Stage 1: every dataset's items, validated, audio paths made absolute here on the driver, factual labels
-    checked against the judge's vocabulary → (items, error rows, rows read)."""
+    checked against the judge's vocabulary → (items, error rows, rows read). Items are held as an Arrow table,
+    converted a slice at a time as they are validated."""
     import evalcore.datasets  # noqa: F401  (registers the datasets)
 
-    items: list[dict] = []
+    parts: list[ItemTable] = []
     errors: list[dict] = []
+    outside: list[dict] = []
+    judges = factual_judges(cfg)
     n_in = 0
+    pending: list[dict] = []
+
+    def flush() -> None:
+        for it in pending:  # a worker would resolve a relative path against its own working directory
+            it["audio_uri"] = storage.absolute(it["audio_uri"])
+        kept, out, _ = checks.check_instances(pending, judges)  # an item's check reads that item alone
+        outside.extend(out)
+        parts.append(ItemTable.from_rows(kept))
+        pending.clear()
+
     for d in cfg.datasets:
         source = DATASETS.build(d.kind, **d.params)
-        rows = list(source.items(DatasetContext(name=d.name, run_root=cfg.root, seed=cfg.seeds.derangement)))
-        n_in += len(rows)
-        good, bad = validate_items(d.name, rows)
-        items += good
-        errors += bad
-    for it in items:  # a worker would resolve a relative path against its own working directory
-        it["audio_uri"] = storage.absolute(it["audio_uri"])
-    items, outside, _ = checks.check_instances(items, factual_judges(cfg))
-    return items, errors + outside, n_in
+        for item, error in validated(d.name, source.items(DatasetContext(name=d.name, run_root=cfg.root,
+                                                                          seed=cfg.seeds.derangement))):
+            n_in += 1
+            if item is None:
+                errors.append(error)
+                continue
+            pending.append(item)
+            if len(pending) >= SLICE_ROWS:
+                flush()
+    flush()
+    outside.sort(key=lambda e: (e["dataset"], e["item_id"]))
+    return ItemTable.concat(parts), errors + outside, n_in
 
 
 def factual_judges(cfg: RunConfig) -> list[tuple[set[str] | None, tuple[str, str]]]:
@@ -271,11 +289,14 @@ def init_ray(cfg: RunConfig) -> None:
     driver, even on ``kill -9`` (:mod:`evalcore.cluster`)."""
     from ray.data import DataContext
 
+    from evalcore.pipeline import backpressure
+
     cluster.start(cfg.ray.address, log_to_driver=False, configure_logging=False)
     ctx = DataContext.get_current()
     ctx.enable_progress_bars = cfg.ray.progress_bars and console.on_terminal()  # else: one line per stage
     console.quiet_ray_data()
     ctx.print_on_execution_start = False
+    backpressure.install(ctx, cfg.ray.max_queued_blocks)
 
 
 def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COMMIT_SECONDS,
@@ -294,7 +315,8 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
 
     # 1. items (read once per run: a resumed run uses the committed items)
     items, item_errors, n_items_in = items_stage(cfg, out)
-    warnings = checks.warnings(items, {}, outside=checks.check_instances(items, factual_judges(cfg))[2])
+    warnings = checks.warnings(items, {}, outside=sum((checks.check_instances(chunk, factual_judges(cfg))[2]
+                                                       for chunk in items.chunks()), Counter()))
     for w in warnings:
         log.warning("items: %s", w)
 
@@ -338,7 +360,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
                   empty=protocols_without_items(cfg, items))
 
 
-def sources(cfg: RunConfig, items: list[dict], exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:
+def sources(cfg: RunConfig, items: ItemTable, exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:
     """model name → the Ray Dataset of its requests to run (models with none left out); the expansion tables
     and the ids not to run go to the object store once, for every read task to fetch."""
     import ray
@@ -417,7 +439,7 @@ def committed_by_workers(cfg: RunConfig, ds, attempt: int = 0, shard_rows: int =
                           batch_size=shard_rows, batch_format="pyarrow", num_cpus=0.25)
 
 
-def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], list[dict], int]:
+def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[ItemTable, list[dict], int]:
     """Stage 1 with its commit: the committed items of the run if any, else read, validate and commit."""
     loaded = commit.load_items(cfg.root)
     if loaded is None:
@@ -428,7 +450,7 @@ def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[list[dict], li
     return items, item_errors, n_items_in
 
 
-def account_for_all(cfg: RunConfig, items: list[dict], exp: Expansion, total: int, out: storage.RunStorage) -> int:
+def account_for_all(cfg: RunConfig, items: ItemTable, exp: Expansion, total: int, out: storage.RunStorage) -> int:
     """Check that every request of the run is committed; one the pipeline never returned is committed as an
     error row (class transient: ``--resume`` runs it again). Returns how many were lost. The markers' index
     says how many are committed; only when some are missing are the requests expanded again to find them."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -38,7 +38,7 @@ def reject_disallowed_audio(requests: list[dict], roots: list[str] | None) -> in
     return n
 
 
-def _checked(cfg: RunConfig, items: list[dict], exp: Expansion, models: set[str] | None = None) -> Iterator[dict]:
+def _checked(cfg: RunConfig, items: Sequence[dict], exp: Expansion, models: set[str] | None = None) -> Iterator[dict]:
     """The requests of ``items``, those whose audio is not allowed marked as error rows."""
     roots = cfg.storage.allowed_audio_roots
     for r in iter_requests(cfg, items, exp, models):
@@ -65,7 +65,7 @@ class RequestPlan:
         return sum(self.ready.values())
 
 
-def plan_requests(cfg: RunConfig, items: list[dict], exp: Expansion, done: set[str] = frozenset(),
+def plan_requests(cfg: RunConfig, items: Sequence[dict], exp: Expansion, done: set[str] = frozenset(),
                   again: set[str] = frozenset(), on_unformed: Callable[[dict], None] | None = None) -> RequestPlan:
     """One pass over the requests of the run (none kept): the counts of a :class:`RequestPlan`."""
     plan = RequestPlan(ready={m.name: 0 for m in cfg.models})
@@ -105,7 +105,7 @@ def _read(cfg: RunConfig, items: Any, exp: Any, model: str, skip: Any, block_row
         yield requests_table(rows[i:i + block_rows])
 
 
-def request_source(cfg: RunConfig, items: list[dict], exp: Any, model: ModelConfig, n_ready: int,
+def request_source(cfg: RunConfig, items: Sequence[dict], exp: Any, model: ModelConfig, n_ready: int,
                    skip: Any = frozenset(), num_cpus: float = 0.25):
     """The Ray Dataset of ``model``'s requests to run (``n_ready`` of them, from :func:`plan_requests`):
     read tasks over slices of ``items``; ``exp`` and ``skip`` (the ids not to run: committed, or judged

@@ -15,6 +15,11 @@ free its GPU, not idle (capping them too made 100k simulated requests on 2 cores
 the GPUs 69 % busy instead of 81 %); their answers are small and their pace is the GPUs'. Ray Data's
 byte-based policies still bound large blocks (decoded audio).
 
+A held-back stage stays running until the end of the run, and Ray Data divides the CPU it reserves per stage
+among the running stages: on 2 CPUs with four models, each got about 0.05. The light stages (request reads,
+commits) ask that little, else they wait on the shared remainder: at 1M requests a commit asking 0.25 CPU never
+started while the reads were held back.
+
 The policy plugs into Ray Data's ``backpressure_policies.enabled`` setting (Ray 2.60's interface, internal to
 Ray: ray is pinned, and ``tests/test_backpressure.py`` checks the bound on a live pipeline).
 """

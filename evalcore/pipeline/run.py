@@ -197,12 +197,13 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
     chunk_s = chunk_window(model, window)
-    # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through
+    # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through, and its
+    # decode tasks reserve a worker's memory only
+    reads = uses_audio(model)
     ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
-                                           "uses_audio": uses_audio(model), "s3": s3,
-                                           "read_timeout_s": read_timeout_s},
-                        batch_size=model.resources.batch_size, batch_format="pyarrow",
-                        num_cpus=decode_cpus, memory=decode_memory(model.resources.batch_size, sr, chunk_s))
+                                           "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s},
+                        batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=decode_cpus,
+                        memory=decode_memory(model.resources.batch_size if reads else 0, sr, chunk_s))
     r = model.resources
     # a model with its own runtime_env (conflicting pins: pip / conda / container / py_executable) gets it
     # for its actors only; the run's S3 options let an actor copy an s3:// checkpoint
@@ -367,7 +368,7 @@ def sources(cfg: RunConfig, items: ItemTable, exp: Expansion, plan: RequestPlan,
 
     exp_ref = ray.put(exp)
     skip_ref = ray.put(frozenset(skip)) if skip else frozenset()
-    return {m.name: request_source(cfg, items, exp_ref, m, plan.ready[m.name], skip_ref, cfg.ray.decode_num_cpus)
+    return {m.name: request_source(cfg, items, exp_ref, m, plan.ready[m.name], skip_ref)
             for m in cfg.models if plan.ready.get(m.name)}
 
 
@@ -436,7 +437,12 @@ def committed_by_workers(cfg: RunConfig, ds, attempt: int = 0, shard_rows: int =
     those)."""
     return ds.map_batches(commit.commit_batch, fn_kwargs={"root": cfg.root, "attempt": attempt,
                                                           "s3": cfg.storage.s3.model_dump()},
-                          batch_size=shard_rows, batch_format="pyarrow", num_cpus=0.25)
+                          batch_size=shard_rows, batch_format="pyarrow", num_cpus=COMMIT_CPUS)
+
+
+#: CPUs a commit task asks: little, so that it fits the CPU share Ray Data reserves per stage while every stage is
+#: running (1M requests on 2 CPUs: a commit asking 0.25 never started while the reads were held back)
+COMMIT_CPUS = 0.05
 
 
 def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[ItemTable, list[dict], int]:

@@ -106,10 +106,12 @@ def _read(cfg: RunConfig, items: Any, exp: Any, model: str, skip: Any, block_row
 
 
 def request_source(cfg: RunConfig, items: Sequence[dict], exp: Any, model: ModelConfig, n_ready: int,
-                   skip: Any = frozenset(), num_cpus: float = 0.25):
+                   skip: Any = frozenset(), num_cpus: float = 0.05):
     """The Ray Dataset of ``model``'s requests to run (``n_ready`` of them, from :func:`plan_requests`):
     read tasks over slices of ``items``; ``exp`` and ``skip`` (the ids not to run: committed, or judged
-    again) may be object references, fetched once per task."""
+    again) may be object references, fetched once per task. ``num_cpus`` per read task: a light ask, so that the
+    reads fit the small CPU share Ray Data reserves per stage on a small node (a read asking the decode's 0.25
+    never started for one of four models of 1M requests on 2 CPUs)."""
     import ray.data
     from ray.data.block import BlockMetadata
     from ray.data.datasource import Datasource, ReadTask

@@ -218,7 +218,9 @@ def main() -> None:
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"{n} requests: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        # the figures are the child's last JSON line (Ray may print a log line after it)
+        rows.append(json.loads(next(line for line in reversed(out.stdout.splitlines())
+                                    if line.startswith('{"requests"'))))
         print(json.dumps(rows[-1]), flush=True)
     report(rows)
 

@@ -70,7 +70,6 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     compact, parts, errors, kept = [], [], [], []
     n_in, dropped = 0, None
     provenance: dict[str, dict[str, Any]] = {}
-    strings: dict[str, str] = {}
     tmp = tempfile.mkdtemp(prefix="evalcore-per-item-")
     try:
         for rows in groups:
@@ -88,7 +87,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             path = os.path.join(tmp, f"part-{len(parts):05d}.parquet")
             pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
             parts.append(path)
-            compact.append(_shared_strings(part[_summary_columns(part, scorers)], strings))
+            compact.append(part[_summary_columns(part, scorers)])
             del scored, part
         out.upload_file(_joined(parts, os.path.join(tmp, "per_item.parquet")), per_item_uri)
     finally:
@@ -123,16 +122,6 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
         out[c] = pd.concat([f.pop(c) if c in f.columns else pd.Series([None] * k, dtype=object)
                             for f, k in zip(frames, n)], ignore_index=True)
     return pd.DataFrame(out)
-
-
-def _shared_strings(df: pd.DataFrame, pool: dict[str, str]) -> pd.DataFrame:
-    """``df`` with each distinct string of its text columns held once (``pool``: the run's strings so far). A
-    compact per-item row repeats its model, dataset, protocol and condition names, and its item id once per
-    model and condition: held once, a million-request run's per-item frame is pointers, not strings."""
-    for c in df.columns:
-        if df[c].dtype == object:
-            df[c] = [pool.setdefault(v, v) if isinstance(v, str) else v for v in df[c].tolist()]
-    return df
 
 
 def _joined(parts: list[str], path: str) -> str:

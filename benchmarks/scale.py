@@ -219,8 +219,10 @@ def main() -> None:
         if out.returncode != 0:
             sys.exit(f"{n} requests: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
         # the figures are the child's last JSON line (Ray may print a log line after it)
-        rows.append(json.loads(next(line for line in reversed(out.stdout.splitlines())
-                                    if line.startswith('{"requests"'))))
+        figures = next((line for line in reversed(out.stdout.splitlines()) if line.startswith('{"requests"')), None)
+        if figures is None:
+            sys.exit(f"{n} requests: the run printed no figures:\n{out.stdout[-3000:]}")
+        rows.append(json.loads(figures))
         print(json.dumps(rows[-1]), flush=True)
     report(rows)
 

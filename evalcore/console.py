@@ -9,6 +9,7 @@ periodic status blocks: one ``progress:`` line a minute at most, and one line pe
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from collections import Counter
@@ -22,6 +23,10 @@ log = logging.getLogger("evalcore")
 PROGRESS_EVERY_S = 60.0
 #: Ray Data messages that say nothing about this run (a hint how to turn bars back on)
 _RAY_DATA_HINTS = ("Progress bars disabled", "Progress will be logged")
+#: Ray Data's high-memory issue advice (a stage's workers use more memory than the stage asks) and its issue count.
+#: evalcore asks memory where a stage holds data (decode's audio); a light stage's workers hold their imports, and
+#: a held-back stage (evalcore.pipeline.backpressure) runs long enough to be checked. Kept in Ray Data's log file.
+_RAY_DATA_MEMORY_ADVICE = re.compile(r"of memory per\s+worker|^Found \d+ issues\. To disable issue detection")
 
 _verbose = False
 
@@ -47,10 +52,13 @@ def on_terminal() -> bool:
 
 
 class _RayDataConsole(logging.Filter):
-    """Ray Data's console handler without its INFO lines and its hints about bars (its log file keeps all)."""
+    """Ray Data's console handler without its INFO lines, its hints about bars and its memory advice (its log file
+    keeps all)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING and not str(record.msg).startswith(_RAY_DATA_HINTS)
+        msg = str(record.msg)
+        return (record.levelno >= logging.WARNING and not msg.startswith(_RAY_DATA_HINTS)
+                and not _RAY_DATA_MEMORY_ADVICE.search(msg))
 
 
 def quiet_ray_data() -> None:

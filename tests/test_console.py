@@ -3,6 +3,7 @@ report body; its stages are named (decode, model:<name>, judge); the end gives t
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -82,3 +83,16 @@ def test_verbose_prints_the_report_before_its_path_and_the_verdicts_after(tmp_pa
     console.finished(str(tmp_path), "# evalcore report — x\nbody", verbose=True, verdicts=["m: listens yes — …"])
     assert capsys.readouterr().out.splitlines() == ["# evalcore report — x", "body", f"report: {tmp_path}/report.md",
                                                     f"tables: {tmp_path}/tables/", "m: listens yes — …"]
+
+
+def test_ray_data_memory_advice_is_kept_off_the_console_but_other_warnings_are_not():
+    def shown(msg: str) -> bool:
+        return console._RayDataConsole().filter(logging.LogRecord("ray.data", logging.WARNING, "x", 1, msg, None, None))
+
+    # Ray Data 2.60's high-memory issue text, as its issue detector logs it, and its count line
+    assert not shown("\n\nOperator 'MapBatches(commit_batch)' uses 183.2MiB of memory per\nworker on average (up to "
+                     "183.2MiB), but Ray only requests 0.0B per worker at\nthe start of the pipeline.\n")
+    assert not shown("Found 3 issues. To disable issue detection, run DataContext.get_current()"
+                     ".issue_detectors_config.detectors = [].")
+    assert shown("Operator 'MapBatches(decode)' is hanging: task 12 has run 600 s, 10 × its peers' mean")
+    assert shown("Some other Ray Data warning")

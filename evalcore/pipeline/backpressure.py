@@ -4,7 +4,7 @@ Ray Data's own backpressure counts bytes in the object store. A run's request ro
 requests is some 25 KiB), so nothing stopped the read and the streaming repartition from running far ahead of
 decode, nor a pass-through decode from running ahead of the models. Every queued block is an object the driver
 owns: its reference, lineage, metadata and schema cost the driver tens of KiB. A million-request run had about
-13,000 blocks queued after 7 minutes, and the driver grew by 1.4 MiB/s.
+13,000 blocks queued after 7 minutes, and the driver grew by 1.5 MiB/s.
 
 :class:`QueuedBlocksCap` stops a stage (read, repartition, decode, judge, scoring, commit) from starting tasks
 while the blocks waiting between it and its consumers (its output queue and their input queues, looking through a

@@ -108,8 +108,7 @@ def _summary_columns(part: pd.DataFrame, scorers: dict[str, Any]) -> list[str]:
             wanted = None
             break
         wanted |= set(s.summary_columns) | set(s.columns)
-    return [c for c in part.columns if c not in LEFT_OUT and (wanted is None or c in SCORE_KEY or c in wanted
-                                                               or part[c].dtype.kind == "f")]
+    return [c for c in part.columns if c not in LEFT_OUT and (wanted is None or c in SCORE_KEY or c in wanted)]
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -316,7 +316,8 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
 
     # 1. items (read once per run: a resumed run uses the committed items)
     items, item_errors, n_items_in = items_stage(cfg, out)
-    warnings = checks.warnings(items, {}, outside=sum((checks.check_instances(chunk, factual_judges(cfg))[2]
+    judges = factual_judges(cfg)
+    warnings = checks.warnings(items, {}, outside=sum((checks.check_instances(chunk, judges)[2]
                                                        for chunk in items.chunks()), Counter()))
     for w in warnings:
         log.warning("items: %s", w)

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 import pyarrow as pa
+from pandas.api.types import is_string_dtype, union_categoricals
 import pyarrow.parquet as pq
 
 from evalcore import storage
@@ -27,8 +28,11 @@ from evalcore.config import RunConfig
 from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
 from evalcore.schema import SCORE_KEY
 
-GROUP_ROWS = 20_000  # committed rows per group, about (a group's rows are dicts while it is scored)
+GROUP_ROWS = 5_000  # committed rows per group, about (a group's rows are dicts while it is scored: ~25 MB)
 LEFT_OUT = ("request_id", "text", "reference")  # per-item columns the summary never reads
+#: per-item key columns with few distinct values, kept as categoricals in the driver (a code a row, not a string)
+CATEGORICAL = ("dataset", "protocol", "model", "condition", "variant", "protocol_kind", "task", "category",
+               "difficulty")
 
 
 def group_rows(cfg: RunConfig) -> int | None:
@@ -87,7 +91,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             path = os.path.join(tmp, f"part-{len(parts):05d}.parquet")
             pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
             parts.append(path)
-            compact.append(part[_summary_columns(part, scorers)])
+            compact.append(_compact(part[_summary_columns(part, scorers)]))
             del scored, part
         out.upload_file(_joined(parts, os.path.join(tmp, "per_item.parquet")), per_item_uri)
     finally:
@@ -111,15 +115,27 @@ def _summary_columns(part: pd.DataFrame, scorers: dict[str, Any]) -> list[str]:
     return [c for c in part.columns if c not in LEFT_OUT and (wanted is None or c in SCORE_KEY or c in wanted)]
 
 
+def _compact(part: pd.DataFrame) -> pd.DataFrame:
+    """``part`` with its :data:`CATEGORICAL` string columns as categoricals (values unchanged)."""
+    return part.astype({c: "category" for c in CATEGORICAL if c in part.columns and is_string_dtype(part[c])
+                        and not isinstance(part[c].dtype, pd.CategoricalDtype)})
+
+
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """``frames`` as one frame, a column at a time, each column's parts released as it is joined: the peak is
-    the frames and one joined column, not twice the frames. A column some frames lack is null there."""
+    the frames and one joined column, not twice the frames. A column some frames lack is null there; a column
+    categorical in every frame stays categorical (categories united and sorted, so groups keep their order)."""
     names = list(dict.fromkeys(c for f in frames for c in f.columns))
     n = [len(f) for f in frames]
     out = {}
     for c in names:
-        out[c] = pd.concat([f.pop(c) if c in f.columns else pd.Series([None] * k, dtype=object)
-                            for f, k in zip(frames, n)], ignore_index=True)
+        parts = [f.pop(c) if c in f.columns else pd.Series([None] * k, dtype=object) for f, k in zip(frames, n)]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+            out[c] = pd.Series(union_categoricals(parts, sort_categories=True, ignore_order=True))
+        else:
+            out[c] = pd.concat([p.astype(object) if isinstance(p.dtype, pd.CategoricalDtype) else p for p in parts],
+                               ignore_index=True)
+        del parts
     return pd.DataFrame(out)
 
 

@@ -82,12 +82,17 @@ class StageTally:
         self.started = time.monotonic()
 
     def add(self, batch: pa.Table) -> None:
-        self.rows += batch.num_rows
-        self.requests += int(pc.sum(pc.equal(pc.fill_null(batch.column("chunk_index"), 0), 0)).as_py() or 0)
-        self.by_model.update(batch.column("model").to_pylist())
-        failed = batch.filter(pc.is_valid(batch.column("error_stage")))
-        for stage, model in zip(failed.column("error_stage").to_pylist(), failed.column("model").to_pylist()):
-            self.errored[(stage, model)] += 1
+        """Count ``batch``'s rows; a row with a ``rows`` column set (a commit's tally row) counts that many."""
+        n = (pc.fill_null(batch.column("rows"), 1) if "rows" in batch.column_names
+             else pa.array([1] * batch.num_rows, pa.int64()))
+        self.rows += int(pc.sum(n).as_py() or 0)
+        first = pc.equal(pc.fill_null(batch.column("chunk_index"), 0), 0)
+        self.requests += int(pc.sum(pc.if_else(first, n, 0)).as_py() or 0)
+        for model, stage, k in zip(batch.column("model").to_pylist(), batch.column("error_stage").to_pylist(),
+                                   n.to_pylist()):
+            self.by_model[model] += k
+            if stage is not None:
+                self.errored[(stage, model)] += k
 
     def _errored(self, stage: str, model: str | None = None) -> int:
         return sum(n for (s, m), n in self.errored.items() if s == stage and model in (None, m))

@@ -99,20 +99,29 @@ def test_groups_of_shards_give_the_rows_of_the_latest_attempts(tmp_path):
 
 def test_a_worker_commits_whole_requests_and_hands_back_split_ones(tmp_path):
     """commit_batch: complete requests of the batch become one shard (its marker indexes them) and come back
-    as index columns with the shard's key; a request missing a chunk comes back whole for the driver."""
+    as tally rows with the shard's key (a row per model, protocol, failing stage and first chunk or not, with
+    how many rows it stands for); a request missing a chunk comes back whole for the driver."""
+    from evalcore.console import StageTally
     from evalcore.pipeline.stages import JUDGED, _table
 
     rows = [_row("a"), _row("b", 0, 2), _row("b", 1, 2, "timeout", "model", "transient"), _row("c", 0, 2)]
     out = commit.commit_batch(_table(rows, JUDGED), str(tmp_path), attempt=0)
     back = out.to_pylist()
-    assert [(r["request_id"], r["chunk_index"], r["shard"] is not None) for r in back] == [
-        ("a", 0, True), ("b", 0, True), ("b", 1, True), ("c", 0, False)]
-    assert back[0]["text"] is None and back[3]["text"] == "c/0"  # committed rows come back slim
+    tally = [r for r in back if r["shard"] is not None]
+    assert sorted((r["chunk_index"], r["error_stage"], r["rows"]) for r in tally) == [
+        (0, None, 2), (1, "model", 1)]  # a and b's first chunk; b's second chunk, failed in its model
+    assert {(r["model"], r["protocol"], r["request_id"], r["text"]) for r in tally} == {("m", "factual", None, None)}
+    assert [(r["request_id"], r["chunk_index"], r["shard"], r["rows"], r["text"]) for r in back[len(tally):]] == [
+        ("c", 0, None, None, "c/0")]  # a request missing a chunk comes back whole
+    tally_of = StageTally()
+    tally_of.add(out)  # the driver's counts see every row, committed or not
+    assert (tally_of.rows, tally_of.requests, dict(tally_of.by_model), dict(tally_of.errored)) == (
+        4, 3, {"m": 4}, {("model", "m"): 1})
     assert commit.committed_count(str(tmp_path)) == 2
     assert load_index(str(tmp_path)).errors == {"a": set(), "b": {"transient"}}
     writer = commit.ShardWriter(storage.RunStorage(str(tmp_path)))
     writer.add_stream(out)
-    assert writer.rows_committed == 3 and writer.shards == [back[0]["shard"]]
+    assert writer.rows_committed == 3 and writer.shards == [tally[0]["shard"]]
     writer.add([{**_row("c", 1, 2)}])
     writer.close()
     assert {r["request_id"] for r in load_committed(str(tmp_path)).rows} == {"a", "b", "c"}

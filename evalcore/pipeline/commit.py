@@ -51,6 +51,7 @@ SHARD_ROWS = 5000  # rows per shard at most (a shard is committed once it has th
 COMMIT_SECONDS = 10.0  # ... or once this long has passed since the last commit
 WORKER_SHARD_ROWS = (64, 2048)  # rows per shard a worker commits (a batch of the commit stage): from, to
 SHARD_COLUMN = "shard"  # in the commit stage's output: the key of the shard a worker committed the row in
+ROWS_COLUMN = "rows"  # in the commit stage's output: how many committed rows a tally row stands for
 FORMAT = 1
 _JUDGMENT_ONLY = [f.name for f in JUDGMENT if f.name not in RESPONSE.names]
 
@@ -112,9 +113,13 @@ def worker_shard_rows(to_run: int) -> int:
 
 def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None) -> pa.Table:
     """The commit stage on a Ray worker: the batch's complete requests (every chunk present) committed as one
-    shard (:func:`commit_shard`). Returns the batch with column ``shard``: those rows reduced to their index
-    columns (the rest null) with the shard's key, and the rows of requests missing some chunks whole, with
-    ``shard`` null, for the driver's :class:`ShardWriter` to complete and commit."""
+    shard (:func:`commit_shard`). Returns what the driver counts: the committed rows as a few tally rows (one per
+    model, protocol, failing stage and first-chunk-or-not; column ``rows`` says how many rows each stands for,
+    column ``shard`` holds the shard's key, the other columns null), then the rows of requests missing some chunks
+    whole, with ``shard`` and ``rows`` null, for the driver's :class:`ShardWriter` to complete and commit.
+
+    A batch's answer stays a few KiB however large the shard (a row per committed row cost some 450 KiB per 2,048
+    rows, sent through the object store to the driver)."""
     if s3 is not None:
         storage.configure_s3(storage.S3Options(**s3))
     ids = batch.column("request_id").to_pylist()
@@ -127,13 +132,29 @@ def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None =
     key = None
     if done:
         key = commit_shard(storage.RunStorage(root), batch.take(done).to_pylist(), attempt)
-    keep = set(_INDEX) | {"model", "protocol", "error"}
-    slim = pa.Table.from_arrays([batch.column(f.name).take(done) if f.name in keep else pa.nulls(len(done), f.type)
-                                 for f in batch.schema], schema=batch.schema)
+    tally = _tally(batch.take(done))
+    summary = pa.Table.from_arrays([pa.array([t[f.name] for t in tally], f.type) if f.name in TALLY_KEYS
+                                    else pa.nulls(len(tally), f.type) for f in batch.schema], schema=batch.schema)
     rest = batch.filter(pa.array([not w for w in whole], pa.bool_()))
-    out = pa.concat_tables([slim, rest])
-    return out.append_column(pa.field(SHARD_COLUMN, pa.string()),
-                             pa.array([key] * len(done) + [None] * rest.num_rows, pa.string()))
+    out = pa.concat_tables([summary, rest])
+    out = out.append_column(pa.field(SHARD_COLUMN, pa.string()),
+                            pa.array([key] * len(tally) + [None] * rest.num_rows, pa.string()))
+    return out.append_column(pa.field(ROWS_COLUMN, pa.int64()),
+                             pa.array([t[ROWS_COLUMN] for t in tally] + [None] * rest.num_rows, pa.int64()))
+
+
+TALLY_KEYS = ("model", "protocol", "error_stage", "chunk_index")  # what the driver's counts tell apart
+
+
+def _tally(rows: pa.Table) -> list[dict]:
+    """Committed ``rows`` counted by :data:`TALLY_KEYS` (chunk_index: 0 for a request's first chunk, else 1)."""
+    counts: dict[tuple, int] = {}
+    first = [not c for c in rows.column("chunk_index").to_pylist()]
+    for key in zip(rows.column("model").to_pylist(), rows.column("protocol").to_pylist(),
+                   rows.column("error_stage").to_pylist(), first):
+        counts[key] = counts.get(key, 0) + 1
+    return [{"model": m, "protocol": p, "error_stage": e, "chunk_index": 0 if f else 1, ROWS_COLUMN: n}
+            for (m, p, e, f), n in counts.items()]
 
 
 @dataclass
@@ -170,17 +191,16 @@ class ShardWriter:
             self.commit()
 
     def add_stream(self, batch: pa.Table) -> None:
-        """A batch from the pipeline: rows a worker committed (column ``shard`` set, :func:`commit_batch`) are
-        counted; the others are added (:meth:`add`)."""
+        """A batch from the pipeline: the tally rows of rows a worker committed (columns ``shard`` and ``rows``
+        set, :func:`commit_batch`) are counted; the others are added (:meth:`add`)."""
         if SHARD_COLUMN not in batch.column_names:
             self.add(batch.to_pylist())
             return
         shard = batch.column(SHARD_COLUMN)
-        n = batch.num_rows - shard.null_count
-        self.rows_committed += n
+        self.rows_committed += int(pc.sum(batch.column(ROWS_COLUMN)).as_py() or 0)
         self.shards += [k for k in dict.fromkeys(shard.to_pylist()) if k is not None]
         if shard.null_count:
-            self.add(batch.filter(pc.is_null(shard)).drop_columns([SHARD_COLUMN]).to_pylist())
+            self.add(batch.filter(pc.is_null(shard)).drop_columns([SHARD_COLUMN, ROWS_COLUMN]).to_pylist())
 
     def commit(self) -> None:
         """Commit the complete requests waiting, if any."""

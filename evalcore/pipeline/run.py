@@ -259,9 +259,9 @@ def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
 
 def judged_batches(cfg: RunConfig, sources: dict[str, Any], attempt: int = 0,
                    shard_rows: int = commit.WORKER_SHARD_ROWS[0], score_pool: bool = False) -> Iterator[pa.Table]:
-    """Stages 3–5 on Ray, committed by the workers: yields, as they complete, the judged rows (one per chunk)
-    reduced to their index columns where a worker committed them, whole where the driver must (a request
-    whose chunks came in different batches). ``sources``: model name → its requests to run (a Ray Dataset
+    """Stages 3–5 on Ray, committed by the workers: yields, as they complete, the judged rows (one per chunk) as
+    a commit's tally rows where a worker committed them (:func:`commit.commit_batch`), whole where the driver
+    must (a request whose chunks came in different batches). ``sources``: model name → its requests to run (a Ray Dataset
     or a list of rows); models without any are skipped. ``attempt``: the run attempt the shards belong to;
     ``shard_rows``: rows per shard the workers commit; ``score_pool``: score on a pool of actors (:func:`scored`)."""
     import ray
@@ -433,8 +433,8 @@ Scoring.__name__ = "score"  # (its qualified name stays Scoring: workers find th
 
 def committed_by_workers(cfg: RunConfig, ds, attempt: int = 0, shard_rows: int = commit.WORKER_SHARD_ROWS[0]):
     """The commit stage on Ray: each batch's complete requests committed as a shard by the worker
-    (:func:`commit.commit_batch`); what comes back to the driver is their index columns, and in full only the
-    rows of requests whose chunks are split over batches (the driver's :class:`commit.ShardWriter` commits
+    (:func:`commit.commit_batch`); what comes back to the driver is a few tally rows per shard, and in full only
+    the rows of requests whose chunks are split over batches (the driver's :class:`commit.ShardWriter` commits
     those)."""
     return ds.map_batches(commit.commit_batch, fn_kwargs={"root": cfg.root, "attempt": attempt,
                                                           "s3": cfg.storage.s3.model_dump()},

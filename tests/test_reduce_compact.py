@@ -53,3 +53,20 @@ def test_aggregates_of_the_categorical_frame_equal_those_of_the_plain_one():
                         ["model", "condition"], **kw)
     assert plain == compact and len(plain) == 6
     assert [(r["model"], r["condition"]) for r in plain] == sorted((r["model"], r["condition"]) for r in plain)
+
+
+def test_cells_yield_what_pandas_groupby_yields_one_group_at_a_time():
+    from evalcore.metrics.aggregate import cells
+
+    rng = np.random.default_rng(1)
+    n = 300
+    df = pd.DataFrame({"model": rng.choice(["b", "a", None], n).astype(object),
+                       "variant": rng.choice(["v2", "v1"], n).astype(object), "x": rng.random(n)},
+                      index=rng.permutation(n))
+    for frame in (df, _compact(df.copy()).astype({"model": "category"})):
+        for by in (["model", "variant"], ["variant"]):
+            want = [(k, g) for k, g in frame.groupby(by, sort=True, dropna=False)]
+            got = list(cells(frame, by))
+            assert [k for k, _ in got] == [k for k, _ in want] and len(got) == len(want) > 1
+            for (_, a), (_, b) in zip(got, want):
+                pd.testing.assert_frame_equal(a, b)

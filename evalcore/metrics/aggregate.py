@@ -3,8 +3,9 @@ conditions (or systems) over the units both scored."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
+import numpy as np
 import pandas as pd
 
 from evalcore.metrics.base import Aggregate, mean_item_stats
@@ -18,6 +19,18 @@ def _keyed(key: tuple, names: list[str]) -> dict[str, Any]:
     return dict(zip(names, key if isinstance(key, tuple) else (key,)))
 
 
+def cells(df: pd.DataFrame, by: list[str]) -> Iterator[tuple[tuple, pd.DataFrame]]:
+    """``(key, rows)`` per group of ``by``, in the order and with the rows (in their order) that
+    ``df.groupby(by, sort=True, dropna=False)`` yields, one group's rows copied at a time: pandas' own iteration
+    first copies the whole frame sorted by group (at a million per-item rows, a second copy of them)."""
+    gb = df.groupby(by, sort=True, dropna=False)
+    ids = gb.ngroup().to_numpy()
+    order = np.argsort(ids, kind="stable")
+    bounds = np.searchsorted(ids[order], np.arange(gb.ngroups + 1))
+    for i, key in enumerate(gb.size().index):
+        yield (key if isinstance(key, tuple) else (key,)), df.take(order[bounds[i]:bounds[i + 1]])
+
+
 def _columns(aggregates: Iterable[Aggregate]) -> list[str]:
     """Every column the aggregates read, once each (per-unit statistics are computed once for all of them)."""
     return list(dict.fromkeys(c for agg in aggregates for c in agg.columns))
@@ -29,7 +42,7 @@ def aggregate(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], 
     (per-unit statistics from ``item_stats``)."""
     aggregates = list(aggregates)
     out = []
-    for key, g in df.groupby(by, sort=True, dropna=False):
+    for key, g in cells(df, by):
         stats = item_stats(g, _columns(aggregates), unit)
         for agg in aggregates:
             e = estimate(stats[list(agg.columns)].to_numpy(), agg.fn, resamples=resamples,
@@ -45,7 +58,7 @@ def contrasts(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], 
     """Paired differences reference − other value of ``column`` within each group of ``by``, over shared units."""
     aggregates = list(aggregates)
     out = []
-    for key, g in df.groupby(by, sort=True, dropna=False):
+    for key, g in cells(df, by):
         sides = dict(iter(g.groupby(column, sort=True)))
         if reference not in sides:
             continue

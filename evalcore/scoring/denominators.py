@@ -41,12 +41,12 @@ def denominator_rows(scored: pd.DataFrame, errored: list[dict[str, Any]], scorer
     """``errored`` rows per cell and the scorer's ``with_errors`` aggregates, for one protocol instance's
     scored per-item rows and its errored request rows."""
     err = pd.DataFrame([{k: r.get(k) for k in _ROW_FIELDS} for r in errored], columns=list(_ROW_FIELDS))
-    cells = pd.concat([scored[[c for c in CELL + ["task"] if c in scored.columns]].assign(_errored=0),
-                       err[CELL + ["task"]].assign(_errored=1)], ignore_index=True)
+    keys = scored[[c for c in CELL + ["task"] if c in scored.columns]].assign(_errored=0)
+    cells = pd.concat([keys, err[CELL + ["task"]].assign(_errored=1)], ignore_index=True) if len(err) else keys
     out: list[dict[str, Any]] = []
     for group, g in _groups(cells):
-        for key, c in g.groupby(CELL, sort=True, dropna=False):
-            n = int(c["_errored"].sum())
+        for key, n in g.groupby(CELL, sort=True, dropna=False)["_errored"].sum().items():  # errored per cell
+            n = int(n)
             out.append({**dict(zip(CELL, key)), "group": group, "kind": "value", "metric": ERRORED, "value": float(n),
                         "ci_low": float("nan"), "ci_high": float("nan"), "n": n, "definition": ERRORED_DEFINITION})
     if not scorer.with_errors:

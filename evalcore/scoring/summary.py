@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from evalcore.metrics.aggregate import _keyed, aggregate, contrasts
+from evalcore.metrics.aggregate import _keyed, aggregate, cells, contrasts
 from evalcore.metrics.base import Scorer
 from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
 from evalcore.scoring.denominators import denominator_rows
@@ -53,7 +53,7 @@ def _scored_rows(pdf: pd.DataFrame, scorer: Scorer, stats: dict[str, Any]) -> li
         by = ["protocol", "dataset", "model", "variant", "group"]
         out += aggregate(gdf, scorer.aggregates, by + ["condition"], item_stats=scorer.item_stats, **stats)
         out += contrasts(gdf, scorer.aggregates, by, item_stats=scorer.item_stats, **stats)
-        for key, sdf in gdf.groupby(by + ["condition"], sort=True, dropna=False):
+        for key, sdf in cells(gdf, by + ["condition"]):
             out += [{**_keyed(key, by + ["condition"]), "kind": "value", **r} for r in scorer.spread_rows(sdf)]
     if hasattr(scorer, "extra_rows"):  # e.g. mcq: which option type the answers chose
         out += scorer.extra_rows(pdf, **stats)

@@ -122,6 +122,9 @@ def test_a_worker_commits_whole_requests_and_hands_back_split_ones(tmp_path):
     writer = commit.ShardWriter(storage.RunStorage(str(tmp_path)))
     writer.add_stream(out)
     assert writer.rows_committed == 3 and writer.shards == [tally[0]["shard"]]
+    alone = commit.commit_batch(_table([_row("d", 0, 2)], JUDGED), str(tmp_path), attempt=0)  # nothing complete
+    assert alone.select(["request_id", "shard", "rows"]).to_pylist() == [{"request_id": "d", "shard": None,
+                                                                          "rows": None}]
     writer.add([{**_row("c", 1, 2)}])
     writer.close()
     assert {r["request_id"] for r in load_committed(str(tmp_path)).rows} == {"a", "b", "c"}

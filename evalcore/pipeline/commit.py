@@ -132,7 +132,7 @@ def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None =
     key = None
     if done:
         key = commit_shard(storage.RunStorage(root), batch.take(done).to_pylist(), attempt)
-    tally = _tally(batch.take(done))
+    tally = _tally(batch.take(pa.array(done, pa.int64())))
     summary = pa.Table.from_arrays([pa.array([t[f.name] for t in tally], f.type) if f.name in TALLY_KEYS
                                     else pa.nulls(len(tally), f.type) for f in batch.schema], schema=batch.schema)
     rest = batch.filter(pa.array([not w for w in whole], pa.bool_()))

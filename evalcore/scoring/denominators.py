@@ -41,7 +41,7 @@ def denominator_rows(scored: pd.DataFrame, errored: list[dict[str, Any]], scorer
     """``errored`` rows per cell and the scorer's ``with_errors`` aggregates, for one protocol instance's
     scored per-item rows and its errored request rows."""
     err = pd.DataFrame([{k: r.get(k) for k in _ROW_FIELDS} for r in errored], columns=list(_ROW_FIELDS))
-    keys = scored[[c for c in CELL + ["task"] if c in scored.columns]].assign(_errored=0)
+    keys = scored.reindex(columns=[*CELL, "task"]).assign(_errored=0)  # a column scored lacks: null
     cells = pd.concat([keys, err[CELL + ["task"]].assign(_errored=1)], ignore_index=True) if len(err) else keys
     out: list[dict[str, Any]] = []
     for group, g in _groups(cells):

@@ -99,7 +99,7 @@ def test_groups_of_shards_give_the_rows_of_the_latest_attempts(tmp_path):
 
 def test_a_worker_commits_whole_requests_and_hands_back_split_ones(tmp_path):
     """commit_batch: complete requests of the batch become one shard (its marker indexes them) and come back
-    as tally rows with the shard's key (a row per model, protocol, failing stage and first chunk or not, with
+    as tally rows with the shard's key (a row per model, failing stage and first chunk or not, with
     how many rows it stands for); a request missing a chunk comes back whole for the driver."""
     from evalcore.console import StageTally
     from evalcore.pipeline.stages import JUDGED, _table
@@ -110,7 +110,7 @@ def test_a_worker_commits_whole_requests_and_hands_back_split_ones(tmp_path):
     tally = [r for r in back if r["shard"] is not None]
     assert sorted((r["chunk_index"], r["error_stage"], r["rows"]) for r in tally) == [
         (0, None, 2), (1, "model", 1)]  # a and b's first chunk; b's second chunk, failed in its model
-    assert {(r["model"], r["protocol"], r["request_id"], r["text"]) for r in tally} == {("m", "factual", None, None)}
+    assert {(r["model"], r["request_id"], r["text"]) for r in tally} == {("m", None, None)}
     assert [(r["request_id"], r["chunk_index"], r["shard"], r["rows"], r["text"]) for r in back[len(tally):]] == [
         ("c", 0, None, None, "c/0")]  # a request missing a chunk comes back whole
     tally_of = StageTally()

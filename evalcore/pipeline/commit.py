@@ -114,7 +114,7 @@ def worker_shard_rows(to_run: int) -> int:
 def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None) -> pa.Table:
     """The commit stage on a Ray worker: the batch's complete requests (every chunk present) committed as one
     shard (:func:`commit_shard`). Returns what the driver counts: the committed rows as a few tally rows (one per
-    model, protocol, failing stage and first-chunk-or-not; column ``rows`` says how many rows each stands for,
+    model, failing stage and first-chunk-or-not; column ``rows`` says how many rows each stands for,
     column ``shard`` holds the shard's key, the other columns null), then the rows of requests missing some chunks
     whole, with ``shard`` and ``rows`` null, for the driver's :class:`ShardWriter` to complete and commit.
 
@@ -129,10 +129,9 @@ def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None =
         seen[rid] = seen.get(rid, 0) + 1
     whole = [seen[rid] >= n for rid, n in zip(ids, n_chunks)]
     done = [i for i, w in enumerate(whole) if w]
-    key = None
-    if done:
-        key = commit_shard(storage.RunStorage(root), batch.take(done).to_pylist(), attempt)
-    tally = _tally(batch.take(pa.array(done, pa.int64())))
+    complete = batch.take(pa.array(done, pa.int64()))
+    key = commit_shard(storage.RunStorage(root), complete.to_pylist(), attempt) if done else None
+    tally = _tally(complete)
     summary = pa.Table.from_arrays([pa.array([t[f.name] for t in tally], f.type) if f.name in TALLY_KEYS
                                     else pa.nulls(len(tally), f.type) for f in batch.schema], schema=batch.schema)
     rest = batch.filter(pa.array([not w for w in whole], pa.bool_()))
@@ -143,18 +142,17 @@ def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None =
                              pa.array([t[ROWS_COLUMN] for t in tally] + [None] * rest.num_rows, pa.int64()))
 
 
-TALLY_KEYS = ("model", "protocol", "error_stage", "chunk_index")  # what the driver's counts tell apart
+TALLY_KEYS = ("model", "error_stage", "chunk_index")  # what the driver's counts (console.StageTally) tell apart
 
 
 def _tally(rows: pa.Table) -> list[dict]:
     """Committed ``rows`` counted by :data:`TALLY_KEYS` (chunk_index: 0 for a request's first chunk, else 1)."""
     counts: dict[tuple, int] = {}
     first = [not c for c in rows.column("chunk_index").to_pylist()]
-    for key in zip(rows.column("model").to_pylist(), rows.column("protocol").to_pylist(),
-                   rows.column("error_stage").to_pylist(), first):
+    for key in zip(rows.column("model").to_pylist(), rows.column("error_stage").to_pylist(), first):
         counts[key] = counts.get(key, 0) + 1
-    return [{"model": m, "protocol": p, "error_stage": e, "chunk_index": 0 if f else 1, ROWS_COLUMN: n}
-            for (m, p, e, f), n in counts.items()]
+    return [{"model": m, "error_stage": e, "chunk_index": 0 if f else 1, ROWS_COLUMN: n}
+            for (m, e, f), n in counts.items()]
 
 
 @dataclass

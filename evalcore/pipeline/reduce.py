@@ -20,8 +20,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 import pyarrow as pa
-from pandas.api.types import is_string_dtype, union_categoricals
 import pyarrow.parquet as pq
+from pandas.api.types import is_string_dtype, union_categoricals
 
 from evalcore import storage
 from evalcore.config import RunConfig

@@ -62,7 +62,7 @@ def make_audio(musicqa: str) -> str:
     return d
 
 
-def config(musicqa: str, audio: str, copies: int, root: str):
+def config(musicqa: str, audio: str, copies: int, root: str, ray: dict | None = None):
     from evalcore.config import parse_config
 
     return parse_config({
@@ -71,10 +71,10 @@ def config(musicqa: str, audio: str, copies: int, root: str):
                      for c in range(copies)],
         "models": [{"name": "listener", "kind": "dsp_listener"}, {"name": "text-prior", "kind": "text_prior"}],
         "protocols": [{"name": "freeform", "conditions": ["correct", "random"]}],
-        "storage": {"root": root}, "ray": {"progress_bars": False, "decode_num_cpus": 0.5}})
+        "storage": {"root": root}, "ray": {"progress_bars": False, "decode_num_cpus": 0.5, **(ray or {})}})
 
 
-def one(musicqa: str, copies: int) -> dict:
+def one(musicqa: str, copies: int, ray: dict | None = None) -> dict:
     """One run in this process; its figures."""
     sys.path.insert(0, HERE)
     from scale import timed, timed_iter
@@ -89,7 +89,7 @@ def one(musicqa: str, copies: int) -> dict:
     os.makedirs(answers)
     os.environ[LOG_ENV] = answers
     os.environ["PYTHONPATH"] = os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])
-    cfg = config(musicqa, audio, copies, root)
+    cfg = config(musicqa, audio, copies, root, ray)
     stages: dict[str, float] = {}
     run_mod.items_stage = timed(stages, "items", run_mod.items_stage)
     run_mod.plan_requests = timed(stages, "requests (counted)", run_mod.plan_requests)
@@ -114,14 +114,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--musicqa", required=True, help="EvalMusicQA.json")
     ap.add_argument("--copies", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--ray", action="append", default=[], metavar="KEY=VALUE",
+                    help="a run config `ray:` setting to try, e.g. max_queued_blocks=1000 (JSON values)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: one size, JSON on the last line
     a = ap.parse_args()
+    ray = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in a.ray)}
     if a.one:
-        print(json.dumps(one(os.path.abspath(a.musicqa), a.one)))
+        print(json.dumps(one(os.path.abspath(a.musicqa), a.one, ray)))
         return
     rows = []
     for n in a.copies:
-        out = subprocess.run([sys.executable, __file__, "--musicqa", a.musicqa, "--one", str(n)],
+        out = subprocess.run([sys.executable, __file__, "--musicqa", a.musicqa, "--one", str(n),
+                              *(f"--ray={kv}" for kv in a.ray)],
                              capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"{n} copies: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")

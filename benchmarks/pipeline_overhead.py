@@ -7,7 +7,9 @@ scored with BLEU and ROUGE only (METEOR would add its one-off WordNet load, a me
 
     .venv/bin/python benchmarks/pipeline_overhead.py [--files 360 3600] [--seconds 30] [--format mp3] [--decode-cpus 0.5]
 
-With several ``--files`` sizes, each is measured in turn on the same Ray (started once).
+With several ``--files`` sizes, each is measured in turn on the same Ray (started once). Each size also prints
+where the pipeline's time went: items, counting the requests, Ray Data until its first judged batch (start-up,
+planning, actors, the first decode), the rest of the stream, and the tables and report.
 """
 
 from __future__ import annotations
@@ -74,6 +76,36 @@ def raw_pool(paths: list[str], workers: int) -> float:
         return len(paths) / (time.perf_counter() - t0)
 
 
+def stage_timers(stages: dict[str, float]) -> None:
+    """Time the run's stages into ``stages`` (this process's copy of the pipeline module)."""
+    from evalcore.pipeline import run as run_mod
+
+    def timed(name: str, fn):
+        def wrapper(*a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                stages[name] = time.perf_counter() - t0
+        return wrapper
+
+    def streamed(fn):
+        def wrapper(*a, **kw):
+            t0 = time.perf_counter()
+            first = None
+            for batch in fn(*a, **kw):
+                if first is None:
+                    first = stages["ray_data: to the first judged batch"] = time.perf_counter() - t0
+                yield batch
+            stages["ray_data: the rest"] = time.perf_counter() - t0 - (first or 0.0)
+        return wrapper
+
+    run_mod.items_stage = timed("items", run_mod.items_stage)
+    run_mod.plan_requests = timed("requests (counted)", run_mod.plan_requests)
+    run_mod.judged_batches = streamed(run_mod.judged_batches)
+    run_mod.finish = timed("finish (tables, report)", run_mod.finish)
+
+
 def pipeline(paths: list[str], batch_size: int, decode_cpus: float) -> tuple[float, dict]:
     items = os.path.join(WORK, "items.jsonl")
     with open(items, "w") as f:
@@ -116,14 +148,18 @@ def main() -> None:
     loop = raw_loop(every[:LOOP_FILES])
     print(f"{args.seconds:g} s {args.format} 44.1 kHz stereo → {TARGET_SR} Hz mono; CPUs: {cpus}; "
           f"ray.init: {ray_start:.1f} s (excluded); raw decode, 1 process: {loop:.2f} items/s")
+    stages: dict[str, float] = {}
+    stage_timers(stages)
     for n in args.files:
         paths = every[:n]
         pool = raw_pool(paths, cpus)
+        stages.clear()
         pipe, counts = pipeline(paths, args.batch_size, args.decode_cpus)
         assert counts["requests_scored"] == len(paths), counts
         print(f"{n} files: raw decode, {cpus} processes {pool:.2f} items/s; pipeline (null model, whole run: items, "
               f"requests, Ray stages, tables, report) {pipe:.2f} items/s; ratio pipeline / raw {cpus}-proc "
               f"{pipe / pool:.2f}× (goal ≥ 0.8×), pipeline / raw 1-proc {pipe / loop:.2f}×", flush=True)
+        print("    stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()), flush=True)
 
 
 if __name__ == "__main__":

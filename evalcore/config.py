@@ -359,6 +359,9 @@ class RayConfig(_Strict):
     #: blocks (batches of requests, decoded audio, answers) that may wait between a stage and the next before the
     #: stage starts no more tasks (:mod:`evalcore.pipeline.backpressure`); every waiting block costs the driver memory
     max_queued_blocks: int = Field(256, ge=1)
+    #: actors of the model-based free-form metrics (BERTScore, CLAPText) in the stream, each holding those
+    #: metrics' models; each takes a GPU when a metric's ``device`` is cuda
+    metric_actors: int = Field(1, ge=1)
 
 
 class RunConfig(_Strict):

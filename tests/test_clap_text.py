@@ -91,6 +91,21 @@ def test_claptext_pairs_are_cosines_and_bad_rows_documented(cfg, embedder):
     assert got.info["models"]["claptext"]["embedding"] == {"texts": 6, "distinct": 4, "ray_actors": 0}
 
 
+def test_an_embedder_embeds_a_text_once_across_calls_and_its_memo_is_bounded(cfg, monkeypatch):
+    embedder = ct.ClapTextEmbedder(cfg)
+    texts = GOLDENS["texts"]
+    first = embedder.embed_distinct(texts[:4] + texts[:2])
+    assert list(first) == texts[:4] and embedder.count() == 4
+    again = embedder.embed_distinct(texts[2:6])  # two known, two new
+    assert embedder.count() == 6
+    want = np.array(GOLDENS["embeddings"], dtype=np.float32)
+    for i, t in enumerate(texts[:6]):
+        np.testing.assert_allclose({**first, **again}[t], want[i], atol=1e-5, rtol=0)
+    monkeypatch.setattr(ct, "MEMO_TEXTS", 7)  # full: cleared, then this call's texts embedded anew
+    embedder.embed_distinct(texts[4:8])
+    assert embedder.count() == 10 and len(embedder.memo) == 4
+
+
 @pytest.mark.ray
 def test_ray_actor_embeds_each_distinct_text_once(cfg, embedder, local_ray):
     refs = [GOLDENS["texts"][i % 4] for i in range(40)]  # 4 distinct references, repeated

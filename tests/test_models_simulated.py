@@ -76,3 +76,14 @@ def test_each_model_batch_is_full_but_a_models_last(tmp_path, local_ray):
         sizes = [int(line.split()[2]) for f in (busy / m).iterdir() for line in f.read_text().splitlines()]
         assert sum(sizes) == 2 * 250
         assert sorted(sizes)[1:] == [64] * (len(sizes) - 1) and 1 <= min(sizes) <= 64, sorted(sizes)
+
+
+def test_aligned_blocks_hold_whole_batches_and_enough_blocks_for_the_cpus():
+    from evalcore.pipeline.run import aligned_rows
+
+    assert aligned_rows(8) == aligned_rows(64) == 256 and aligned_rows(300) == 300  # unknown size: the most
+    assert aligned_rows(8, 10_080, 2) == 256  # a long run: few, large decode tasks
+    assert aligned_rows(8, 360, 2) == 40  # 9 blocks, 4 or more per CPU
+    assert aligned_rows(8, 360, 32) == 8 and aligned_rows(64, 10, 2) == 64  # never less than one batch
+    for bs, n, cpus in ((8, 3_600, 2), (64, 25_000, 4), (5, 1_234, 3), (100, 999, 1)):
+        assert aligned_rows(bs, n, cpus) % bs == 0

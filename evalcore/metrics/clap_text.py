@@ -172,6 +172,7 @@ class ClapTextEmbedder:
                                   cfg.weights_only).to(cfg.device)
         self._torch = torch
         self.n_embedded = 0
+        self.memo: dict[str, np.ndarray] = {}  # text → embedding, for :meth:`embed_distinct`
 
     def tokenize(self, texts: Sequence[str]) -> dict:
         return self.tokenizer(list(texts), padding="max_length", truncation=True, max_length=CONTEXT_LENGTH,
@@ -189,9 +190,25 @@ class ClapTextEmbedder:
         dim = self.model.text_projection[2].out_features
         return np.concatenate(out) if out else np.zeros((0, dim), dtype=np.float32)
 
+    def embed_distinct(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """{text: embedding} for each distinct text; a text this embedder embedded before comes from its memo
+        (:data:`MEMO_TEXTS` at most: references recur across conditions and models, answers across items)."""
+        distinct = list(dict.fromkeys(texts))
+        new = [t for t in distinct if t not in self.memo]
+        if len(self.memo) + len(new) > MEMO_TEXTS:
+            self.memo.clear()
+            new = distinct
+        if new:
+            self.memo.update(zip(new, self.embed(new)))
+        return {t: self.memo[t] for t in distinct}
+
     def count(self) -> int:
         """Texts embedded so far by this embedder (each call's texts counted once)."""
         return self.n_embedded
+
+
+#: texts whose embeddings one embedder keeps (about 100 MB at 512 dimensions)
+MEMO_TEXTS = 50_000
 
 
 def embed_texts(texts: Sequence[str], cfg: ClapTextConfig, *, ray_actors: int = 0, actor_cpus: float = 1.0,
@@ -202,8 +219,7 @@ def embed_texts(texts: Sequence[str], cfg: ClapTextConfig, *, ray_actors: int = 
     if not distinct:
         return {}, stats
     if ray_actors <= 0:
-        emb = (embedder or ClapTextEmbedder(cfg)).embed(distinct)
-        return dict(zip(distinct, emb)), stats
+        return (embedder or ClapTextEmbedder(cfg)).embed_distinct(distinct), stats
     import ray
 
     from evalcore import cluster

@@ -29,6 +29,7 @@ import pandas as pd
 
 from evalcore.config import FreeformMetrics
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
+from evalcore.metrics.stage import MODEL_METRICS
 from evalcore.metrics.text_profiles import DEFINITIONS, METRICS, ModelMetrics, library_versions, score_pairs
 
 REWRITE_BACKEND = "ReferenceRewrite"
@@ -119,8 +120,10 @@ def rewrite_roles(model_infos: Mapping[str, Any]) -> dict[str, str]:
 
 
 #: metrics scored over all of a run's rows at once: CIDEr-D's value for one answer depends on the others (its
-#: IDF corpus); CLAPText on Ray actors embeds every distinct text once
-GROUPED_METRICS = frozenset({"cider", "claptext"})
+#: IDF corpus)
+GROUPED_METRICS = frozenset({"cider"})
+#: metrics the pipeline scores per pair in the stream (:mod:`evalcore.metrics.stage`)
+STREAMED = (*METRICS, *MODEL_METRICS)
 
 
 class FreeformScorer(Scorer):
@@ -138,56 +141,56 @@ class FreeformScorer(Scorer):
         self.columns = tuple(self.cfg.names)
         self.aggregates = tuple(aggregates(self.columns, self.info))
         self.last_run: dict[str, Any] = {}
+        self.streamed: dict[str, int] = {}  # metric → rows whose value came from the pipeline's stream
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Metric values per row, plus ``error`` (None, or why the row could not be scored).
 
-        With CLAPText on Ray actors, its :func:`score_pairs` call runs in a thread while the driver computes
-        the other metrics (both over all rows at once); a row's errors from both calls are joined."""
+        The metrics the pipeline scores per pair (:data:`STREAMED`) are taken from a row's ``scores`` when it
+        has them all; the rest of the rows get them here, and CIDEr-D is scored over all rows at once (its
+        IDF corpus). The same function on the same pair, so the same values."""
+        from evalcore.metrics.stage import decode, models_key
+
         if not rows:
             return []
+        n = len(rows)
         refs, cands = [r.get("reference") for r in rows], [r.get("text") for r in rows]
         corpora = [tuple(str(r.get(k)) for k in CIDER_CORPUS) for r in rows]
-        remote = [m for m in self.columns if m == "claptext" and self.models.clap_ray_actors > 0]
-        lexical = [m for m in self.columns if m in METRICS]
-        local = [m for m in self.columns if m not in remote and m not in lexical]
+        streamed = [m for m in self.columns if m in STREAMED]
+        key = models_key(self.cfg.model_dump())
+        pre = [decode(r.get("scores"), self.cfg.profile, streamed, key) if streamed else None for r in rows]
+        values = {m: [math.nan] * n for m in self.columns}
+        errors: list[str | None] = [None] * n
+        for i, p in enumerate(pre):
+            for m, v in (p or {}).items():
+                values[m][i] = v
+        self.streamed = {m: self.streamed.get(m, 0) + sum(p is not None for p in pre) for m in streamed}
+        todo = [i for i, p in enumerate(pre) if p is None] if streamed else []
+        for part, metrics in ((todo, streamed), (range(n), [m for m in self.columns if m not in STREAMED])):
+            if not part or not metrics:
+                continue
+            part = list(part)
+            got, got_errors = self._computed([refs[i] for i in part], [cands[i] for i in part],
+                                             [corpora[i] for i in part], metrics)
+            for j, i in enumerate(part):
+                errors[i] = _join(errors[i], got_errors[j])
+                for m in metrics:
+                    values[m][i] = got[m][j]
+        return [{**{m: values[m][i] for m in self.columns}, "error": errors[i]} for i in range(n)]
+
+    def _computed(self, refs: list[Any], cands: list[Any], corpora: list[tuple], metrics: list[str]
+                  ) -> tuple[dict[str, list[float]], list[str | None]]:
+        """:meth:`_pairs` for ``metrics``; with CLAPText on Ray actors, its call runs in a thread while this
+        process computes the others, and a row's errors from both calls are joined."""
+        remote = [m for m in metrics if m == "claptext" and self.models.clap_ray_actors > 0]
+        local = [m for m in metrics if m not in remote]
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(self._pairs, refs, cands, corpora, remote) if remote else None
-            values, errors = self._lexical(rows, refs, cands, corpora, lexical)
-            if local:
-                more, more_errors = self._pairs(refs, cands, corpora, local)
-                values.update(more)
-                errors = [_join(a, b) for a, b in zip(errors, more_errors)]
+            values, errors = self._pairs(refs, cands, corpora, local) if local else ({}, [None] * len(refs))
             if pending is not None:
                 more, more_errors = pending.result()
                 values.update(more)
                 errors = [_join(a, b) for a, b in zip(errors, more_errors)]
-        return [{**{m: values[m][i] for m in self.columns}, "error": errors[i]} for i in range(len(rows))]
-
-    def _lexical(self, rows: list[dict[str, Any]], refs: list[Any], cands: list[Any], corpora: list[tuple],
-                 metrics: list[str]) -> tuple[dict[str, list[float]], list[str | None]]:
-        """The lexical ``metrics``: a row's values from the pipeline's scoring stage (its ``scores``) when it
-        has them all, else by :meth:`_pairs` here (the same function on the same pair)."""
-        from evalcore.metrics.stage import decode
-
-        n = len(rows)
-        if not metrics:
-            return {}, [None] * n
-        pre = [decode(r.get("scores"), self.cfg.profile, metrics) for r in rows]
-        todo = [i for i, p in enumerate(pre) if p is None]
-        values = {m: [math.nan] * n for m in metrics}
-        errors: list[str | None] = [None] * n
-        if todo:
-            got, got_errors = self._pairs([refs[i] for i in todo], [cands[i] for i in todo],
-                                          [corpora[i] for i in todo], metrics)
-            for j, i in enumerate(todo):
-                errors[i] = got_errors[j]
-                for m in metrics:
-                    values[m][i] = got[m][j]
-        for i, p in enumerate(pre):
-            if p is not None:
-                for m in metrics:
-                    values[m][i] = p[m]
         return values, errors
 
     def _pairs(self, refs: list[Any], cands: list[Any], corpora: list[tuple], metrics: list[str]
@@ -206,7 +209,7 @@ class FreeformScorer(Scorer):
     def provenance(self) -> dict[str, Any]:
         """Profile, versions, definitions and, per model metric, its model and run statistics (e.g. CLAPText's
         distinct texts and the texts its Ray actors embedded)."""
-        return {**self.info, "models": self.last_run}
+        return {**self.info, "models": self.last_run, "scored_in_stream": dict(self.streamed)}
 
     def extra_rows(self, pdf: pd.DataFrame, resamples: int, confidence: float, seed: int) -> list[dict]:
         """Paired differences paraphrase skyline − adversarial rewrite per metric, over the items both scored,

@@ -1,4 +1,4 @@
-"""Per-request lexical metrics as a stage of the streaming pipeline, on the workers' batches.
+"""Per-request free-form metrics as stages of the streaming pipeline, on the workers' batches.
 
 After the judge, :func:`score_batch` scores every free-form row that is one whole request (one chunk, no
 error) with its protocol's lexical metrics (BLEU, BLEU-4, METEOR, ROUGE of the configured profile), by
@@ -7,12 +7,18 @@ pair once per worker process. The values go into the judged row's ``scores`` (JS
 value per metric) and are committed with it; the run's scorer (:class:`evalcore.metrics.freeform.FreeformScorer`)
 takes them as they are and computes only what is missing (a chunked request, a row committed by an older
 version, a row ``score_pairs`` gave an error): the same function on the same pair, so the same values.
+
+The model-based metrics that score one pair at a time (:data:`MODEL_METRICS`: BERTScore, CLAPText) follow
+in a stage of their own, :class:`ModelScorer`, run by a pool of actors that load the models once (on a GPU
+where the metric's ``device`` is cuda); their values join the same ``scores``. CIDEr-D is not scored in the
+stream: its value for one answer depends on the others (its IDF corpus).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
@@ -38,12 +44,16 @@ def encode(profile: str, values: Mapping[str, float]) -> str:
     return json.dumps({"profile": profile, **values}, sort_keys=True)
 
 
-def decode(scores: str | None, profile: str, metrics: Sequence[str]) -> dict[str, float] | None:
-    """The values of ``metrics`` stored in a row's ``scores`` under ``profile``, or None when any is missing."""
+def decode(scores: str | None, profile: str, metrics: Sequence[str], models: str | None = None
+           ) -> dict[str, float] | None:
+    """The values of ``metrics`` stored in a row's ``scores`` under ``profile``, or None when any is missing, or
+    when a model-based one was scored with other models than ``models`` (:func:`models_key`)."""
     if not scores:
         return None
     got = json.loads(scores)
     if got.get("profile") != profile or any(m not in got for m in metrics):
+        return None
+    if any(m in MODEL_METRICS for m in metrics) and got.get("models") != models:
         return None
     return {m: float(got[m]) for m in metrics}
 
@@ -78,3 +88,94 @@ def score_batch(batch: pa.Table, plan: Mapping[str, tuple[str, list[str]]]) -> p
             scores[i] = encode(profile, v) if v is not None and not any(math.isnan(x) for x in v.values()) else None
     return batch.set_column(batch.schema.get_field_index("scores"), batch.schema.field("scores"),
                             pa.array(scores, pa.string()))
+
+
+#: model-based free-form metrics scored one pair at a time, in the stream by :class:`ModelScorer`
+MODEL_METRICS = ("bertscore", "claptext")
+
+
+def model_plan(protocols: Mapping[str, Any]) -> dict[str, tuple[str, list[str], dict[str, Any]]]:
+    """protocol instance → (profile, its :data:`MODEL_METRICS`, its metrics config as a dict) for the
+    instances that have some; ``protocols``: name → :class:`evalcore.config.FreeformMetrics`."""
+    return {name: (m.profile, [n for n in m.names if n in MODEL_METRICS], m.model_dump())
+            for name, m in protocols.items() if any(n in MODEL_METRICS for n in m.names)}
+
+
+#: what a model-based metric's value depends on beyond the profile: its models, not where or in what batches
+#: they ran
+MODEL_FIELDS = {"bertscore": ("model", "model_id", "num_layers", "baseline"), "clap": ("checkpoint", "tokenizer")}
+
+
+def models_key(metrics: Mapping[str, Any]) -> str:
+    """The models of a protocol's model-based metrics (``metrics``: a FreeformMetrics as a dict), as stored with
+    their values in a row's ``scores``: a scorer configured with other models computes its own."""
+    names = metrics.get("names") or []
+    used = {"bertscore": "bertscore" in names, "clap": "claptext" in names}
+    return json.dumps({k: {f: (metrics.get(k) or {}).get(f) for f in fields}
+                       for k, fields in MODEL_FIELDS.items() if used[k]}, sort_keys=True)
+
+
+def merge(scores: str | None, profile: str, values: Mapping[str, float], models: str) -> str:
+    """``scores`` (a row's JSON, or None) with ``values`` (scored with ``models``, :func:`models_key`) added;
+    values of another profile are dropped."""
+    got = json.loads(scores) if scores else {}
+    kept = {k: v for k, v in got.items() if k != "profile"} if got.get("profile") == profile else {}
+    return encode(profile, {**kept, **values, "models": models})
+
+
+class ModelScorer:
+    """The :data:`MODEL_METRICS` of every protocol instance in ``plan`` (:func:`model_plan`) on judged
+    batches, their models loaded at the first batch and kept; each distinct pair scored once per scorer.
+
+    A pair the metrics cannot score, or a batch whose models fail to load, is left without these values:
+    the run's scorer computes them again and records the reason as the row's error (stage ``score``)."""
+
+    def __init__(self, plan: Mapping[str, tuple[str, list[str], dict[str, Any]]],
+                 s3: Mapping[str, Any] | None = None) -> None:
+        from evalcore.config import FreeformMetrics
+        from evalcore.metrics.freeform import model_metrics
+
+        self.plan = dict(plan)
+        # the models embed here, not on actors of their own
+        self.models = {p: replace(model_metrics(FreeformMetrics.model_validate(cfg), s3), clap_ray_actors=0)
+                       for p, (_, _, cfg) in self.plan.items()}
+        self.keys = {p: models_key(cfg) for p, (_, _, cfg) in self.plan.items()}
+        self.cache: dict[tuple, dict[str, float] | None] = {}
+        self.failed: set[str] = set()  # protocol instances whose metrics could not run at all: not tried again
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        if batch.num_rows == 0:
+            return batch
+        cols = {k: batch.column(k).to_pylist() for k in ("protocol", "n_chunks", "error", "reference", "text")}
+        scores = batch.column("scores").to_pylist()
+        for proto, (profile, metrics, _) in self.plan.items():
+            if proto in self.failed:
+                continue
+            idx = [i for i, p in enumerate(cols["protocol"]) if p == proto and cols["error"][i] is None
+                   and int(cols["n_chunks"][i] or 1) == 1]
+            keys = [(proto, cols["reference"][i], cols["text"][i]) for i in idx]
+            todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+            if todo and not self._score(profile, metrics, self.models[proto], todo):
+                self.failed.add(proto)
+                continue
+            for i, k in zip(idx, keys):
+                v = self.cache.get(k)
+                if v is not None and not any(math.isnan(x) for x in v.values()):
+                    scores[i] = merge(scores[i], profile, v, self.keys[proto])
+        return batch.set_column(batch.schema.get_field_index("scores"), batch.schema.field("scores"),
+                                pa.array(scores, pa.string()))
+
+    def _score(self, profile: str, metrics: list[str], models: Any, todo: list[tuple]) -> bool:
+        """Scores ``todo`` into the cache; False when the metrics could not run at all."""
+        from evalcore.metrics.text_profiles import score_pairs
+
+        if len(self.cache) + len(todo) > CACHE_MAX:
+            self.cache.clear()
+        try:
+            got = score_pairs([k[1] for k in todo], [k[2] for k in todo], profile=profile, metrics=metrics,
+                              models=models)
+        except Exception:  # e.g. a model that does not load: the run's scorer records why, per row
+            return False
+        for i, k in enumerate(todo):
+            self.cache[k] = None if got.errors[i] is not None else {m: got.values[m][i] for m in metrics}
+        return True

@@ -94,6 +94,8 @@ class ModelMetrics:
     bertscore: BertScoreConfig | None = None
     clap: ClapTextConfig | None = None
     clap_ray_actors: int = 0  # > 0: CLAP embeddings on that many Ray actors
+    #: the models once loaded (BERTScorer per profile, the CLAP text embedder), kept for the next call
+    loaded: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def library_versions(metrics: Sequence[str] = METRICS) -> dict[str, str]:
@@ -348,7 +350,9 @@ def _score_model(metric: str, references: Sequence[Any], candidates: Sequence[An
 
         if models.bertscore is None:
             raise ValueError("bertscore needs a BertScoreConfig (a local model directory)")
-        scorer = bertscore.BertScore(models.bertscore, profile)
+        scorer = models.loaded.get(("bertscore", profile))
+        if scorer is None:
+            scorer = models.loaded[("bertscore", profile)] = bertscore.BertScore(models.bertscore, profile)
         meta = {"definition": bertscore.definition(models.bertscore, profile), "path": models.bertscore.model,
                 "model_id": models.bertscore.name, "num_layers": models.bertscore.layers(),
                 "rescaled": scorer.rescale, "config": bertscore.model_info(models.bertscore)}
@@ -360,7 +364,9 @@ def _score_model(metric: str, references: Sequence[Any], candidates: Sequence[An
         if models.clap is None:
             raise ValueError("claptext needs a ClapTextConfig (laion checkpoint and tokenizer paths)")
         cfg = models.clap
-        embedder = None if models.clap_ray_actors > 0 else clap_text.ClapTextEmbedder(cfg)
+        embedder = models.loaded.get("claptext")
+        if embedder is None and models.clap_ray_actors <= 0:
+            embedder = models.loaded["claptext"] = clap_text.ClapTextEmbedder(cfg)
         stats: dict[str, Any] = {}
 
         def run() -> list[float]:

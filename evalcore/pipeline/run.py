@@ -16,7 +16,7 @@ import json
 import logging
 import warnings
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -36,7 +36,7 @@ from evalcore.pipeline.reduce import group_rows, reduce_rows
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
-from evalcore.metrics.stage import lexical_plan, score_batch
+from evalcore.metrics.stage import ModelScorer, lexical_plan, model_plan, score_batch
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
 from evalcore.protocols.vocab_fit import default_judge
@@ -183,16 +183,18 @@ def chunk_window(model: ModelConfig, window: float | None) -> float | None:
 
 
 def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
-                 read_timeout_s: float | None = None):
+                 read_timeout_s: float | None = None, n_requests: int | None = None, cpus: float = 1.0):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool. ``requests``: its Ray
-    Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows."""
+    Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows;
+    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks."""
     import ray.data
 
     sr, window = audio_spec(model)
     if isinstance(requests, list):  # requests sharing a clip sit next to each other: a decode batch reads it once
         rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
         requests = ray.data.from_arrow(_blocks(requests_table(rows)))
-    ds = batch_aligned(requests, model.resources.batch_size)
+        n_requests = len(rows) if n_requests is None else n_requests
+    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus))
     # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
@@ -221,26 +223,33 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
                               resources=r.custom or None, max_restarts=r.max_restarts, **extra)
 
 
-#: requests per block after the batch alignment, about (a whole number of the model's batches): a decode task
-#: takes a block, so blocks of one batch each cost a task per batch (MusicQA's 20,160 requests in batches of 8 on 2
-#: CPUs: 378 s, against 135 s before the alignment)
+#: requests per block after the batch alignment at most, about (a whole number of the model's batches): a decode
+#: task takes a block, so blocks of one batch each cost a task per batch (MusicQA's 20,160 requests in batches of 8
+#: on 2 CPUs: 378 s, against 135 s before the alignment)
 ALIGNED_BLOCK_REQUESTS = 256
+#: blocks per CPU a model's requests are cut into at least, while blocks hold more than one batch: decode tasks
+#: for every CPU, and a short last wave
+BLOCKS_PER_CPU = 4
 
 
-def aligned_rows(batch_size: int) -> int:
-    """Rows per aligned block: the whole number of ``batch_size`` batches nearest :data:`ALIGNED_BLOCK_REQUESTS`,
-    one batch at least."""
-    return batch_size * max(1, round(ALIGNED_BLOCK_REQUESTS / batch_size))
+def aligned_rows(batch_size: int, n_requests: int | None = None, cpus: float = 1.0) -> int:
+    """Rows per aligned block: a whole number of ``batch_size`` batches, one at least, at most about
+    :data:`ALIGNED_BLOCK_REQUESTS`, and few enough that ``n_requests`` make :data:`BLOCKS_PER_CPU` blocks per CPU
+    (unknown ``n_requests``: the most)."""
+    most = max(1, round(ALIGNED_BLOCK_REQUESTS / batch_size))
+    if n_requests is None:
+        return batch_size * most
+    return batch_size * max(1, min(most, int(n_requests // (batch_size * max(1.0, cpus) * BLOCKS_PER_CPU))))
 
 
-def batch_aligned(ds: Any, batch_size: int, num_cpus: float = 0.1) -> Any:
-    """``ds`` (request rows) in blocks of a whole number of ``batch_size`` batches (:func:`aligned_rows`) but the
-    last, so that each model batch is full. Ray Data splits a read task's output into parts that do not line up
-    with the batch size, and no batch spans two blocks of different tasks: without this, about half of a model's
-    batches came short. A strict streaming repartition stitches the small request rows across blocks."""
+def batch_aligned(ds: Any, rows: int, num_cpus: float = 0.1) -> Any:
+    """``ds`` (request rows) in blocks of ``rows`` (a whole number of the model's batches, :func:`aligned_rows`)
+    but the last, so that each model batch is full. Ray Data splits a read task's output into parts that do not
+    line up with the batch size, and no batch spans two blocks of different tasks: without this, about half of a
+    model's batches came short. A strict streaming repartition stitches the small request rows across blocks."""
     from ray.data._internal.logical.operators import StreamingRepartition
 
-    ds = ds.repartition(target_num_rows_per_block=aligned_rows(batch_size), strict=True)
+    ds = ds.repartition(target_num_rows_per_block=rows, strict=True)
     # Ray 2.60's repartition takes no resource arguments and asks a whole CPU per task, which stalls a small
     # node's decode and model stages behind it (20k requests on 2 CPUs: 117 s against 79 s); its tasks only
     # slice request rows. The attribute is private (ray is pinned): the assertion catches a Ray that builds
@@ -270,20 +279,24 @@ def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
 
 
 def judged_batches(cfg: RunConfig, sources: dict[str, Any], attempt: int = 0,
-                   shard_rows: int = commit.WORKER_SHARD_ROWS[0], score_pool: bool = False) -> Iterator[pa.Table]:
+                   shard_rows: int = commit.WORKER_SHARD_ROWS[0], score_pool: bool = False,
+                   ready: Mapping[str, int] | None = None) -> Iterator[pa.Table]:
     """Stages 3–5 on Ray, committed by the workers: yields, as they complete, the judged rows (one per chunk) as
     a commit's tally rows where a worker committed them (:func:`commit.commit_batch`), whole where the driver
     must (a request whose chunks came in different batches). ``sources``: model name → its requests to run (a Ray Dataset
     or a list of rows); models without any are skipped. ``attempt``: the run attempt the shards belong to;
-    ``shard_rows``: rows per shard the workers commit; ``score_pool``: score on a pool of actors (:func:`scored`)."""
+    ``shard_rows``: rows per shard the workers commit; ``score_pool``: score on a pool of actors (:func:`scored`);
+    ``ready``: model name → about how many requests it runs (sizes its blocks, :func:`aligned_rows`)."""
     import ray
 
     judges = protocol_judges(cfg)
     res = ray.cluster_resources()
     custom = {k: res.get(k, 0.0) for m in cfg.models for k in m.resources.custom}
-    for group in model_groups(cfg.models, res.get("CPU", 1.0), res.get("GPU", 0.0), custom):
+    gpus = res.get("GPU", 0.0) - metric_gpus(cfg)  # the metric actors' GPUs are not the models'
+    for group in model_groups(cfg.models, res.get("CPU", 1.0), gpus, custom):
         s3 = cfg.storage.s3.model_dump()
-        branches = [model_branch(m, sources[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s)
+        branches = [model_branch(m, sources[m.name], cfg.ray.decode_num_cpus, s3, cfg.storage.read_timeout_s,
+                                 (ready or {}).get(m.name), res.get("CPU", 1.0))
                     for m in group if m.name in sources]
         if not branches:
             continue
@@ -363,7 +376,8 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
             for batch in rejudged_batches(cfg, rejudge):
                 writer.add_stream(batch)
             streams = judged_batches(cfg, sources(cfg, items, exp, plan, done | again), writer.attempt,
-                                     commit.worker_shard_rows(plan.to_run), plan.to_run >= SCORE_POOL_FROM)
+                                     commit.worker_shard_rows(plan.to_run), plan.to_run >= SCORE_POOL_FROM,
+                                     plan.ready)
             for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
                 writer.add_stream(batch)
             del budgets
@@ -409,20 +423,49 @@ SCORE_POOL_FROM = 10_000  # requests to run from which lexical scoring runs on a
 
 
 def scored(cfg: RunConfig, ds, pool: bool = False):
-    """The judged rows with their per-request lexical metrics (free-form), scored in the workers' batches:
+    """The judged rows with their per-request free-form metrics, scored in the workers' batches. Lexical:
     with ``pool``, by a pool of scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps
     its pair cache: 20k requests of benchmarks/scale.py in 57 s instead of 72 s), else by tasks (the demo's 3,848
-    requests in 58 s instead of 99 s: the actors' start is not paid back)."""
+    requests in 58 s instead of 99 s: the actors' start is not paid back). BERTScore and CLAPText: by
+    ``ray.metric_actors`` actors holding their models (:class:`evalcore.metrics.stage.ModelScorer`)."""
     import ray.data
 
-    plan = lexical_plan({p.name: (p.freeform_metrics().profile, p.freeform_metrics().names)
-                         for p in cfg.protocols if p.kind == "freeform"})
-    if not plan:
-        return ds
-    if not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
-        return ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
-    return ds.map_batches(Scoring, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
-                          num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
+    freeform = {p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"}
+    plan = lexical_plan({name: (m.profile, m.names) for name, m in freeform.items()})
+    if plan and not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
+        ds = ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
+    elif plan:
+        ds = ds.map_batches(Scoring, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
+    models = model_plan(freeform)
+    if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
+        gpus = metric_gpus(cfg)
+        if gpus > ray.cluster_resources().get("GPU", 0.0):
+            log.warning("free-form metrics on cuda ask for %g GPU (ray.metric_actors) but the cluster has %g now",
+                        gpus, ray.cluster_resources().get("GPU", 0.0))
+        ds = ds.map_batches(ModelScoring, fn_constructor_kwargs={"plan": models, "s3": cfg.storage.s3.model_dump()},
+                            batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
+                            num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=cfg.ray.metric_actors))
+    return ds
+
+
+#: CPUs a model-based metric actor asks: a share, so that it never takes the CPUs a small node's decode and
+#: judge need while the model actors hold theirs; and not the judge's and scoring tasks' 0.5: Ray Data fuses a
+#: task stage into the actor stage after it when their resource asks are equal, and the judge would then run
+#: inside the metric actors, one batch at a time.
+METRIC_ACTOR_CPUS = 0.25
+
+
+def metric_gpus(cfg: RunConfig) -> float:
+    """GPUs the stream's model-based metric actors hold: ``ray.metric_actors`` when a free-form protocol runs
+    BERTScore or CLAPText on a cuda device, else 0."""
+    for p in (p for p in cfg.protocols if p.kind == "freeform"):
+        m = p.freeform_metrics()
+        devices = [m.bertscore.device if m.bertscore and "bertscore" in m.names else "",
+                   m.clap.device if m.clap and "claptext" in m.names else ""]
+        if any(d.startswith("cuda") for d in devices):
+            return float(cfg.ray.metric_actors)
+    return 0.0
 
 
 def score(batch: pa.Table, plan: Any) -> pa.Table:
@@ -441,6 +484,14 @@ class Scoring:
 
 
 Scoring.__name__ = "score"  # (its qualified name stays Scoring: workers find the class by it)
+
+
+class ModelScoring(ModelScorer):
+    """The model-based metrics' stage (:class:`ModelScorer`) as a Ray Data actor, under the name Ray Data
+    shows: ``score_models``."""
+
+
+ModelScoring.__name__ = "score_models"
 
 
 def committed_by_workers(cfg: RunConfig, ds, attempt: int = 0, shard_rows: int = commit.WORKER_SHARD_ROWS[0]):

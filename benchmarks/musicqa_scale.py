@@ -118,6 +118,9 @@ def main() -> None:
                     help="a run config `ray:` setting to try, e.g. max_queued_blocks=1000 (JSON values)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: one size, JSON on the last line
     a = ap.parse_args()
+    sys.path.insert(0, HERE)
+    from scale import child_figures
+
     ray = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in a.ray)}
     if a.one:
         print(json.dumps(one(os.path.abspath(a.musicqa), a.one, ray)))
@@ -125,11 +128,8 @@ def main() -> None:
     rows = []
     for n in a.copies:
         out = subprocess.run([sys.executable, __file__, "--musicqa", a.musicqa, "--one", str(n),
-                              *(f"--ray={kv}" for kv in a.ray)],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"{n} copies: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                              *(f"--ray={kv}" for kv in a.ray)], capture_output=True, text=True)
+        rows.append(child_figures(out, f"{n} copies"))
         print(json.dumps(rows[-1]), flush=True)
     print(f"\n{'requests':>9} {'wall s':>8} {'req/s':>7} {'RSS MB':>7} {'tail s':>7} {'tail %':>6}  stages (s)")
     for r in rows:

@@ -110,6 +110,16 @@ class MemorySampler(threading.Thread):
                 return
 
 
+def child_figures(out: subprocess.CompletedProcess, what: str) -> dict:
+    """A child run's figures: its last JSON line (Ray may print a log line after it); exits saying why if none."""
+    if out.returncode != 0:
+        sys.exit(f"{what}: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
+    figures = next((line for line in reversed(out.stdout.splitlines()) if line.startswith('{"requests"')), None)
+    if figures is None:
+        sys.exit(f"{what}: the run printed no figures:\n{out.stdout[-3000:]}")
+    return json.loads(figures)
+
+
 def timed(stages: dict[str, float], name: str, fn):
     def wrapper(*a, **kw):
         t0 = time.perf_counter()
@@ -215,14 +225,7 @@ def main() -> None:
     for n in sizes:
         cmd = [sys.executable, __file__, "--one", str(n), "--gpus", str(a.gpus), "--seconds-per-batch",
                str(a.seconds_per_batch), "--batch-size", str(a.batch_size)]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"{n} requests: the run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
-        # the figures are the child's last JSON line (Ray may print a log line after it)
-        figures = next((line for line in reversed(out.stdout.splitlines()) if line.startswith('{"requests"')), None)
-        if figures is None:
-            sys.exit(f"{n} requests: the run printed no figures:\n{out.stdout[-3000:]}")
-        rows.append(json.loads(figures))
+        rows.append(child_figures(subprocess.run(cmd, capture_output=True, text=True), f"{n} requests"))
         print(json.dumps(rows[-1]), flush=True)
     report(rows)
 

@@ -19,6 +19,7 @@ import json
 import multiprocessing as mp
 import os
 import shutil
+import sys
 import time
 
 import numpy as np
@@ -78,16 +79,10 @@ def raw_pool(paths: list[str], workers: int) -> float:
 
 def stage_timers(stages: dict[str, float]) -> None:
     """Time the run's stages into ``stages`` (this process's copy of the pipeline module)."""
-    from evalcore.pipeline import run as run_mod
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from scale import timed
 
-    def timed(name: str, fn):
-        def wrapper(*a, **kw):
-            t0 = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                stages[name] = time.perf_counter() - t0
-        return wrapper
+    from evalcore.pipeline import run as run_mod
 
     def streamed(fn):
         def wrapper(*a, **kw):
@@ -100,10 +95,10 @@ def stage_timers(stages: dict[str, float]) -> None:
             stages["ray_data: the rest"] = time.perf_counter() - t0 - (first or 0.0)
         return wrapper
 
-    run_mod.items_stage = timed("items", run_mod.items_stage)
-    run_mod.plan_requests = timed("requests (counted)", run_mod.plan_requests)
+    run_mod.items_stage = timed(stages, "items", run_mod.items_stage)
+    run_mod.plan_requests = timed(stages, "requests (counted)", run_mod.plan_requests)
     run_mod.judged_batches = streamed(run_mod.judged_batches)
-    run_mod.finish = timed("finish (tables, report)", run_mod.finish)
+    run_mod.finish = timed(stages, "finish (tables, report)", run_mod.finish)
 
 
 def pipeline(paths: list[str], batch_size: int, decode_cpus: float) -> tuple[float, dict]:

@@ -13,75 +13,22 @@ import soundfile as sf
 
 from evalcore import audio as audio_io
 from evalcore.models.base import AudioPrompt
+from evalcore.models import tiny
+from evalcore.models.audio_chat import answer_view
 from evalcore.models.checkpoint import content_sha256
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 SR = 16_000
-# a ChatML template with the audio placeholder of the family (Qwen2-Audio's processor brings its own)
-TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['content'] is string %}{{ m['content'] }}"
-            "{% else %}{% for c in m['content'] %}{% if c['type'] == 'audio' %}<|sound_bos|><sound><|sound_eos|>"
-            "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-FAMILIES = ("qwen2_audio", "audioflamingo3", "musicflamingo")
-
-
-def tiny_tokenizer(specials: list[str]):
-    """A byte-level BPE tokenizer trained here on a few sentences (vocabulary ~350)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    corpus = ["What instruments are playing in this music clip?", "Describe the music in one sentence.",
-              "The answer is guitar and drums.", "system You are a helpful assistant. user assistant Audio 1:"]
-    tok.train_from_iterator(corpus * 4, trainers.BpeTrainer(
-        vocab_size=350, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>", *specials],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
-                                                pad_token="<|endoftext|>")
-
-
-def build_tiny(family: str, out: str, seed: int = 0) -> str:
-    """Save a tiny random checkpoint of ``family`` (model + processor + tokenizer) to ``out``."""
-    T = transformers
-    fe = T.WhisperFeatureExtractor(feature_size=128, sampling_rate=SR, chunk_length=30)
-    text = dict(model_type="qwen2", hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                num_key_value_heads=2, max_position_embeddings=4096, initializer_range=0.2)
-    torch.manual_seed(seed)
-    if family == "qwen2_audio":
-        tk = tiny_tokenizer(["<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"])
-        proc = T.Qwen2AudioProcessor(feature_extractor=fe, tokenizer=tk)
-        cfg = T.Qwen2AudioConfig(
-            audio_config=dict(model_type="qwen2_audio_encoder", d_model=16, encoder_layers=1, encoder_attention_heads=2,
-                              encoder_ffn_dim=32, num_mel_bins=128, max_source_positions=1500),
-            text_config={**text, "vocab_size": len(tk)}, audio_token_index=tk.convert_tokens_to_ids("<|AUDIO|>"))
-        model = T.Qwen2AudioForConditionalGeneration(cfg)
-    else:
-        tk = tiny_tokenizer(["<sound>", "<|sound_bos|>", "<|sound_eos|>"])
-        enc = dict(model_type="audioflamingo3_encoder", hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                   intermediate_size=32, num_mel_bins=128, max_source_positions=1500)
-        ids = dict(audio_token_id=tk.convert_tokens_to_ids("<sound>"))
-        if family == "audioflamingo3":
-            proc = T.AudioFlamingo3Processor(feature_extractor=fe, tokenizer=tk, chat_template=TEMPLATE, max_audio_len=60)
-            model = T.AudioFlamingo3ForConditionalGeneration(T.AudioFlamingo3Config(
-                audio_config=enc, text_config={**text, "vocab_size": len(tk)}, **ids))
-        else:
-            proc = T.MusicFlamingoProcessor(feature_extractor=fe, tokenizer=tk, chat_template=TEMPLATE, max_audio_len=90)
-            model = T.MusicFlamingoForConditionalGeneration(T.MusicFlamingoConfig(
-                audio_config=enc, text_config={**text, "vocab_size": len(tk)},
-                audio_bos_token_id=tk.convert_tokens_to_ids("<|sound_bos|>"),
-                audio_eos_token_id=tk.convert_tokens_to_ids("<|sound_eos|>"), **ids))
-    model.save_pretrained(out)
-    proc.save_pretrained(out)
-    return out
+FAMILIES = tiny.FAMILIES
+build_tiny = tiny.build_tiny
 
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("ckpt")
-    return {f: build_tiny(f, str(root / f)) for f in FAMILIES}
+    return {f: build_tiny(f, str(root / f), ends_answers=True) for f in FAMILIES}
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +54,12 @@ def _mixed_batch(seed: int = 0) -> list[AudioPrompt]:
 def test_batched_greedy_equals_unbatched(models, family):
     m = models[family]
     batch = _mixed_batch()
-    together = m.generate(batch)
-    alone = [m.generate([inp])[0] for inp in batch]
+    together = [answer_view(a) for a in m.generate(batch)]
+    alone = [answer_view(m.generate([inp])[0]) for inp in batch]
     assert together == alone
     assert len(set(together)) >= 3, together  # the inputs matter, so equality says something
+    # answers that end and answers cut at the limit (incomplete error rows in a run) both occur
+    assert any(a.startswith("incomplete: ") for a in together), together
 
 
 def test_negative_control_right_padding_changes_answers(checkpoints):
@@ -119,9 +68,9 @@ def test_negative_control_right_padding_changes_answers(checkpoints):
 
     m = HFAudioLM(checkpoint=checkpoints["qwen2_audio"], max_new_tokens=8)
     batch = _mixed_batch()
-    alone = [m.generate([inp])[0] for inp in batch]
+    alone = [answer_view(m.generate([inp])[0]) for inp in batch]
     m.padding_side = "right"
-    assert m.generate(batch) != alone
+    assert [answer_view(a) for a in m.generate(batch)] != alone
 
 
 def test_batch_is_left_padded_with_a_mask(models):
@@ -244,12 +193,17 @@ def test_actor_pool_runs_every_family_and_records_identity(pipeline_run, checkpo
     for f in FAMILIES:
         mine = rows[rows.model == f]
         assert len(mine) == 4 * 3  # items × conditions, one chunk each
-        bad = mine[mine.error.notna()]
+        bad = mine[mine.error_stage == "decode"]
         # the missing clip: a decode error row for correct/silence (not a crash); text_only never reads it
-        assert set(bad.item_id) == {"missing"} and len(bad) == 2 and (bad.error_stage == "decode").all()
+        assert set(bad.item_id) == {"missing"} and len(bad) == 2
+        # the other error rows are answers cut at max_new_tokens: class incomplete, of the model stage
+        cut = mine[mine.error.notna() & (mine.error_stage != "decode")]
+        assert (cut.error_class == "incomplete").all() and (cut.error_stage == "model").all()
+        assert cut.error.str.contains("incomplete: the answer was cut at the token limit").all()
         good = mine[mine.error.isna()]
         assert good.text.notna().all()
-        infos = {json.loads(i)["checkpoint"]["sha256"] for i in good.model_info}
+        ran = mine[mine.error_stage.isna() | (mine.error_stage == "model")]
+        infos = {json.loads(i)["checkpoint"]["sha256"] for i in ran.model_info}
         assert infos == {content_sha256(checkpoints[f])}  # every response row carries the checkpoint identity
 
 
@@ -260,13 +214,18 @@ def test_actor_pool_answers_equal_unbatched_generation(pipeline_run, models):
     checked = 0
     for f in FAMILIES:
         m = models[f]
-        for r in rows[(rows.model == f) & rows.error.isna()].itertuples():
+        for r in rows[(rows.model == f) & (rows.error_stage != "decode")].itertuples():
             if r.condition == "text_only":
                 x = None
             else:
                 x = audio_io.load(r.audio_uri, m.sample_rate)  # whole clips: no excerpt
                 if r.condition == "silence":
                     x = audio_io.silence_like(len(x))
-            assert m.generate([AudioPrompt(x, m.sample_rate, r.prompt)])[0] == r.text, (f, r.request_id)
+            alone = answer_view(m.generate([AudioPrompt(x, m.sample_rate, r.prompt)])[0])
+            if r.error_class == "incomplete":  # cut alone too (its cut text is not stored in the row)
+                assert alone.startswith("incomplete: "), (f, r.request_id)
+            else:
+                assert alone == r.text, (f, r.request_id)
             checked += 1
     assert checked == 3 * 10
+    assert 0 < (rows.error_class == "incomplete").sum() < checked  # both kinds of answers were checked

@@ -27,6 +27,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalcore.models.audio_chat import conversation, incomplete, stop_token_ids
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.registry import MODELS
@@ -196,6 +197,8 @@ class HFAudioLM(MusicLM):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        #: an answer ends at one of these; one that reaches max_new_tokens without it is an incomplete error row
+        self.stop_ids = stop_token_ids(self.tokenizer, read_checkpoint_json(local, "generation_config.json"))
         cls = getattr(transformers, self.family.model_class)
         kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True}
         if p.attn_implementation:
@@ -227,12 +230,7 @@ class HFAudioLM(MusicLM):
 
     def conversation(self, inp: AudioPrompt) -> list[dict]:
         """The chat of one input: optional system turn, then one user turn of [audio, text]."""
-        content: list[dict] = [{"type": "audio"}] if inp.audio is not None else []
-        content.append({"type": "text", "text": inp.prompt})
-        conv = [{"role": "user", "content": content}]
-        if self.params.system_prompt is not None:
-            conv.insert(0, {"role": "system", "content": [{"type": "text", "text": self.params.system_prompt}]})
-        return conv
+        return conversation(inp.prompt, inp.audio is not None, self.params.system_prompt)
 
     def encode(self, batch: Sequence[AudioPrompt]) -> Any:
         """Processor inputs of a batch (all with audio, or all text only), left-padded, as tensors."""
@@ -250,7 +248,7 @@ class HFAudioLM(MusicLM):
             kwargs["sampling_rate"] = self.sample_rate
         return self.processor(**kwargs)
 
-    def _generate(self, batch: Sequence[AudioPrompt]) -> list[str]:
+    def _generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:
         import torch
 
         enc = self.encode(batch)
@@ -260,12 +258,17 @@ class HFAudioLM(MusicLM):
         if settings.get("do_sample"):
             torch.manual_seed(self.params.seed)
         with torch.inference_mode():
-            out = self.model.generate(**inputs, **settings, pad_token_id=self.tokenizer.pad_token_id)
+            out = self.model.generate(**inputs, **settings, pad_token_id=self.tokenizer.pad_token_id,
+                                      eos_token_id=self.stop_ids or None)
         new = out[:, inputs["input_ids"].shape[1]:]  # only the new tokens (all rows' prompts end at this column)
-        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+        texts = [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+        limit = settings["max_new_tokens"]
+        # a row without a stop token ran to the limit (rows that stopped early are padded after theirs)
+        return [t if any(i in self.stop_ids for i in row.tolist()) else incomplete(len(row), limit, t)
+                for t, row in zip(texts, new)]
 
-    def generate(self, batch: Sequence[AudioPrompt]) -> list[str]:
-        out: list[str | None] = [None] * len(batch)
+    def generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:  # type: ignore[override]
+        out: list[str | Exception | None] = [None] * len(batch)
         for want_audio in (True, False):
             idx = [i for i, inp in enumerate(batch) if (inp.audio is not None) == want_audio]
             if idx:

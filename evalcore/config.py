@@ -109,6 +109,17 @@ class ModelConfig(_Strict):
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
     _fits = _params_fit("models")
 
+    @model_validator(mode="after")
+    def _fits_resources(self) -> "ModelConfig":
+        """A backend's params that depend on its resources (``check_resources``: vllm_audio_lm's tensor
+        parallelism against ``num_gpus``)."""
+        from evalcore import registry
+
+        hook = getattr(registry.MODELS.get(self.kind), "check_resources", None)
+        if callable(hook):
+            hook(self.params, self.resources.num_gpus)
+        return self
+
 
 class JudgeConfig(_Strict):
     kind: str

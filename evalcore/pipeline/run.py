@@ -209,7 +209,9 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     r = model.resources
     # a model with its own runtime_env (conflicting pins: pip / conda / container / py_executable) gets it
     # for its actors only; the run's S3 options let an actor copy an s3:// checkpoint
-    extra = {"runtime_env": model.runtime_env} if model.runtime_env else {}
+    # a backend may need an environment of its own (vllm_audio_lm: the interpreter with vLLM); the config's wins
+    env = {**model_runtime_env(model), **(model.runtime_env or {})}
+    extra = {"runtime_env": env} if env else {}
     # max_restarts (default 0): a dead actor ends the run (exit 1, --resume finishes it). Ray Data's own default
     # restarts it and retries its batches without end, and Ray logs an error-level line on every run for it
     # (ray-project/ray#53727). Ray 2.60 takes it only as a remote arg, which it marks deprecated (gone in 2.64).
@@ -258,6 +260,12 @@ def batch_aligned(ds: Any, rows: int, num_cpus: float = 0.1) -> Any:
     assert isinstance(op, StreamingRepartition), type(op)
     object.__setattr__(op, "ray_remote_args", {"num_cpus": num_cpus})
     return ds
+
+
+def model_runtime_env(model: ModelConfig) -> dict:
+    """The Ray runtime_env the model's class asks for its actors (``runtime_env(params)``), else none."""
+    hook = getattr(MODELS.get(model.kind), "runtime_env", None)
+    return dict(hook(model.params)) if callable(hook) else {}
 
 
 def model_runner(name: str) -> type[ModelRunner]:

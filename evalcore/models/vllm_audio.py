@@ -1,0 +1,359 @@
+"""Audio LMs on vLLM inside the run's Ray Data stream (``vllm_audio_lm``): one engine per model actor.
+
+The model stage is the same actor pool as every backend's (:class:`evalcore.pipeline.stages.ModelRunner`);
+each actor holds a ``vllm.LLM`` engine and answers a batch with one ``generate`` call (vLLM batches it
+continuously inside). The actor runs in the interpreter that has vLLM (:func:`vllm_python`) through its Ray
+``runtime_env`` (``py_executable``); the driver never imports vLLM.
+
+evalcore prepares everything the engine sees: the decode stage fetches, decodes and resamples (soxr) the audio
+to the checkpoint's rate and cuts it to its window; this backend renders the checkpoint's own chat template
+(the same conversation as ``hf_audio_lm``) and hands the engine the prompt plus the audio array
+(``multi_modal_data``), no base64 round trip. Each answer is checked:
+
+* the audio reached the model: the engine's prompt must hold the audio placeholder expanded to audio features
+  (more audio-token positions than the rendered prompt's one placeholder) for a request with audio, and no
+  audio token for one without; otherwise the row is an error (:class:`AudioNotReceived`, class ``model``);
+* ``finish_reason == "length"`` (cut at ``max_new_tokens``): an ``incomplete`` error row, as for endpoints.
+
+Why not ``ray.data.llm``: see docs/models.md ("vllm_audio_lm").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evalcore.models.audio_chat import AudioNotReceived, conversation, count, incomplete, stop_token_ids
+from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
+from evalcore.models.hf_audio import processor_audio_spec
+from evalcore.registry import MODELS
+
+
+@dataclass(frozen=True)
+class VLLMFamily:
+    """An audio-LM family vLLM serves and evalcore has run."""
+
+    name: str
+    model_types: tuple[str, ...]  # config.json model_type values
+    architecture: str  # vLLM's model class for it
+
+
+FAMILIES: dict[str, VLLMFamily] = {f.name: f for f in (
+    VLLMFamily("qwen2_audio", ("qwen2_audio",), "Qwen2AudioForConditionalGeneration"),
+    VLLMFamily("audioflamingo3", ("audioflamingo3",), "AudioFlamingo3ForConditionalGeneration"),
+)}
+
+#: vLLM ``EngineArgs`` fields that ``engine_args`` may set (vLLM 0.32; ``tests/test_models_vllm_audio.py`` checks
+#: each is still an EngineArgs field). The ones with params of their own are set through those.
+ENGINE_ARGS = frozenset({
+    "enforce_eager", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching", "enable_chunked_prefill",
+    "cpu_offload_gb", "kv_cache_dtype", "block_size", "quantization", "trust_remote_code",
+    "tokenizer_mode", "mm_processor_kwargs", "disable_log_stats", "max_logprobs", "kv_cache_memory_bytes",
+    "pipeline_parallel_size", "disable_custom_all_reduce", "mm_processor_cache_gb", "compilation_config",
+    "hf_overrides", "override_generation_config", "load_format", "num_gpu_blocks_override",
+})
+#: ``vllm.SamplingParams`` fields that ``generation`` may set (``max_tokens`` is ``max_new_tokens``)
+SAMPLING = frozenset({
+    "temperature", "top_p", "top_k", "min_p", "min_tokens", "ignore_eos", "repetition_penalty", "presence_penalty",
+    "frequency_penalty", "stop", "n", "seed", "logprobs", "skip_special_tokens",
+})
+
+#: environment of the engine actors: the engine runs in the actor's own process (no engine-core subprocess to
+#: start inside a Ray worker), and vLLM's usage reporting stays off (the cluster reaches nothing outside)
+ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+class VLLMAudioParams(BaseModel):
+    """The ``params`` of a ``vllm_audio_lm`` model (names shared with ``hf_audio_lm`` mean the same)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    checkpoint: str = Field(min_length=1)  # local directory or s3:// prefix
+    family: str | None = None  # None: from config.json model_type
+    revision: str | None = None
+    cache_dir: str | None = None
+    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
+    max_new_tokens: int = Field(256, ge=1)
+    generation: dict[str, Any] = Field(default_factory=dict)  # vllm.SamplingParams settings (greedy by default)
+    seed: int = 0
+    system_prompt: str | None = None
+    sample_rate: int | None = Field(None, gt=0)
+    max_audio_seconds: float | None = Field(None, gt=0)
+    # the engine
+    max_model_len: int | None = Field(None, ge=16)  # None: the checkpoint's
+    tensor_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    limit_mm_per_prompt: dict[str, int] = Field(default_factory=lambda: {"audio": 1})
+    cpu_kv_cache_gb: float = Field(1.0, gt=0)  # KV cache of a CPU engine (VLLM_CPU_KVCACHE_SPACE); unused on GPUs
+    engine_args: dict[str, Any] = Field(default_factory=dict)  # other vllm.EngineArgs, checked against ENGINE_ARGS
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, v: str | None) -> str | None:
+        if v is not None and v not in FAMILIES:
+            raise ValueError(f"unknown family {v!r}; vllm_audio_lm runs: {', '.join(FAMILIES)}")
+        return v
+
+    @field_validator("generation")
+    @classmethod
+    def _sampling(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if "max_tokens" in v or "max_new_tokens" in v:
+            raise ValueError("max_tokens: set it as the top-level param max_new_tokens")
+        unknown = sorted(set(v) - SAMPLING)
+        if unknown:
+            raise ValueError(f"unknown vllm.SamplingParams setting(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(sorted(SAMPLING))}")
+        return v
+
+    @field_validator("engine_args")
+    @classmethod
+    def _engine(cls, v: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(v) - ENGINE_ARGS)
+        if unknown:
+            raise ValueError(f"unknown or not settable here: {', '.join(unknown)} (params of their own: "
+                             "max_model_len, tensor_parallel_size, gpu_memory_utilization, limit_mm_per_prompt, "
+                             f"dtype, seed); known: {', '.join(sorted(ENGINE_ARGS))}")
+        return v
+
+    @field_validator("limit_mm_per_prompt")
+    @classmethod
+    def _audio_allowed(cls, v: dict[str, int]) -> dict[str, int]:
+        if v.get("audio", 0) < 1:
+            raise ValueError("must allow at least one audio per prompt ({audio: 1})")
+        return v
+
+
+def parse_params(params: dict[str, Any]) -> VLLMAudioParams:
+    """Validated params; a mistake raises ``ValueError`` naming the field (``vllm_audio_lm params.x: ...``)."""
+    from evalcore.params import ParamsError, check_params
+
+    try:
+        check_params(VLLMAudioLM, params)
+    except ParamsError as e:
+        raise ValueError("; ".join(f"vllm_audio_lm params.{f}: {m}" for f, m in e.problems)) from None
+    return VLLMAudioParams.model_validate(params)
+
+
+def family_of(model_type: str | None, family: str | None = None) -> VLLMFamily:
+    """The family named in params, else the one whose ``model_type`` matches config.json."""
+    if family is not None:
+        return FAMILIES[family]
+    for f in FAMILIES.values():
+        if model_type in f.model_types:
+            return f
+    raise ValueError(f"checkpoint model_type {model_type!r} is not a family vllm_audio_lm runs; "
+                     f"it runs: {', '.join(t for f in FAMILIES.values() for t in f.model_types)} (docs/models.md)")
+
+
+def vllm_python() -> str | None:
+    """The interpreter the engine actors run in: ``$EVALCORE_VLLM_PYTHON``, else ``.venv-vllm/bin/python`` of the
+    checkout, else this one if it imports vLLM (an image with vLLM installed); None if none has it."""
+    given = os.environ.get("EVALCORE_VLLM_PYTHON")
+    if given:
+        return given
+    local = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+    if local.exists():
+        return str(local)
+    return sys.executable if importlib.util.find_spec("vllm") is not None else None
+
+
+def _window(p: VLLMAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
+    sr, window = spec
+    if p.sample_rate is not None and p.sample_rate != sr:
+        raise ValueError(f"vllm_audio_lm params.sample_rate: {p.sample_rate} differs from the checkpoint's "
+                         f"feature extractor rate {sr}; leave it out")
+    if p.max_audio_seconds is not None:
+        if window is not None and p.max_audio_seconds > window:
+            raise ValueError(f"vllm_audio_lm params.max_audio_seconds: {p.max_audio_seconds} is longer than the "
+                             f"model's window {window} s")
+        window = p.max_audio_seconds
+    return sr, window
+
+
+def _spec(checkpoint: str) -> tuple[int, float | None]:
+    return processor_audio_spec(read_checkpoint_json(checkpoint, "processor_config.json"),
+                                read_checkpoint_json(checkpoint, "preprocessor_config.json"))
+
+
+#: audio-token positions per second of audio of the Whisper-style encoders these families use (30 s → 750)
+POSITIONS_PER_SECOND = 25
+
+
+@MODELS.register("vllm_audio_lm")
+class VLLMAudioLM(MusicLM):
+    """An audio LM on a vLLM engine (Qwen2-Audio, Audio Flamingo 3; see FAMILIES and docs/models.md)."""
+
+    Params = VLLMAudioParams
+    path_params = {"checkpoint": "dir"}
+
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        p = parse_params(params)
+        config = read_checkpoint_json(p.checkpoint, "config.json")
+        if config is None:
+            raise ValueError(f"checkpoint: {p.checkpoint!r} holds no config.json")
+        try:
+            family_of(config.get("model_type"), p.family)
+            sr, window = _window(p, _spec(p.checkpoint))
+        except ValueError as e:
+            msg = str(e)
+            if msg.startswith("vllm_audio_lm params."):
+                raise ValueError(msg.removeprefix("vllm_audio_lm params.")) from None
+            raise ValueError(f"checkpoint: {msg}") from None
+        longest = config.get("max_position_embeddings") or (config.get("text_config") or {}).get(
+            "max_position_embeddings")
+        if p.max_model_len is not None and longest and p.max_model_len > longest:
+            raise ValueError(f"max_model_len: {p.max_model_len} is longer than the checkpoint's "
+                             f"max_position_embeddings {longest}")
+        if p.max_model_len is not None and window is not None:
+            need = int(window * POSITIONS_PER_SECOND) * p.limit_mm_per_prompt.get("audio", 1) + p.max_new_tokens
+            if p.max_model_len < need:
+                raise ValueError(f"max_model_len: {p.max_model_len} tokens cannot hold a prompt with a full "
+                                 f"{window:g} s audio window ({int(window * POSITIONS_PER_SECOND)} audio positions) "
+                                 f"plus max_new_tokens {p.max_new_tokens}; at least {need} plus the prompt's text")
+        if vllm_python() is None:
+            raise ValueError("checkpoint: no Python with vLLM to run it: build .venv-vllm (docs/models.md) or set "
+                             "EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
+
+    @classmethod
+    def check_resources(cls, params: dict[str, Any], num_gpus: float) -> None:
+        """``tensor_parallel_size`` fits the GPUs each actor asks (``resources.num_gpus``, when it asks any)."""
+        tp = int(params.get("tensor_parallel_size", 1) or 1)
+        if num_gpus and tp > num_gpus:
+            raise ValueError(f"params.tensor_parallel_size: {tp} is more than the {num_gpus:g} GPU(s) each actor "
+                             "asks (resources.num_gpus)")
+
+    @classmethod
+    def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:
+        p = parse_params(params)
+        return _window(p, _spec(p.checkpoint))
+
+    @classmethod
+    def runtime_env(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """The Ray runtime_env of this model's actors: the interpreter with vLLM and the engine's environment."""
+        p = parse_params(params)
+        env = {**ENGINE_ENV, "VLLM_CPU_KVCACHE_SPACE": f"{p.cpu_kv_cache_gb:g}"}
+        python = vllm_python()
+        out: dict[str, Any] = {"env_vars": env}
+        # a venv's python is a symlink to the base interpreter: compare the paths themselves, not their targets
+        if python is not None and os.path.abspath(python) != os.path.abspath(sys.executable):
+            out["py_executable"] = python
+        return out
+
+    def __init__(self, **params: Any) -> None:
+        import transformers
+        import vllm
+
+        p = self.params = parse_params(params)
+        self.ckpt = resolve_checkpoint(p.checkpoint, p.revision, p.cache_dir)
+        local = self.ckpt.local_dir
+        config = read_checkpoint_json(local, "config.json") or {}
+        self.family = family_of(config.get("model_type"), p.family)
+        self.sample_rate, self.max_audio_seconds = _window(p, _spec(local))
+        self.processor = transformers.AutoProcessor.from_pretrained(local, local_files_only=True)
+        self.tokenizer = self.processor.tokenizer
+        self.stop_ids = stop_token_ids(self.tokenizer, read_checkpoint_json(local, "generation_config.json"))
+        token = getattr(self.processor, "audio_token", None)
+        self.audio_token_id = (self.tokenizer.convert_tokens_to_ids(token) if token else
+                               config.get("audio_token_id", config.get("audio_token_index")))
+        if self.audio_token_id is None:
+            raise ValueError(f"vllm_audio_lm: the checkpoint {p.checkpoint} names no audio token")
+        import torch
+
+        on_cpu = not torch.cuda.is_available()
+        self.engine_args: dict[str, Any] = {
+            "dtype": p.dtype, "seed": p.seed, "max_model_len": p.max_model_len,
+            "tensor_parallel_size": p.tensor_parallel_size, "gpu_memory_utilization": p.gpu_memory_utilization,
+            "limit_mm_per_prompt": p.limit_mm_per_prompt,
+            # one engine in this actor's process; several GPUs: vLLM's own worker processes on this node
+            "distributed_executor_backend": "uni" if p.tensor_parallel_size == 1 else "mp",
+            **({"enforce_eager": True} if on_cpu else {}), **p.engine_args}
+        self.llm = vllm.LLM(model=local, tokenizer=local, **self.engine_args)
+        self.device = "cpu" if on_cpu else "cuda"
+        self.vllm_version = vllm.__version__
+        self.sampling = vllm.SamplingParams(**self._sampling())
+
+    # ---------------------------------------------------------------- identity
+
+    def _sampling(self) -> dict[str, Any]:
+        s: dict[str, Any] = {"max_tokens": self.params.max_new_tokens, "temperature": 0.0,
+                             "stop_token_ids": self.stop_ids, **self.params.generation}
+        if s.get("temperature", 0.0) > 0 and "seed" not in s:
+            s["seed"] = self.params.seed
+        return s
+
+    def generation_settings(self) -> dict[str, Any]:
+        g = {"max_new_tokens": self.params.max_new_tokens, "temperature": 0.0, **self.params.generation}
+        if g.get("temperature", 0.0) > 0:
+            g.setdefault("seed", self.params.seed)
+        return g
+
+    def info(self) -> dict[str, Any]:
+        import torch
+        import transformers
+
+        return {**super().info(), "checkpoint": self.ckpt.identity(), "family": self.family.name,
+                "architecture": self.family.architecture, "dtype": self.params.dtype, "device": self.device,
+                "system_prompt": self.params.system_prompt, "vllm": self.vllm_version,
+                "engine_args": {k: v for k, v in self.engine_args.items() if k != "seed"},
+                "transformers": transformers.__version__, "torch": torch.__version__}
+
+    # ---------------------------------------------------------------- generation
+
+    def render(self, inp: AudioPrompt) -> str:
+        """The prompt text of one request through the checkpoint's chat template (audio placeholder included)."""
+        conv = conversation(inp.prompt, inp.audio is not None, self.params.system_prompt)
+        return self.processor.apply_chat_template([conv], tokenize=False, add_generation_prompt=True)[0]
+
+    def engine_prompts(self, batch: Sequence[AudioPrompt]) -> list[dict[str, Any]]:
+        """What the engine gets per request: the rendered prompt and, with audio, the array at the model's rate."""
+        out = []
+        for inp in batch:
+            prompt: dict[str, Any] = {"prompt": self.render(inp)}
+            if inp.audio is not None:
+                if inp.sample_rate != self.sample_rate:
+                    raise ValueError(f"audio at {inp.sample_rate} Hz, the model takes {self.sample_rate} Hz")
+                prompt["multi_modal_data"] = {"audio": [(inp.audio, self.sample_rate)]}
+            out.append(prompt)
+        return out
+
+    def check_audio(self, inp: AudioPrompt, prompt: str, engine_ids: Sequence[int]) -> AudioNotReceived | None:
+        """None when the engine's prompt holds what the request had: its audio expanded to features (more audio
+        positions than the rendered prompt's placeholders), or no audio token at all for a text-only request."""
+        rendered = count(self.tokenizer(prompt, add_special_tokens=False)["input_ids"], self.audio_token_id)
+        received = count(engine_ids, self.audio_token_id)
+        if inp.audio is None:
+            if received:
+                return AudioNotReceived(f"audio_unexpected: a text-only request reached the model with "
+                                        f"{received} audio positions")
+            return None
+        if rendered < 1:
+            return AudioNotReceived("audio_not_in_prompt: the chat template placed no audio placeholder")
+        if received <= rendered:
+            return AudioNotReceived(f"audio_not_received: the engine's prompt holds {received} audio position(s) "
+                                    f"for {rendered} placeholder(s): the audio features never reached the model")
+        return None
+
+    def generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:  # type: ignore[override]
+        prompts = self.engine_prompts(batch)
+        outs = self.llm.generate(prompts, self.sampling, use_tqdm=False)
+        answers: list[str | Exception] = []
+        for inp, sent, out in zip(batch, prompts, outs):
+            problem = self.check_audio(inp, sent["prompt"], out.prompt_token_ids or [])
+            done = out.outputs[0]
+            # decoded as hf_audio_lm decodes (vLLM's incremental text may hold back a partial character)
+            text = self.tokenizer.decode(list(done.token_ids), skip_special_tokens=True).strip()
+            if problem is not None:
+                answers.append(problem)
+            elif done.finish_reason == "length":
+                answers.append(incomplete(len(done.token_ids), self.params.max_new_tokens, text))
+            else:
+                answers.append(text)
+        return answers

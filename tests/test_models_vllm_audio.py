@@ -1,0 +1,208 @@
+"""``vllm_audio_lm`` on vLLM's CPU engine, on tiny random checkpoints built here: greedy answers identical to
+``hf_audio_lm`` on the same checkpoint and requests, audio that never reached the engine as an error row, and
+a run through the Ray Data stream with both backends giving the same tables (and a resume that calls nothing).
+
+vLLM lives in its own venv (``.venv-vllm``, built by ``.ci/run``; or ``EVALCORE_VLLM_PYTHON``). Without it these
+tests skip, except under ``CI=true``, where they must run. The config checks need no vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import soundfile as sf
+
+from evalcore.models.vllm_audio import vllm_python
+
+sys.path.insert(0, str(Path(__file__).parent))
+import vllm_worker  # noqa: E402
+
+FAMILIES = ("qwen2_audio", "audioflamingo3")
+
+
+def _python() -> str:
+    py = vllm_python()
+    ok = py is not None and subprocess.run([py, "-c", "import vllm"], capture_output=True, timeout=120).returncode == 0
+    if not ok:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no Python with vLLM ({py}); .ci/run builds .venv-vllm")
+        pytest.skip("no Python with vLLM: build .venv-vllm (see .ci/run) or set EVALCORE_VLLM_PYTHON")
+    return py
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory) -> dict[str, str]:
+    pytest.importorskip("transformers")
+    from evalcore.models.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("vllm-ckpt")
+    # head size 32: vLLM's CPU attention needs at least that
+    return {f: build_tiny(f, str(root / f), head_dim=32, ends_answers=True) for f in FAMILIES}
+
+
+def _engine_run(py: str, tmp: Path, params: dict, window: float, drop: int | None = None) -> dict:
+    spec = tmp / "spec.json"
+    spec.write_text(json.dumps({"params": params, "window": window, "drop": drop}))
+    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    p = subprocess.run([py, str(Path(vllm_worker.__file__)), str(spec)], capture_output=True, text=True,
+                       timeout=540, env=env)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, p.stderr[-3000:]
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+# ------------------------------------------------------------------------------------ config, no engine
+
+
+@pytest.mark.parametrize("params, resources, field", [
+    ({"engine_args": {"max_num_seqz": 8}}, {}, "params.engine_args"),
+    ({"engine_args": {"model": "x"}}, {}, "params.engine_args"),
+    ({"generation": {"do_sample": True}}, {}, "params.generation"),
+    ({"generation": {"max_tokens": 3}}, {}, "params.generation"),
+    ({"tensor_parallel_size": 4}, {"num_gpus": 2}, "params.tensor_parallel_size"),
+    ({"gpu_memory_utilization": 1.5}, {}, "params.gpu_memory_utilization"),
+    ({"family": "musicflamingo"}, {}, "params.family"),
+    ({"limit_mm_per_prompt": {"audio": 0}}, {}, "params.limit_mm_per_prompt"),
+])
+def test_config_mistakes_name_the_field(checkpoints, params, resources, field):
+    from evalcore.config import ConfigError, parse_config
+
+    with pytest.raises((ConfigError, ValueError), match=field.replace(".", r"\.")):
+        parse_config({"name": "x", "datasets": [{"name": "d", "kind": "synthetic"}],
+                      "models": [{"name": "v", "kind": "vllm_audio_lm", "resources": resources,
+                                  "params": {"checkpoint": checkpoints["qwen2_audio"], **params}}],
+                      "protocols": [{"name": "freeform"}]})
+
+
+def test_checkpoint_checks_before_any_engine(checkpoints, tmp_path):
+    from evalcore.models.vllm_audio import VLLMAudioLM
+
+    ck = checkpoints["qwen2_audio"]
+    assert VLLMAudioLM.audio_spec({"checkpoint": ck}) == (16_000, 30.0)
+    with pytest.raises(ValueError, match=r"^max_model_len: 512 tokens cannot hold .* 30 s audio window \(750"):
+        VLLMAudioLM.check_files({"checkpoint": ck, "max_model_len": 512})
+    with pytest.raises(ValueError, match="^max_model_len: 9000 is longer than the checkpoint's"):
+        VLLMAudioLM.check_files({"checkpoint": ck, "max_model_len": 9000})
+    VLLMAudioLM.check_files({"checkpoint": ck, "max_model_len": 1024, "max_new_tokens": 32})
+    from evalcore.models.tiny import build_tiny
+
+    mf = build_tiny("musicflamingo", str(tmp_path / "mf"))  # served by hf_audio_lm only (vLLM dropped it)
+    with pytest.raises(ValueError, match="^checkpoint: checkpoint model_type 'musicflamingo' is not a family"):
+        VLLMAudioLM.check_files({"checkpoint": mf})
+
+
+def test_the_actors_get_the_vllm_interpreter(checkpoints, monkeypatch, tmp_path):
+    from evalcore.models.vllm_audio import VLLMAudioLM
+
+    fake = tmp_path / "bin" / "python"
+    monkeypatch.setenv("EVALCORE_VLLM_PYTHON", str(fake))
+    env = VLLMAudioLM.runtime_env({"checkpoint": checkpoints["qwen2_audio"], "cpu_kv_cache_gb": 2})
+    assert env["py_executable"] == str(fake)
+    assert env["env_vars"]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and env["env_vars"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
+
+
+# ------------------------------------------------------------------------------------ the CPU engine
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_greedy_answers_equal_hf_audio_lm(checkpoints, family, tmp_path):
+    """The same checkpoint and 24 mixed requests (0.4–12 s of audio, none, prompts of 1–12 words): the vLLM
+    engine's greedy answers equal transformers' — finished answers word for word, and the same ones cut at the
+    token limit. For Qwen2-Audio the engine also runs a batch in which one request's audio is dropped on its way
+    to the engine: that row is an error row of class model, every other row is answered as before."""
+    from evalcore.models.audio_chat import answer_view
+    from evalcore.models.hf_audio import HFAudioLM
+
+    py = _python()
+    params = {"checkpoint": checkpoints[family], "max_new_tokens": 24, "max_model_len": 2048}
+    drop = 3 if family == "qwen2_audio" else None  # request 3 has 3 s of audio
+    got = _engine_run(py, tmp_path, params, window=HFAudioLM.audio_spec({"checkpoint": checkpoints[family]})[1],
+                      drop=drop)
+    hf = HFAudioLM(checkpoint=checkpoints[family], max_new_tokens=24)
+    want = [answer_view(a) for a in hf.generate(vllm_worker.requests())]
+    assert got["answers"] == want
+    finished = [a for a in want if not a.startswith("incomplete: ")]
+    assert finished and len(finished) < len(want) and len(set(want)) >= 8  # both kinds, and inputs matter
+    assert got["unknown_engine_args"] == [] and got["unknown_sampling"] == []  # the allowlists match vLLM's fields
+    info = got["info"]
+    assert info["vllm"] and info["checkpoint"]["sha256"] == hf.info()["checkpoint"]["sha256"]
+    if drop is not None:
+        rows = got["dropped"]
+        lost = rows[drop]
+        assert lost["error_class"] == "model" and lost["error_stage"] == "model" and lost["text"] is None
+        assert "audio_not_received" in lost["error"]
+        for i, r in enumerate(rows):
+            if i != drop:
+                assert (r["text"] if r["error"] is None else f"incomplete: {r['error_class']}") == (
+                    want[i] if not want[i].startswith("incomplete: ") else "incomplete: incomplete"), i
+
+
+def _wav(path: Path, seconds: float, freq: float) -> str:
+    t = np.arange(int(seconds * 22_050)) / 22_050
+    sf.write(str(path), (0.4 * np.sin(2 * np.pi * freq * t)).astype(np.float32), 22_050)  # resampled to 16 kHz
+    return str(path)
+
+
+@pytest.mark.slow
+def test_run_through_the_stream_gives_hf_audio_lms_tables(checkpoints, tmp_path, local_ray):
+    """One run, two models on the same checkpoint: ``hf_audio_lm`` and ``vllm_audio_lm`` (its actor in the vLLM
+    interpreter). Every request gets the same answer or error from both, the summary tables agree cell for cell,
+    counts reconcile, and ``--resume`` runs nothing again."""
+    from evalcore.config import parse_config
+    from evalcore.pipeline.run import run
+
+    _python()
+    items = [{"item_id": f"c{i}", "protocol": "factual", "task": "instrument", "labels": ["guitar"],
+              "question": q, "audio_uri": _wav(tmp_path / f"c{i}.wav", s, f)}
+             for i, (s, f, q) in enumerate([(1.0, 220.0, "What instruments are playing?"),
+                                            (4.5, 330.0, "Which instruments can you hear in this clip, if any?"),
+                                            (2.0, 440.0, "Instruments?"), (3.0, 550.0, "Describe the music.")])]
+    items.append({"item_id": "missing", "protocol": "factual", "task": "instrument", "labels": ["guitar"],
+                  "question": "What instruments are playing?", "audio_uri": str(tmp_path / "missing.wav")})
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps(r) for r in items))
+    params = {"checkpoint": checkpoints["qwen2_audio"], "max_new_tokens": 24}
+    cfg = parse_config({
+        "name": "engines",
+        "datasets": [{"name": "clips", "kind": "items_file", "params": {"path": str(tmp_path / "items.jsonl")}}],
+        "models": [{"name": "hf", "kind": "hf_audio_lm", "params": {**params, "device": "cpu"},
+                    "resources": {"num_cpus": 0.25, "batch_size": 8}},
+                   {"name": "vllm", "kind": "vllm_audio_lm", "params": {**params, "max_model_len": 2048},
+                    "resources": {"num_cpus": 0.25, "batch_size": 8}}],
+        "protocols": [{"name": "factual", "conditions": ["correct", "random", "silence", "text_only"],
+                       "variants": {"plain": "{question}"}}],
+        "storage": {"root": str(tmp_path / "run")},
+        "stats": {"bootstrap_resamples": 100},
+        "ray": {"progress_bars": False, "decode_num_cpus": 0.25},
+    })
+    res = run(cfg)
+    c = res.counts
+    assert c["requests_in"] == c["requests_scored"] + c["requests_errored"] == 2 * 5 * 4
+    rows = pq.read_table(f"{cfg.root}/responses").to_pandas()
+    key = ["item_id", "condition", "variant", "chunk_index"]
+    cols = ["text", "error_class", "error_stage"]
+    hf = rows[rows.model == "hf"].set_index(key).sort_index()[cols]
+    vl = rows[rows.model == "vllm"].set_index(key).sort_index()[cols]
+    pd.testing.assert_frame_equal(hf, vl)
+    assert hf.text.notna().sum() >= 4 and (hf.error_class == "incomplete").sum() >= 4  # both kinds in the tables
+    assert "missing" in set(rows[rows.error_stage == "decode"].item_id)  # (a random draw of its clip fails too)
+    info = {m: json.loads(rows[(rows.model == m) & (rows.error_stage != "decode")].model_info.iloc[0]) for m in ("hf", "vllm")}
+    assert info["vllm"]["backend"] == "VLLMAudioLM" and info["vllm"]["vllm"]
+    assert info["vllm"]["checkpoint"] == info["hf"]["checkpoint"]
+    summary = pd.read_parquet(f"{cfg.root}/tables/summary.parquet")
+    num = summary.select_dtypes("number").columns
+    per = {m: summary[summary.model == m].drop(columns=["model"]).reset_index(drop=True) for m in ("hf", "vllm")}
+    pd.testing.assert_frame_equal(per["hf"][num], per["vllm"][num])
+
+    shards = sorted(p.name for p in (Path(cfg.root) / "responses").rglob("*.parquet"))
+    again = run(cfg, resume=True)
+    assert sorted(p.name for p in (Path(cfg.root) / "responses").rglob("*.parquet")) == shards  # nothing re-ran
+    assert again.counts["requests_in"] == c["requests_in"] and again.counts["requests_scored"] == c["requests_scored"]

@@ -92,6 +92,16 @@ def test_chat_template_is_the_checkpoints(models):
     af = models["audioflamingo3"]
     t2 = af.tokenizer.decode(af.encode([AudioPrompt(None, SR, "Hi")])["input_ids"][0])
     assert t2 == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    glm = models["glmasr"]
+    t3 = glm.tokenizer.decode(glm.encode([AudioPrompt(np.zeros(SR, np.float32), SR, "Hi")])["input_ids"][0])
+    assert t3 == ("<|im_start|>user\n<|begin_of_audio|>" + "<|pad|>" * 12  # 1 s → 12 positions (4 frames each)
+                  + "<|end_of_audio|>Hi<|im_end|>\n<|im_start|>assistant\n")
+    # Voxtral: mistral-common's tokenizer pads 1 s of audio to a 30 s chunk, 375 audio positions after [BEGIN_AUDIO]
+    vox = models["voxtral"]
+    enc = vox.encode([AudioPrompt(np.zeros(SR, np.float32), SR, "Hi")])
+    ids = enc["input_ids"][0].tolist()
+    assert ids[:3] == [1, 3, 25] and ids[3:378] == [24] * 375 and ids[378:] == [ord("H") + 32, ord("i") + 32, 4]
+    assert tuple(enc["input_features"].shape) == (1, 128, 3000)
 
 
 def test_audio_spec_from_the_checkpoint_without_loading(checkpoints, models):
@@ -102,6 +112,8 @@ def test_audio_spec_from_the_checkpoint_without_loading(checkpoints, models):
     assert HFAudioLM.audio_spec({"checkpoint": checkpoints["qwen2_audio"]}) == (16_000, 30.0)  # Whisper window
     assert HFAudioLM.audio_spec({"checkpoint": checkpoints["audioflamingo3"]}) == (16_000, 60.0)  # max_audio_len
     assert HFAudioLM.audio_spec({"checkpoint": checkpoints["musicflamingo"], "max_audio_seconds": 45}) == (16_000, 45.0)
+    assert HFAudioLM.audio_spec({"checkpoint": checkpoints["glmasr"]}) == (16_000, 60.0)  # max_audio_len
+    assert HFAudioLM.audio_spec({"checkpoint": checkpoints["voxtral"]}) == (16_000, 30.0)  # one encoder chunk
     for f, m in models.items():  # the loaded model agrees with the driver's cheap read
         assert (m.sample_rate, m.max_audio_seconds) == HFAudioLM.audio_spec({"checkpoint": checkpoints[f]})
     cfg = parse_config({"name": "x", "datasets": [{"name": "d", "kind": "synthetic"}],
@@ -227,5 +239,5 @@ def test_actor_pool_answers_equal_unbatched_generation(pipeline_run, models):
             else:
                 assert alone == r.text, (f, r.request_id)
             checked += 1
-    assert checked == 3 * 10
+    assert checked == len(FAMILIES) * 10
     assert 0 < (rows.error_class == "incomplete").sum() < checked  # both kinds of answers were checked

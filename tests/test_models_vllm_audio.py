@@ -25,7 +25,7 @@ from evalcore.models.vllm_audio import vllm_python
 sys.path.insert(0, str(Path(__file__).parent))
 import vllm_worker  # noqa: E402
 
-FAMILIES = ("qwen2_audio", "audioflamingo3")
+FAMILIES = ("qwen2_audio", "audioflamingo3", "glmasr", "voxtral")
 
 
 def _python() -> str:
@@ -48,15 +48,48 @@ def checkpoints(tmp_path_factory) -> dict[str, str]:
     return {f: build_tiny(f, str(root / f), head_dim=32, ends_answers=True) for f in FAMILIES}
 
 
-def _engine_run(py: str, tmp: Path, params: dict, window: float, drop: int | None = None) -> dict:
+def _start_engine(py: str, tmp: Path, params: dict, window: float, drop: int | None = None) -> subprocess.Popen:
     spec = tmp / "spec.json"
     spec.write_text(json.dumps({"params": params, "window": window, "drop": drop}))
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    p = subprocess.run([py, str(Path(vllm_worker.__file__)), str(spec)], capture_output=True, text=True,
-                       timeout=540, env=env)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert p.returncode == 0 and lines, p.stderr[-3000:]
+    return subprocess.Popen([py, str(Path(vllm_worker.__file__)), str(spec)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _result(proc: subprocess.Popen) -> dict:
+    try:
+        out, err = proc.communicate(timeout=540)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, err[-3000:]
     return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+#: requests whose audio the engine runs of these families drop on the way (request 3 has 3 s of audio): Qwen2-Audio
+#: (the engine expands the placeholder) and Voxtral (mistral-common's tokenizer expands it before the engine)
+DROP = {"qwen2_audio": 3, "voxtral": 3}
+
+
+@pytest.fixture(scope="module")
+def engine_runs(checkpoints, tmp_path_factory) -> dict[str, subprocess.Popen]:
+    """One CPU engine per family, all started at once (each engine thread-bound to one core; their starts,
+    mostly imports and warm-up, overlap): family → its worker process, collected by the test that reads it."""
+    from evalcore.models.hf_audio import HFAudioLM
+
+    py = _python()
+    procs = {}
+    for family in FAMILIES:
+        window = HFAudioLM.audio_spec({"checkpoint": checkpoints[family]})[1]
+        params = {"checkpoint": checkpoints[family], "max_new_tokens": 24, "max_model_len": 2048}
+        procs[family] = _start_engine(py, tmp_path_factory.mktemp(f"engine-{family}"), params, window,
+                                      DROP.get(family))
+    yield procs
+    for p in procs.values():
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
 
 
 # ------------------------------------------------------------------------------------ config, no engine
@@ -92,6 +125,12 @@ def test_checkpoint_checks_before_any_engine(checkpoints, tmp_path):
     with pytest.raises(ValueError, match="^max_model_len: 9000 is longer than the checkpoint's"):
         VLLMAudioLM.check_files({"checkpoint": ck, "max_model_len": 9000})
     VLLMAudioLM.check_files({"checkpoint": ck, "max_model_len": 1024, "max_new_tokens": 32})
+    # GLM-ASR: the processor's max_audio_len; Voxtral: one 30 s encoder chunk; both 12.5 audio positions a second
+    assert VLLMAudioLM.audio_spec({"checkpoint": checkpoints["glmasr"]}) == (16_000, 60.0)
+    assert VLLMAudioLM.audio_spec({"checkpoint": checkpoints["voxtral"]}) == (16_000, 30.0)
+    with pytest.raises(ValueError, match=r"^max_model_len: 512 tokens cannot hold .* 60 s audio window \(750 audio"):
+        VLLMAudioLM.check_files({"checkpoint": checkpoints["glmasr"], "max_model_len": 512})
+    VLLMAudioLM.check_files({"checkpoint": checkpoints["voxtral"], "max_model_len": 512, "max_new_tokens": 32})
     from evalcore.models.tiny import build_tiny
 
     mf = build_tiny("musicflamingo", str(tmp_path / "mf"))  # served by hf_audio_lm only (vLLM dropped it)
@@ -114,19 +153,17 @@ def test_the_actors_get_the_vllm_interpreter(checkpoints, monkeypatch, tmp_path)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
-def test_greedy_answers_equal_hf_audio_lm(checkpoints, family, tmp_path):
+def test_greedy_answers_equal_hf_audio_lm(checkpoints, engine_runs, family):
     """The same checkpoint and 24 mixed requests (0.4–12 s of audio, none, prompts of 1–12 words): the vLLM
     engine's greedy answers equal transformers' — finished answers word for word, and the same ones cut at the
-    token limit. For Qwen2-Audio the engine also runs a batch in which one request's audio is dropped on its way
+    token limit. For Qwen2-Audio (the engine expands the audio placeholder) and Voxtral (mistral-common's tokenizer
+    expands it before the engine) the engine also runs a batch in which one request's audio is dropped on its way
     to the engine: that row is an error row of class model, every other row is answered as before."""
     from evalcore.models.audio_chat import answer_view
     from evalcore.models.hf_audio import HFAudioLM
 
-    py = _python()
-    params = {"checkpoint": checkpoints[family], "max_new_tokens": 24, "max_model_len": 2048}
-    drop = 3 if family == "qwen2_audio" else None  # request 3 has 3 s of audio
-    got = _engine_run(py, tmp_path, params, window=HFAudioLM.audio_spec({"checkpoint": checkpoints[family]})[1],
-                      drop=drop)
+    drop = DROP.get(family)
+    got = _result(engine_runs[family])
     hf = HFAudioLM(checkpoint=checkpoints[family], max_new_tokens=24)
     want = [answer_view(a) for a in hf.generate(vllm_worker.requests())]
     assert got["answers"] == want

@@ -38,6 +38,28 @@ def conversation(prompt: str, has_audio: bool, system_prompt: str | None = None)
     return conv
 
 
+def audio_base64(audio: Any, sample_rate: int) -> str:
+    """The audio as base64 of a 32-bit float WAV file: lossless, the form mistral-common's chat requests take."""
+    import base64
+    import io
+
+    import numpy as np
+    import soundfile as sf
+
+    buf = io.BytesIO()
+    sf.write(buf, np.asarray(audio, dtype=np.float32), sample_rate, format="WAV", subtype="FLOAT")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def mistral_conversation(prompt: str, audio: Any, sample_rate: int, system_prompt: str | None = None) -> list[dict]:
+    """:func:`conversation` with the audio itself in the user turn, for a mistral-common tokenizer (Voxtral): it
+    encodes the audio into the prompt's audio positions (and pads it to whole 30 s chunks) while tokenizing."""
+    conv = conversation(prompt, audio is not None, system_prompt)
+    if audio is not None:
+        conv[-1]["content"][0] = {"type": "audio", "base64": audio_base64(audio, sample_rate)}
+    return conv
+
+
 def stop_token_ids(tokenizer: Any, generation_config: dict | None) -> list[int]:
     """The ids that end an answer: the tokenizer's EOS and the checkpoint's ``generation_config.json``
     ``eos_token_id`` (an id or a list), sorted. Both backends stop on exactly these."""

@@ -1,11 +1,12 @@
 """Audio LMs that ship with transformers, run locally (``hf_audio_lm``): Qwen2-Audio, Audio Flamingo 3,
-Music Flamingo (see ``docs/models.md`` for the families that cannot run here and why).
+Music Flamingo, GLM-ASR, Voxtral (see ``docs/models.md`` for the families that cannot run here and why).
 
 Loads a checkpoint (local directory or ``s3://`` prefix, see :mod:`evalcore.models.checkpoint`)
 once per model actor with ``AutoProcessor`` and the family's model class, then answers batches:
 
 * prompts go through the checkpoint's own chat template (``processor.apply_chat_template``), one
-  user turn of ``[audio, text]`` (text only when there is no audio), optional system prompt;
+  user turn of ``[audio, text]`` (text only when there is no audio), optional system prompt; Voxtral's
+  mistral-common tokenizer takes the audio itself in that turn (a lossless float WAV) and tokenizes it;
 * a batch is tokenized with **left padding** and its attention mask, so the last position of every
   row is its own last token and greedy generation of a row does not depend on its batch mates;
   rows with audio and text-only rows are generated as two sub-batches (several processors need
@@ -13,10 +14,11 @@ once per model actor with ``AutoProcessor`` and the family's model class, then a
 * only the newly generated tokens are decoded.
 
 The sample rate is the feature extractor's; the longest window is the processor's ``max_audio_len``
-(Audio Flamingo 3 / Music Flamingo split longer audio into 30 s windows internally up to it), else
-the feature extractor's ``chunk_length`` (Whisper-style encoders: 30 s; the extractor truncates
-anything longer). The driver reads both from the checkpoint's processor config without loading the
-model (:meth:`HFAudioLM.audio_spec`); a smaller ``max_audio_seconds`` may be configured.
+(Audio Flamingo 3 / Music Flamingo / GLM-ASR split longer audio into 30 s windows internally up to it),
+else the feature extractor's ``chunk_length`` (Whisper-style encoders: 30 s; the extractor truncates
+anything longer; Voxtral's processor has no ``max_audio_len``: one 30 s encoder chunk, 375 audio positions).
+The driver reads both from the checkpoint's processor config without loading the model
+(:meth:`HFAudioLM.audio_spec`); a smaller ``max_audio_seconds`` may be configured.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalcore.models.audio_chat import conversation, incomplete, stop_token_ids
+from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.registry import MODELS
@@ -41,12 +43,17 @@ class Family:
     model_types: tuple[str, ...]  # config.json model_type values of this family
     model_class: str  # transformers class that generates text
     submodule: str | None = None  # generate with this attribute of the loaded model (e.g. a thinker)
+    #: "template": the processor renders the chat template and expands its audio placeholder; "mistral": the
+    #: tokenizer is mistral-common's and takes the audio in the conversation itself (Voxtral)
+    chat: Literal["template", "mistral"] = "template"
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("qwen2_audio", ("qwen2_audio",), "Qwen2AudioForConditionalGeneration"),
     Family("audioflamingo3", ("audioflamingo3",), "AudioFlamingo3ForConditionalGeneration"),
     Family("musicflamingo", ("musicflamingo",), "MusicFlamingoForConditionalGeneration"),
+    Family("glmasr", ("glmasr",), "GlmAsrForConditionalGeneration"),
+    Family("voxtral", ("voxtral",), "VoxtralForConditionalGeneration", chat="mistral"),
 )}
 
 DTYPES = ("float32", "bfloat16", "float16", "auto")
@@ -158,7 +165,7 @@ def _window(p: HFAudioParams, spec: tuple[int, float | None]) -> tuple[int, floa
 
 @MODELS.register("hf_audio_lm")
 class HFAudioLM(MusicLM):
-    """A transformers audio LM (Qwen2-Audio, Audio Flamingo 3, Music Flamingo; see FAMILIES)."""
+    """A transformers audio LM (Qwen2-Audio, Audio Flamingo 3, Music Flamingo, GLM-ASR, Voxtral; see FAMILIES)."""
 
     #: left: a decoder-only model continues every row from its own last token (the tests flip it to
     #: "right" as a negative control: answers then depend on the batch)
@@ -234,6 +241,8 @@ class HFAudioLM(MusicLM):
 
     def encode(self, batch: Sequence[AudioPrompt]) -> Any:
         """Processor inputs of a batch (all with audio, or all text only), left-padded, as tensors."""
+        if self.family.chat == "mistral":
+            return self._encode_mistral(batch)
         texts = [self.processor.apply_chat_template([self.conversation(inp)], tokenize=False,
                                                     add_generation_prompt=True)[0] for inp in batch]
         # padding for the text only: audio features keep their extractor's own padding (Whisper: 30 s)
@@ -247,6 +256,17 @@ class HFAudioLM(MusicLM):
             kwargs["audio"] = [np.asarray(a, dtype=np.float32) for a in audios]
             kwargs["sampling_rate"] = self.sample_rate
         return self.processor(**kwargs)
+
+    def _encode_mistral(self, batch: Sequence[AudioPrompt]) -> Any:
+        """Voxtral: mistral-common's tokenizer encodes each conversation with its audio (the audio positions are in
+        its token ids), the processor adds the audio's mel features."""
+        for inp in batch:
+            if inp.audio is not None and inp.sample_rate != self.sample_rate:
+                raise ValueError(f"audio at {inp.sample_rate} Hz, the model takes {self.sample_rate} Hz")
+        convs = [mistral_conversation(inp.prompt, inp.audio, self.sample_rate, self.params.system_prompt)
+                 for inp in batch]
+        self.tokenizer.padding_side = self.padding_side  # the backend pads on its own side, not a call argument
+        return self.processor.apply_chat_template(convs, tokenize=True, return_dict=True)
 
     def _generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:
         import torch

@@ -12,7 +12,9 @@ to the checkpoint's rate and cuts it to its window; this backend renders the che
 
 * the audio reached the model: the engine's prompt must hold the audio placeholder expanded to audio features
   (more audio-token positions than the rendered prompt's one placeholder) for a request with audio, and no
-  audio token for one without; otherwise the row is an error (:class:`AudioNotReceived`, class ``model``);
+  audio token for one without; otherwise the row is an error (:class:`AudioNotReceived`, class ``model``).
+  Voxtral's mistral-common tokenizer places every audio position itself (the engine gets token ids): there the
+  positions must be in the engine's prompt and the audio array must have gone with them;
 * ``finish_reason == "length"`` (cut at ``max_new_tokens``): an ``incomplete`` error row, as for endpoints.
 
 Why not ``ray.data.llm``: see docs/models.md ("vllm_audio_lm").
@@ -29,7 +31,8 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalcore.models.audio_chat import AudioNotReceived, conversation, count, incomplete, stop_token_ids
+from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, incomplete, mistral_conversation,
+                                        stop_token_ids)
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.models.hf_audio import processor_audio_spec
@@ -43,11 +46,18 @@ class VLLMFamily:
     name: str
     model_types: tuple[str, ...]  # config.json model_type values
     architecture: str  # vLLM's model class for it
+    #: audio positions per second of audio (the prompt length check of check_files)
+    positions_per_second: float = 25
+    #: "template": the chat template's one placeholder, expanded by the engine; "mistral": mistral-common's
+    #: tokenizer expands the audio into its positions itself and the engine gets token ids (Voxtral)
+    chat: Literal["template", "mistral"] = "template"
 
 
 FAMILIES: dict[str, VLLMFamily] = {f.name: f for f in (
     VLLMFamily("qwen2_audio", ("qwen2_audio",), "Qwen2AudioForConditionalGeneration"),
     VLLMFamily("audioflamingo3", ("audioflamingo3",), "AudioFlamingo3ForConditionalGeneration"),
+    VLLMFamily("glmasr", ("glmasr",), "GlmAsrForConditionalGeneration", positions_per_second=12.5),
+    VLLMFamily("voxtral", ("voxtral",), "VoxtralForConditionalGeneration", positions_per_second=12.5, chat="mistral"),
 )}
 
 #: vLLM ``EngineArgs`` fields that ``engine_args`` may set (vLLM 0.32; ``tests/test_models_vllm_audio.py`` checks
@@ -182,13 +192,15 @@ def _spec(checkpoint: str) -> tuple[int, float | None]:
                                 read_checkpoint_json(checkpoint, "preprocessor_config.json"))
 
 
-#: audio-token positions per second of audio of the Whisper-style encoders these families use (30 s → 750)
+#: audio-token positions per second of audio of the Whisper-style encoders of most families (30 s → 750);
+#: GLM-ASR and Voxtral merge 4 encoder frames into one position (12.5: VLLMFamily.positions_per_second)
 POSITIONS_PER_SECOND = 25
 
 
 @MODELS.register("vllm_audio_lm")
 class VLLMAudioLM(MusicLM):
-    """An audio LM on a vLLM engine (Qwen2-Audio, Audio Flamingo 3; see FAMILIES and docs/models.md)."""
+    """An audio LM on a vLLM engine (Qwen2-Audio, Audio Flamingo 3, GLM-ASR, Voxtral; see FAMILIES and
+    docs/models.md)."""
 
     Params = VLLMAudioParams
     path_params = {"checkpoint": "dir"}
@@ -200,7 +212,7 @@ class VLLMAudioLM(MusicLM):
         if config is None:
             raise ValueError(f"checkpoint: {p.checkpoint!r} holds no config.json")
         try:
-            family_of(config.get("model_type"), p.family)
+            family = family_of(config.get("model_type"), p.family)
             sr, window = _window(p, _spec(p.checkpoint))
         except ValueError as e:
             msg = str(e)
@@ -213,10 +225,11 @@ class VLLMAudioLM(MusicLM):
             raise ValueError(f"max_model_len: {p.max_model_len} is longer than the checkpoint's "
                              f"max_position_embeddings {longest}")
         if p.max_model_len is not None and window is not None:
-            need = int(window * POSITIONS_PER_SECOND) * p.limit_mm_per_prompt.get("audio", 1) + p.max_new_tokens
+            positions = int(window * family.positions_per_second)
+            need = positions * p.limit_mm_per_prompt.get("audio", 1) + p.max_new_tokens
             if p.max_model_len < need:
                 raise ValueError(f"max_model_len: {p.max_model_len} tokens cannot hold a prompt with a full "
-                                 f"{window:g} s audio window ({int(window * POSITIONS_PER_SECOND)} audio positions) "
+                                 f"{window:g} s audio window ({positions} audio positions) "
                                  f"plus max_new_tokens {p.max_new_tokens}; at least {need} plus the prompt's text")
         if vllm_python() is None:
             raise ValueError("checkpoint: no Python with vLLM to run it: build .venv-vllm (docs/models.md) or set "
@@ -313,27 +326,46 @@ class VLLMAudioLM(MusicLM):
         return self.processor.apply_chat_template([conv], tokenize=False, add_generation_prompt=True)[0]
 
     def engine_prompts(self, batch: Sequence[AudioPrompt]) -> list[dict[str, Any]]:
-        """What the engine gets per request: the rendered prompt and, with audio, the array at the model's rate."""
+        """What the engine gets per request: the rendered prompt and, with audio, the array at the model's rate.
+        A mistral-common family (Voxtral) gets the token ids of its tokenizer instead of text, the audio positions
+        already in them, and the audio as the tokenizer padded it (whole 30 s chunks, which those positions cover)."""
         out = []
         for inp in batch:
-            prompt: dict[str, Any] = {"prompt": self.render(inp)}
-            if inp.audio is not None:
-                if inp.sample_rate != self.sample_rate:
-                    raise ValueError(f"audio at {inp.sample_rate} Hz, the model takes {self.sample_rate} Hz")
-                prompt["multi_modal_data"] = {"audio": [(inp.audio, self.sample_rate)]}
+            if inp.audio is not None and inp.sample_rate != self.sample_rate:
+                raise ValueError(f"audio at {inp.sample_rate} Hz, the model takes {self.sample_rate} Hz")
+            if self.family.chat == "mistral":
+                enc = self.tokenizer.apply_chat_template(
+                    mistral_conversation(inp.prompt, inp.audio, self.sample_rate, self.params.system_prompt),
+                    tokenize=True, return_dict=True)
+                prompt: dict[str, Any] = {"prompt_token_ids": list(enc["input_ids"])}
+                if inp.audio is not None:
+                    prompt["multi_modal_data"] = {"audio": [(a, self.sample_rate) for a in enc["audio"]]}
+            else:
+                prompt = {"prompt": self.render(inp)}
+                if inp.audio is not None:
+                    prompt["multi_modal_data"] = {"audio": [(inp.audio, self.sample_rate)]}
             out.append(prompt)
         return out
 
-    def check_audio(self, inp: AudioPrompt, prompt: str, engine_ids: Sequence[int]) -> AudioNotReceived | None:
+    def check_audio(self, inp: AudioPrompt, sent: dict[str, Any], engine_ids: Sequence[int]) -> AudioNotReceived | None:
         """None when the engine's prompt holds what the request had: its audio expanded to features (more audio
-        positions than the rendered prompt's placeholders), or no audio token at all for a text-only request."""
-        rendered = count(self.tokenizer(prompt, add_special_tokens=False)["input_ids"], self.audio_token_id)
+        positions than the rendered prompt's placeholders), or no audio token at all for a text-only request.
+        ``sent`` is the request's engine prompt (:meth:`engine_prompts`). A mistral-common family's prompt holds
+        every audio position before the engine sees it: there the audio array must have gone with them."""
         received = count(engine_ids, self.audio_token_id)
         if inp.audio is None:
             if received:
                 return AudioNotReceived(f"audio_unexpected: a text-only request reached the model with "
                                         f"{received} audio positions")
             return None
+        if self.family.chat == "mistral":
+            if received < 1:
+                return AudioNotReceived("audio_not_in_prompt: the tokenizer placed no audio positions")
+            if not (sent.get("multi_modal_data") or {}).get("audio"):
+                return AudioNotReceived(f"audio_not_received: the engine's prompt holds {received} audio positions "
+                                        "but no audio went with them: the audio features never reached the model")
+            return None
+        rendered = count(self.tokenizer(sent["prompt"], add_special_tokens=False)["input_ids"], self.audio_token_id)
         if rendered < 1:
             return AudioNotReceived("audio_not_in_prompt: the chat template placed no audio placeholder")
         if received <= rendered:
@@ -346,7 +378,7 @@ class VLLMAudioLM(MusicLM):
         outs = self.llm.generate(prompts, self.sampling, use_tqdm=False)
         answers: list[str | Exception] = []
         for inp, sent, out in zip(batch, prompts, outs):
-            problem = self.check_audio(inp, sent["prompt"], out.prompt_token_ids or [])
+            problem = self.check_audio(inp, sent, out.prompt_token_ids or [])
             done = out.outputs[0]
             # decoded as hf_audio_lm decodes (vLLM's incremental text may hold back a partial character)
             text = self.tokenizer.decode(list(done.token_ids), skip_special_tokens=True).strip()

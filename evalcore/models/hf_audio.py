@@ -93,15 +93,21 @@ class HFAudioParams(BaseModel):
         return v
 
 
-def parse_params(params: dict[str, Any]) -> HFAudioParams:
-    """Validated params; a mistake raises ``ValueError`` naming the field (``hf_audio_lm params.dtype: ...``)."""
+def validated(cls: type, kind: str, params: dict[str, Any]) -> Any:
+    """``cls.Params`` validated from ``params``; a mistake raises ``ValueError`` naming the field
+    (``<kind> params.dtype: ...``). Shared by the checkpoint backends (``hf_audio_lm``, ``vllm_audio_lm``)."""
     from evalcore.params import ParamsError, check_params
 
     try:
-        check_params(HFAudioLM, params)
+        check_params(cls, params)
     except ParamsError as e:
-        raise ValueError("; ".join(f"hf_audio_lm params.{f}: {m}" for f, m in e.problems)) from None
-    return HFAudioParams.model_validate(params)
+        raise ValueError("; ".join(f"{kind} params.{f}: {m}" for f, m in e.problems)) from None
+    return cls.Params.model_validate(params)
+
+
+def parse_params(params: dict[str, Any]) -> HFAudioParams:
+    """Validated ``hf_audio_lm`` params (:func:`validated`)."""
+    return validated(HFAudioLM, "hf_audio_lm", params)
 
 
 def check_checkpoint(p: HFAudioParams) -> None:
@@ -150,17 +156,23 @@ def processor_audio_spec(processor_config: dict | None, preprocessor_config: dic
     return sr, None
 
 
-def _window(p: HFAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
-    sr, window = spec
+def window(kind: str, p: Any, spec: tuple[int, float | None]) -> tuple[int, float | None]:
+    """(rate, window) of a checkpoint's ``spec`` as the params ``p`` (``sample_rate``, ``max_audio_seconds``) may
+    narrow it: the rate must equal the checkpoint's, the window may only shorten. Shared by the checkpoint backends."""
+    sr, win = spec
     if p.sample_rate is not None and p.sample_rate != sr:
-        raise ValueError(f"hf_audio_lm params.sample_rate: {p.sample_rate} differs from the checkpoint's "
+        raise ValueError(f"{kind} params.sample_rate: {p.sample_rate} differs from the checkpoint's "
                          f"feature extractor rate {sr}; leave it out")
     if p.max_audio_seconds is not None:
-        if window is not None and p.max_audio_seconds > window:
-            raise ValueError(f"hf_audio_lm params.max_audio_seconds: {p.max_audio_seconds} is longer than the "
-                             f"model's window {window} s")
-        window = p.max_audio_seconds
-    return sr, window
+        if win is not None and p.max_audio_seconds > win:
+            raise ValueError(f"{kind} params.max_audio_seconds: {p.max_audio_seconds} is longer than the "
+                             f"model's window {win} s")
+        win = p.max_audio_seconds
+    return sr, win
+
+
+def _window(p: HFAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
+    return window("hf_audio_lm", p, spec)
 
 
 @MODELS.register("hf_audio_lm")

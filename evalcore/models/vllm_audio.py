@@ -35,7 +35,7 @@ from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, i
                                         stop_token_ids)
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
-from evalcore.models.hf_audio import processor_audio_spec
+from evalcore.models.hf_audio import processor_audio_spec, validated, window
 from evalcore.registry import MODELS
 
 
@@ -141,14 +141,8 @@ class VLLMAudioParams(BaseModel):
 
 
 def parse_params(params: dict[str, Any]) -> VLLMAudioParams:
-    """Validated params; a mistake raises ``ValueError`` naming the field (``vllm_audio_lm params.x: ...``)."""
-    from evalcore.params import ParamsError, check_params
-
-    try:
-        check_params(VLLMAudioLM, params)
-    except ParamsError as e:
-        raise ValueError("; ".join(f"vllm_audio_lm params.{f}: {m}" for f, m in e.problems)) from None
-    return VLLMAudioParams.model_validate(params)
+    """Validated ``vllm_audio_lm`` params; a mistake raises ``ValueError`` naming the field."""
+    return validated(VLLMAudioLM, "vllm_audio_lm", params)
 
 
 def family_of(model_type: str | None, family: str | None = None) -> VLLMFamily:
@@ -175,16 +169,7 @@ def vllm_python() -> str | None:
 
 
 def _window(p: VLLMAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
-    sr, window = spec
-    if p.sample_rate is not None and p.sample_rate != sr:
-        raise ValueError(f"vllm_audio_lm params.sample_rate: {p.sample_rate} differs from the checkpoint's "
-                         f"feature extractor rate {sr}; leave it out")
-    if p.max_audio_seconds is not None:
-        if window is not None and p.max_audio_seconds > window:
-            raise ValueError(f"vllm_audio_lm params.max_audio_seconds: {p.max_audio_seconds} is longer than the "
-                             f"model's window {window} s")
-        window = p.max_audio_seconds
-    return sr, window
+    return window("vllm_audio_lm", p, spec)
 
 
 def _spec(checkpoint: str) -> tuple[int, float | None]:

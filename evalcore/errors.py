@@ -20,8 +20,8 @@ long encoded payloads (base64 audio an endpoint echoed back) elided and bearer t
 row never carries a request's payload or a key.
 
 Exit codes (:class:`ExitCode`), shared by every ``evalcore`` command: 0 ok, 1 the work failed part
-way (resume it), 2 a usage or config mistake (nothing ran), 3 ``evalcore nightly`` flagged a regression and its
-config says ``fail_on_regression``, 4 finished but nothing could be scored or the error budget was exceeded
+way (resume it), 2 a usage or config mistake (nothing ran), 3 ``evalcore nightly``: a checkpoint evaluated tonight
+regressed and its config says ``fail_on_regression``, 4 finished but nothing could be scored or the error budget was exceeded
 (tables and report are written).
 """
 
@@ -71,7 +71,7 @@ class ExitCode(IntEnum):
     OK = 0
     FAILED = 1  # the work failed part way (a crash, storage or cluster failure): resume it
     USAGE = 2  # a usage or config mistake, found before any work
-    REGRESSION = 3  # evalcore nightly: a regression was flagged and the config says fail_on_regression
+    REGRESSION = 3  # evalcore nightly: a checkpoint evaluated tonight regressed and the config says fail_on_regression
     UNSCORED = 4  # finished, but nothing could be scored or the error budget was exceeded
 
 

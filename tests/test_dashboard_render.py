@@ -1,5 +1,7 @@
-"""dashboard.html rendered by headless Chromium: the page is not blank, opens with the flagged regressions and
-every image is a decodable PNG (no broken image). Skips without Chromium, except under CI=true."""
+"""The nightly's morning page (dashboard.html) in headless Chromium: it opens with tonight's verdicts, then the
+checkpoint × metric matrix, the leaderboard, the plots and the folded comparisons (flagged rows first); no
+table makes it wider than a 1280 px window; every image is a decodable PNG. Skips without Chromium, except
+under CI=true."""
 
 from __future__ import annotations
 
@@ -7,16 +9,12 @@ import base64
 import io
 import os
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from evalcore.reports.trends import dashboard
-
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+import chromium
+from evalcore.reports.dashboard import render
 
 
 def _history() -> pd.DataFrame:
@@ -39,37 +37,112 @@ def _history() -> pd.DataFrame:
 
 
 def _regressions() -> pd.DataFrame:
-    return pd.DataFrame([{"series": "listener", "checkpoint": "step-3000", "reference": "step-2000",
-                          "protocol": "factual", "dataset": "synth", "condition": "correct", "variant": "default",
-                          "metric": "f1", "group": "all", "delta": -1.0, "ci_low": -1.0, "ci_high": -1.0,
-                          "p_adjusted": 0.0, "flagged": True}])
+    """Every comparison of step-3000 and step-2000 against step-2000 / step-1000 (+ the baseline), the deaf
+    step-3000's correct-condition drops flagged: the wide table the page must fold and wrap."""
+    rows = []
+    for ck, ref, role in (("step-2000", "step-1000", "previous+baseline"), ("step-3000", "step-2000", "previous"),
+                          ("step-3000", "step-1000", "baseline")):
+        deaf = ck == "step-3000"
+        for cond in ("correct", "random", "noise", "correct-random", "correct-noise"):
+            for metric, group in (("accuracy", "all"), ("accuracy", "task=instrument_mcq_long_name"),
+                                  ("f1", "all"), ("recall_micro_with_errors", "all")):
+                delta = -0.512 if deaf and cond.startswith("correct") else 1.33e-05
+                rows.append({"series": "listener", "checkpoint": ck, "reference": ref, "reference_role": role,
+                             "protocol": "factual" if metric != "accuracy" else "mcq", "dataset": "synth",
+                             "condition": cond, "variant": "default", "metric": metric, "group": group,
+                             "direction": "higher" if cond.startswith("correct") else "none", "n": 16,
+                             "reference_value": 0.95, "value": 0.95 + delta, "delta": delta,
+                             "ci_low": delta - 0.1, "ci_high": delta + 0.05, "p_value": 1e-6 if deaf else 0.9,
+                             "p_adjusted": 3.2e-5 if deaf else 1.0, "correction": "holm", "min_effect": 0.05,
+                             "flagged": bool(deaf and cond.startswith("correct")), "improved": False})
+    return pd.DataFrame(rows)
 
 
-def test_dashboard_renders_in_headless_chromium_with_no_broken_image(tmp_path) -> None:
-    if CHROMIUM is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing (.ci/run installs it)")
-        pytest.skip("chromium is not installed")
+def _tonight() -> dict:
+    return {"name": "demo", "date": "2026-11-27T03:00:00Z", "root": "/runs/demo", "exit_code": 3,
+            "store": {"conditional_writes": True, "fallback": None},
+            "counts": {"evaluated": 1, "resumed": 0, "failed": 1, "waiting": 1, "leased_elsewhere": 0, "lost": 0,
+                       "requests_sent": 384, "requests_committed_earlier": 0, "requests_errored": 0},
+            "checkpoints": [
+                {"series": "listener", "checkpoint": "step-3000", "verdict": "regressed", "listening": "no",
+                 "flagged": 40, "improved": 0, "resumed": False, "reason": None, "run_root": "/runs/x"},
+                {"series": "listener", "checkpoint": "step-4000", "verdict": "failed", "listening": None,
+                 "flagged": 0, "improved": 0, "resumed": False, "reason": "ConfigError: " + "x" * 400,
+                 "run_root": None},
+                {"series": "listener", "checkpoint": "step-5000", "verdict": "waiting", "listening": None,
+                 "flagged": 0, "improved": 0, "resumed": False, "reason": "not ready: no _SUCCESS marker",
+                 "run_root": None}]}
+
+
+def _board() -> pd.DataFrame:
+    from evalcore.nightly.leaderboard import COLUMNS
+
+    return pd.DataFrame([
+        {"suite_fingerprint": "f", "series": "listener", "checkpoint": "step-3000", "leader": "other",
+         "protocol": "mcq", "dataset": "synth", "variant": "default", "metric": "accuracy", "n": 16, "value": 0.3,
+         "leader_value": 0.9, "delta": -0.6, "ci_low": -0.7, "ci_high": -0.5, "p_adjusted": 1e-4},
+        {"suite_fingerprint": "f", "series": "other", "checkpoint": "step-9", "leader": "other", "protocol": "mcq",
+         "dataset": "synth", "variant": "default", "metric": "accuracy", "n": None, "value": 0.9,
+         "leader_value": 0.9, "delta": 0.0, "ci_low": 0.0, "ci_high": 0.0, "p_adjusted": None}], columns=COLUMNS)
+
+
+def test_the_morning_page_opens_with_tonight_and_fits_a_1280_px_window(tmp_path) -> None:
     import matplotlib.image as mpimg
 
-    html, md = dashboard("demo", _regressions(), _history(), [{"series": "listener", "checkpoint": "step-3000",
-                                                               "status": "finished", "attempts": 1}], ["a note"])
+    chromium.require()
+    records = [{"series": "listener", "checkpoint": c, "status": s, "attempts": 1, "reason": r}
+               for c, s, r in (("step-1000", "finished", None), ("step-3000", "finished", None),
+                               ("step-4000", "failed", "ConfigError: " + "y" * 600))]
+    html, md = render(_tonight(), _regressions(), _history(), records, ["a note"], _board())
     page = tmp_path / "dashboard.html"
     page.write_text(html)
-    assert "| listener | step-3000 | step-2000 | factual |" in md
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
-    assert dom.index("Flagged regressions") < dom.index("Series listener")  # opens with the flags
+    assert md.startswith("# Nightly: demo — 2026-11-27\n\n## Tonight")
+    assert "| **listener/step-3000** | **▼\u00a0regressed** | **no** | **40** |" in md
+    assert "1.33e-05" not in html and "3.2e-05" not in html and "&lt; 0.001" in html  # numbers people can read
+    dom = chromium.dump_dom(page, tmp_path / "profile")
+    order = [dom.index(s) for s in ("Tonight", "checkpoints × headline metrics", "Leaderboard", "<img",
+                                    "Comparisons", "Checkpoints</h2>")]
+    assert order == sorted(order), order  # tonight first, then the matrix, the board, the plots, the details
+    # the deaf checkpoint's comparisons: flagged rows first, its details open (tonight), the others folded
+    assert dom.count("<details open") == 2 and dom.count("<details") == 3
+    first_rows = re.findall(r'<tr class="(\w*)">', dom[dom.index("<details open"):])[:3]
+    assert first_rows == ["flag"] * 3
+    scroll, client = chromium.widths(page, tmp_path)
+    assert client == 1280 - 0 or client > 1200
+    assert scroll <= client, f"the page overflows a 1280 px window: scroll width {scroll} > {client}"
     srcs = re.findall(r'<img src="([^"]+)"', dom)
-    assert len(srcs) == 3  # headline trend, correct vs controls, MCQ per task
+    assert len(srcs) == 4  # leaderboard, headline trend, correct vs controls, MCQ per task
     for src in srcs:
         assert src.startswith("data:image/png;base64,")
         img = mpimg.imread(io.BytesIO(base64.b64decode(src.split(",", 1)[1])), format="png")
         assert img.shape[0] > 100 and img.shape[1] > 100 and np.std(img) > 0.01  # decodes, and is not blank
-    shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    shot = chromium.screenshot(page, tmp_path / "shot.png", tmp_path, 1280, 900)
     pixels = mpimg.imread(str(shot))
     assert pixels.std() > 0.02 and (pixels[..., :3].mean(axis=2) < 0.5).mean() > 0.002  # text and plots drawn
+    if os.environ.get("EVALCORE_KEEP_SHOTS"):  # for a person to look at
+        import shutil as sh
+
+        sh.copy(shot, os.environ["EVALCORE_KEEP_SHOTS"])
+        sh.copy(page, os.environ["EVALCORE_KEEP_SHOTS"])
+
+
+def test_the_compare_page_puts_flagged_rows_first_and_fits_1280_px(tmp_path) -> None:
+    """The page `evalcore compare` writes (same helpers): flagged first and highlighted, numbers formatted, no
+    horizontal overflow; and a store without conditional writes is named in the Tonight block."""
+    from evalcore.reports.html import markdown_html, page
+    from evalcore.reports.tables_html import comparison_rows, table_html
+
+    rows = _regressions()
+    rows = rows[rows["checkpoint"] == "step-3000"].iloc[::-1]  # flagged rows last on input
+    shown = comparison_rows(rows)
+    assert [r["_class"] for r in shown[:3]] == ["flag"] * 3 and shown[-1]["_class"] == ""
+    assert shown[0]["p (Holm)"] == "< 0.001" and shown[0]["difference [CI]"] == "-0.512 [-0.612, -0.462]"
+    path = tmp_path / "compare.html"
+    path.write_text(page("b vs a", markdown_html("# b vs a\n\n12 of 40 flagged") + table_html(shown)))
+    scroll, client = chromium.widths(path, tmp_path)
+    assert scroll <= client, f"the compare page overflows: {scroll} > {client}"
+
+    t = _tonight()
+    t["store"] = {"conditional_writes": False, "fallback": "the store ignored If-None-Match"}
+    _, md = render(t, _regressions(), _history(), [], [], _board().iloc[0:0])
+    assert "Leases are not atomic on this store (the store ignored If-None-Match)" in md

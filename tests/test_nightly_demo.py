@@ -1,10 +1,14 @@
 """The offline nightly end to end on a local Ray: the demo series (full, identical copy, deaf to timbre) plus
-a broken and a half-written checkpoint; the flags, the ledger, a second night that evaluates nothing and
-exits 3 under ``fail_on_regression`` with the flagged rows printed."""
+a broken and a half-written checkpoint; the flags, the ledger, nightly.json; then, under
+``fail_on_regression``, a night with nothing new and a night with a new clean checkpoint both exit 0 though
+an earlier night flagged step-3000, and a night whose new checkpoint is deaf again exits 3 printing only that
+checkpoint's rows; the webhook hears about every night."""
 
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pandas as pd
 import pytest
@@ -36,7 +40,15 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
 
     first = night(cfg)
     assert sorted(first.evaluated) == ["listener/step-1000", "listener/step-2000", "listener/step-3000"]
-    assert first.failed == ["listener/step-4000"]
+    assert first.failed == ["listener/step-4000"] and first.waiting == ["listener/step-5000"]
+    assert first.exit_code == 3 and set(first.flagged_tonight["checkpoint"]) == {"step-3000"}
+    summary = json.loads((tmp_path / "nightly" / "nightly.json").read_text())
+    verdicts = {c["checkpoint"]: c["verdict"] for c in summary["checkpoints"]}
+    assert verdicts == {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed",
+                        "step-4000": "failed", "step-5000": "waiting"}
+    assert summary["exit_code"] == 3 and summary["store"]["conditional_writes"] is True
+    n_req = summary["counts"]["requests_sent"]
+    assert n_req > 0 and summary["counts"]["requests_committed_earlier"] == 0 and summary["counts"]["evaluated"] == 3
     ledger = {r["checkpoint"]: r for r in Ledger(cfg.root).records()}
     assert ledger["step-4000"]["status"] == "failed" and "deaf_to" in ledger["step-4000"]["reason"]
     assert ledger["step-5000"]["status"] == "waiting" and "_SUCCESS" in ledger["step-5000"]["reason"]
@@ -60,8 +72,9 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     hist = pd.read_parquet(tmp_path / "nightly" / "history.parquet")
     assert set(hist["checkpoint"]) == set(DEMO_CHECKPOINTS)
     html = (tmp_path / "nightly" / "dashboard.html").read_text()
-    assert f"Flagged regressions ({len(flagged)})" in html and html.count("<img") >= 3
-    assert "Flagged regressions" in (tmp_path / "nightly" / "dashboard.md").read_text()
+    assert "<h2>Tonight</h2>" in html and html.count("<img") >= 3
+    assert "listener/step-3000 vs step-2000 (previous): " in html and "<details open>" in html
+    assert "## Tonight" in (tmp_path / "nightly" / "dashboard.md").read_text()
 
     runs = tmp_path / "nightly" / "runs" / "listener"  # the ad-hoc A/B of two runs: the same comparison
     res = CliRunner().invoke(app, ["compare", str(runs / "step-2000"), str(runs / "step-3000"),
@@ -77,10 +90,60 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     path = tmp_path / "nightly.yaml"
     path.write_text(yaml.safe_dump(data))
     res = CliRunner().invoke(app, ["nightly", str(path)])
-    assert res.exit_code == 3, res.output
-    assert "0 checkpoint(s) evaluated (0 requests)" in res.output
-    assert "step-3000" in res.output and "task=instrument_mcq" in res.output  # the flagged rows are printed
+    assert res.exit_code == 0, res.output  # nothing new tonight: step-3000's old flags do not fail it
+    assert "tonight: 0 checkpoint(s) evaluated (0 resumed)" in res.output
+    assert "0 request(s) sent to models" in res.output and "from earlier nights, on the dashboard" in res.output
+    assert "task=instrument_mcq" not in res.output  # no old rows printed
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "nightly" / "runs").rglob("*")) == runs_before
     again = {r["checkpoint"]: r for r in Ledger(cfg.root).records()}
     assert again["step-4000"]["attempts"] == 1  # max_attempts reached: not tried again
     assert json.dumps(again["step-3000"], sort_keys=True) == json.dumps(ledger["step-3000"], sort_keys=True)
+    page = (tmp_path / "nightly" / "dashboard.md").read_text()
+    assert "## Tonight\n\n0 checkpoint(s) evaluated (0 resumed), 0 failed, 1 waiting" in page  # step-5000 waits
+
+    heard: list[dict] = []
+    server = _webhook(heard)
+    data["notify"] = {"url_env": "EVALCORE_TEST_WEBHOOK"}
+    path.write_text(yaml.safe_dump(data))
+    url = f"http://127.0.0.1:{server.server_port}/hooks/SECRET-TOKEN"
+    write_checkpoint(str(prefix), "step-6000", [])  # hears everything again
+    res = CliRunner().invoke(app, ["nightly", str(path)], env={"EVALCORE_TEST_WEBHOOK": url})
+    assert res.exit_code == 0, res.output  # a clean new checkpoint
+    assert "listener/step-6000: improved" in res.output  # over step-3000; unchanged against the baseline
+    assert "SECRET-TOKEN" not in res.output
+    write_checkpoint(str(prefix), "step-7000", ["timbre"])  # deaf to timbre again
+    res = CliRunner().invoke(app, ["nightly", str(path)], env={"EVALCORE_TEST_WEBHOOK": url})
+    assert res.exit_code == 3, res.output
+    printed = [line for line in res.output.splitlines() if line.startswith("listener ")]
+    assert printed and all(line.split()[1] == "step-7000" for line in printed), printed  # only tonight's rows
+    assert "listener/step-7000: regressed" in res.output
+    server.shutdown()
+    n_flags = len(_flags(tmp_path, "step-7000"))
+    assert [h["text"].splitlines()[1] for h in heard] == [  # deaf to timbre only, step-7000 still hears tempo, key
+        "• listener/step-6000: improved, listens yes", f"• listener/step-7000: regressed, listens yes, {n_flags} flagged"]
+    assert all("dashboard.html" in h["text"] for h in heard)
+    last = json.loads((tmp_path / "nightly" / "nightly.json").read_text())
+    assert last["exit_code"] == 3 and [c["checkpoint"] for c in last["checkpoints"]] == ["step-7000"]
+
+
+def _flags(tmp_path, checkpoint: str) -> pd.DataFrame:
+    reg = pd.read_parquet(tmp_path / "nightly" / "regressions.parquet")
+    return reg[reg["flagged"] & (reg["checkpoint"] == checkpoint)]
+
+
+def _webhook(heard: list[dict]) -> HTTPServer:
+    """A Slack-style incoming webhook on 127.0.0.1 that keeps every JSON body it is sent."""
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            heard.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

@@ -4,7 +4,6 @@ errors and leases, Holm's correction and the comparison's decisions, the listene
 from __future__ import annotations
 
 import json
-import threading
 
 import numpy as np
 import pandas as pd
@@ -84,28 +83,15 @@ def test_a_corrupt_or_newer_ledger_file_is_an_error_naming_the_file(tmp_path) ->
         ledger.get("s", "c")
 
 
-def test_leases_let_exactly_one_of_two_concurrent_claims_win_and_expire(tmp_path) -> None:
+def test_a_lease_expires_and_a_released_lease_is_free_again(tmp_path) -> None:
     ledger = Ledger(str(tmp_path))
-    won: dict[str, bool] = {}
-    start = threading.Barrier(2)
-
-    def claim(owner: str) -> None:
-        start.wait()
-        won[owner] = ledger.claim("s", "c", owner, lease_s=60, settle_s=0.5)
-
-    threads = [threading.Thread(target=claim, args=(o,)) for o in ("a", "b")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(won.values()) == [False, True]
-    winner = next(o for o, w in won.items() if w)
-    assert not ledger.claim("s", "c", "late", lease_s=60, settle_s=0)  # an unexpired lease of another owner
-    ledger.release("s", "c", "late")  # not ours: kept
-    assert not ledger.claim("s", "c", "late", lease_s=60, settle_s=0)
-    ledger.release("s", "c", winner)
-    assert ledger.claim("s", "c", "late", lease_s=-1, settle_s=0)  # free; and this lease is already expired
-    assert ledger.claim("s", "c", "next", lease_s=60, settle_s=0)
+    first = ledger.claim("s", "c", "a", lease_s=60)
+    assert first is not None
+    assert ledger.claim("s", "c", "late", lease_s=60) is None  # an unexpired lease of another owner
+    ledger.release(first)
+    short = ledger.claim("s", "c", "late", lease_s=-1)  # free; and this lease is already expired
+    assert short is not None
+    assert ledger.claim("s", "c", "next", lease_s=60) is not None
 
 
 def test_holm_matches_the_step_down_rule() -> None:

@@ -2,8 +2,9 @@
 
 Exit codes of ``evalcore nightly``: 0 ok (checkpoints that failed are ``failed`` rows in the ledger and on the
 dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger);
-2 a config mistake; 3 a regression was flagged and the config says ``fail_on_regression`` (the flagged rows
-are printed).
+2 a config mistake; 3 a checkpoint evaluated *tonight* has a flagged comparison and the config says
+``fail_on_regression`` (its flagged rows are printed). Flags of checkpoints evaluated on earlier nights stay
+on the dashboard and never make a later night exit 3.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def nightly(
     """Evaluate the new checkpoints of every series, compare them with the previous one and the baseline,
     write regressions.parquet, history.parquet and dashboard.html / .md under the root.
 
-    Exit status: 0 ok, 1 the nightly failed, 2 config mistake, 3 regression flagged with fail_on_regression."""
+    Exit status: 0 ok, 1 the nightly failed, 2 config mistake, 3 a checkpoint evaluated tonight regressed
+    (with fail_on_regression)."""
     from evalcore.nightly.ledger import LedgerError
     from evalcore.nightly.night import FLAG_PRINT, night
 
@@ -68,22 +70,31 @@ def nightly(
         raise typer.Exit(code=ExitCode.FAILED)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
-    flagged = result.flagged
-    typer.echo(f"nightly: {len(result.evaluated)} checkpoint(s) evaluated ({result.requests_run} requests), "
-               f"{len(result.failed)} failed, {len(result.skipped)} leased elsewhere; {len(flagged)} regression(s) "
-               f"flagged; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html", err=True)
-    for key in result.failed:
-        typer.echo(f"failed: {key}", err=True)
+    t_ = result.tonight
+    flagged, earlier = result.flagged_tonight, len(result.flagged) - len(result.flagged_tonight)
+    typer.echo(f"nightly {t_.counts.line() if t_ else ''}; {len(flagged)} comparison(s) flagged on them"
+               + (f" ({earlier} from earlier nights, on the dashboard)" if earlier else "")
+               + f"; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html and nightly.json", err=True)
+    for v in (t_.checkpoints if t_ else []):
+        why = f" — {v.reason[:200]}" if v.reason and v.verdict in ("failed", "lost") else ""
+        listens = f", listens {v.listening}" if v.listening else ""
+        typer.echo(f"  {v.series}/{v.checkpoint}: {v.verdict}{listens}{why}", err=True)
     if len(flagged) and (cfg.fail_on_regression or verbose):
-        typer.echo(flagged[FLAG_PRINT].to_string(index=False))
+        from evalcore.reports.tables_html import p_value, signed
+
+        show = flagged[FLAG_PRINT].copy()
+        for col in ("delta", "ci_low", "ci_high"):
+            show[col] = show[col].map(signed)
+        show["p_adjusted"] = show["p_adjusted"].map(p_value)
+        typer.echo(show.to_string(index=False))
     elif len(flagged):  # one line per checkpoint and reference; the dashboard holds the rows
         for (series, ckpt, ref), rows in flagged.groupby(["series", "checkpoint", "reference"], sort=False):
             worst = rows.loc[rows["delta"].abs().idxmax()]
             typer.echo(f"flagged: {series}/{ckpt} vs {ref}: {len(rows)} comparison(s) on "
                        f"{', '.join(sorted(set(rows['metric'])))}; largest {worst['metric']} {worst['condition']} "
                        f"{worst['delta']:+.3f}")
-    if len(flagged) and cfg.fail_on_regression:
-        raise typer.Exit(code=ExitCode.REGRESSION)
+    if result.exit_code:
+        raise typer.Exit(code=result.exit_code)
 
 
 def compare(
@@ -102,7 +113,7 @@ def compare(
     from evalcore import storage
     from evalcore.nightly import compare as cmp
     from evalcore.reports.html import markdown_html, page
-    from evalcore.reports.trends import md_table
+    from evalcore.reports.tables_html import comparison_rows, table_html, table_md
 
     try:
         fa, fb = cmp.suite_fingerprint(run_a), cmp.suite_fingerprint(run_b)
@@ -113,12 +124,14 @@ def compare(
     rows = cmp.decide(rows, lambda _m: min_effect, alpha)
     note = "" if fa == fb else (f"\n\n**The suites differ** (fingerprint {fa} ≠ {fb}): the items or config are not "
                                  "the same; only shared items are compared.")
-    cols = ["protocol", "dataset", "condition", "variant", "metric", "group", "n", "reference_value", "value",
-            "delta", "ci_low", "ci_high", "p_value", "p_adjusted", "flagged"]
-    md = (f"# {run_b} vs {run_a}\n\n{int(rows['flagged'].sum())} of {len(rows)} comparisons flagged (Holm-adjusted "
-          f"paired t-tests, α={alpha}, minimum effect {min_effect}).{note}\n\n{md_table(rows, cols)}\n")
+    shown = comparison_rows(rows)  # flagged first, then improved; formatted
+    head = (f"# {run_b} vs {run_a}\n\n{int(rows['flagged'].sum())} of {len(rows)} comparisons flagged, "
+            f"{int(rows['improved'].sum())} improved (Holm-adjusted paired t-tests, α={alpha}, minimum effect "
+            f"{min_effect}).{note}\n\n")
+    md = f"{head}{table_md(shown)}\n"
     storage.makedirs(out)
     storage.write_text(storage.join(out, "compare.md"), md)
-    storage.write_text(storage.join(out, "compare.html"), page(f"{run_b} vs {run_a}", markdown_html(md)))
+    storage.write_text(storage.join(out, "compare.html"), page(f"{run_b} vs {run_a}",
+                                                               markdown_html(head) + table_html(shown)))
     storage.write_parquet(pa.Table.from_pandas(rows, preserve_index=False), storage.join(out, "compare.parquet"))
     typer.echo(md)

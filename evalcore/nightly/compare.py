@@ -6,7 +6,8 @@ for every listening gap (correct − random / noise / silence / text_only, per i
 t-test p-value, and the p-value adjusted with **Holm**'s step-down method across all comparisons of one
 checkpoint. A row is *flagged* when its direction is bad (a drop of a ``correct``-condition score or of a
 listening gap; scores under the control conditions themselves have no good direction and are never
-flagged), its adjusted p-value is below ``alpha`` and ``|delta| ≥ min_effect``.
+flagged), its adjusted p-value is below ``alpha`` and ``|delta| ≥ min_effect``; the same rule with a gain
+marks it *improved*.
 
 Runs are comparable only when their *suite fingerprints* agree: the run config minus the model, storage
 and Ray settings, the hash of the item set (audio locations excluded) and the metric definitions.
@@ -33,6 +34,10 @@ METRICS = {"correct": "accuracy", "f1": "f1", "precision": "precision", "recall"
 CONTROLS = ("random", "noise", "silence", "text_only")
 KEYS = ["protocol", "dataset", "condition", "variant", "metric", "group"]
 COLUMNS = KEYS + ["direction", "n", "reference_value", "value", "delta", "ci_low", "ci_high", "p_value"]
+#: regressions.parquet: every finished checkpoint against its previous checkpoint and the baseline
+REGRESSION_COLUMNS = ["series", "checkpoint", "reference", "reference_role", *KEYS, "direction", "n",
+                      "reference_value", "value", "delta", "ci_low", "ci_high", "p_value", "p_adjusted", "correction",
+                      "min_effect", "flagged", "improved"]
 
 
 # ----------------------------------------------------------------------------- fingerprints
@@ -139,6 +144,8 @@ def decide(rows: pd.DataFrame, min_effect: Callable[[str], float], alpha: float)
     rows["p_adjusted"] = holm(rows["p_value"].to_numpy()) if len(rows) else []
     rows["correction"] = CORRECTION
     rows["min_effect"] = [min_effect(m) for m in rows["metric"]]
-    rows["flagged"] = ((rows["direction"] == "higher") & (rows["delta"] < 0) & (rows["p_adjusted"] < alpha)
-                       & (rows["delta"].abs() >= rows["min_effect"])).astype(bool)
+    significant = (rows["direction"] == "higher") & (rows["p_adjusted"] < alpha) & (
+        rows["delta"].abs() >= rows["min_effect"])
+    rows["flagged"] = (significant & (rows["delta"] < 0)).astype(bool)
+    rows["improved"] = (significant & (rows["delta"] > 0)).astype(bool)
     return rows

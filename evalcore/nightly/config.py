@@ -58,6 +58,14 @@ class MinEffect(_Strict):
         return self.metrics.get(metric, self.default)
 
 
+class Notify(_Strict):
+    """A webhook told about every night (a Slack-compatible ``{"text": …}`` POST). The URL is a secret: only
+    the name of the environment variable that holds it is written in the config."""
+
+    url_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    timeout_s: float = Field(10.0, gt=0, le=120)
+
+
 class NightlyConfig(_Strict):
     name: str = Field(pattern=NAME)
     datasets: list[DatasetConfig] = Field(min_length=1)
@@ -79,8 +87,10 @@ class NightlyConfig(_Strict):
     alpha: float = Field(0.05, gt=0, lt=1)
     #: a lease on a checkpoint lasts this long unless renewed (it is renewed while the evaluation runs)
     lease_seconds: float = Field(3600.0, gt=0)
-    #: after writing a lease, wait this long and read it back before evaluating (two nightlies at once)
+    #: only on a store without conditional writes (leases then fall back to write, wait this long, read back)
     lease_settle_seconds: float = Field(2.0, ge=0)
+    #: a webhook told about every night (tonight's verdicts and where the dashboard is)
+    notify: Notify | None = None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "NightlyConfig":

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from evalcore import storage
 from evalcore.nightly import compare
+from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig
 from evalcore.nightly.series import natural_key
 
@@ -68,8 +69,6 @@ def cached_comparison(cfg: NightlyConfig, series: str, cur: dict, ref: dict) -> 
 
 def regressions(cfg: NightlyConfig, records: list[dict]) -> tuple[pd.DataFrame, list[str]]:
     """Every finished checkpoint's comparisons, Holm-corrected per checkpoint and flagged; plus notes."""
-    from evalcore.nightly.night import REGRESSION_COLUMNS
-
     frames, notes = [], []
     for s in cfg.series:
         done = finished(records, s.name)
@@ -87,7 +86,7 @@ def regressions(cfg: NightlyConfig, records: list[dict]) -> tuple[pd.DataFrame, 
 
 
 def _dtype(column: str) -> str:
-    if column == "flagged":
+    if column in ("flagged", "improved"):
         return "bool"
     if column == "n":
         return "int64"

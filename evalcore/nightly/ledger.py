@@ -5,26 +5,20 @@ identity, run root, suite fingerprint, status ``running`` / ``finished`` / ``fai
 reason, attempts, timestamps). One object per checkpoint, each written whole (atomic: a local temp file
 renamed, or one S3 PUT), so two nightlies never lose each other's rows.
 
-``<root>/ledger/<series>/<checkpoint>.lease`` claims a checkpoint: a nightly writes its own lease, waits
-``settle`` seconds, reads it back and evaluates only when the lease is still its own (a second nightly
-that wrote in between wins or loses as a whole; the loser skips the checkpoint). A lease expires
-``lease_seconds`` after its last renewal, so a killed nightly never blocks a checkpoint for good; it is
-renewed while the evaluation runs, so a long one is not taken over. Clock skew between writers only
-shortens or lengthens an expiry; keep ``lease_seconds`` well above the skew.
+``<root>/ledger/<series>/<checkpoint>.lease`` claims a checkpoint (:mod:`evalcore.nightly.lease`: a
+conditional create, taken over by compare-and-swap once expired). A record written under a lease carries
+its token and is a compare-and-swap too, refused once the lease is no longer the writer's.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-import uuid
-from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
-from evalcore import storage
+from evalcore import storage, storage_conditional as cond
+from evalcore.nightly.lease import Lease, LeaseLost, Leases, Renewal
 
 VERSION = 1
 STATUSES = ("running", "finished", "failed", "waiting")
@@ -45,9 +39,10 @@ def iso(t: float | None) -> str | None:
 class Ledger:
     """The records and leases under ``<root>/ledger/``."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, leases: Leases | None = None) -> None:
         self.root = root
         self.dir = storage.join(root, "ledger")
+        self.leases = leases or Leases()
 
     def path(self, series: str, checkpoint: str, suffix: str = ".json") -> str:
         return storage.join(self.dir, series, checkpoint + suffix)
@@ -76,12 +71,26 @@ class Ledger:
         """The checkpoint's record, or None."""
         return self._read(self.path(series, checkpoint))
 
-    def put(self, record: dict) -> dict:
-        """Write a record whole (``updated`` stamped)."""
+    def put(self, record: dict, lease: Lease | None = None) -> dict:
+        """Write a record whole (``updated`` stamped). Under a ``lease``: only while the lease is still the
+        writer's, as a compare-and-swap on the record read just before (raises :class:`LeaseLost`)."""
         record = {**record, "version": VERSION, "updated": iso(now())}
-        storage.write_text(self.path(record["series"], record["checkpoint"]), json.dumps(record, indent=1,
-                                                                                         default=str))
-        return record
+        uri = self.path(record["series"], record["checkpoint"])
+        if lease is None:
+            storage.write_text(uri, json.dumps(record, indent=1, default=str))
+            return record
+        record["lease_token"] = lease.token
+        body = json.dumps(record, indent=1, default=str).encode()
+        for _ in range(5):
+            cur = cond.read(uri)
+            if not self.leases.holds(lease):
+                raise LeaseLost(f"{uri}: the lease was taken over by another nightly; this write is refused")
+            if self.leases.fallback is not None:
+                storage.write_bytes(uri, body)
+                return record
+            if (cond.create(uri, body) if cur is None else cond.replace(uri, body, cur.version)) is not None:
+                return record
+        raise LeaseLost(f"{uri}: the record kept changing under this nightly's writes")
 
     def records(self) -> list[dict]:
         """Every record in the ledger."""
@@ -95,64 +104,18 @@ class Ledger:
         schema = pa.schema([(c, pa.int64() if c == "attempts" else pa.string()) for c in cols])
         return pa.Table.from_pylist(rows, schema=schema)
 
-    # ------------------------------------------------------------------ leases
+    # ------------------------------------------------------------------ leases (evalcore.nightly.lease)
 
-    def claim(self, series: str, checkpoint: str, owner: str, lease_s: float, settle_s: float) -> bool:
-        """Take the checkpoint's lease for ``owner``: False when another owner holds an unexpired one, or wrote
-        one while we settled."""
-        uri = self.path(series, checkpoint, ".lease")
-        held = self._read(uri)
-        if held is not None and held.get("owner") != owner and float(held.get("expires", 0)) > now():
-            return False
-        self._write_lease(uri, owner, lease_s)
-        time.sleep(settle_s)
-        back = self._read(uri)
-        return back is not None and back.get("owner") == owner
+    def lease_path(self, series: str, checkpoint: str) -> str:
+        return self.path(series, checkpoint, ".lease")
 
-    def _write_lease(self, uri: str, owner: str, lease_s: float) -> None:
-        t = now()
-        storage.write_text(uri, json.dumps({"version": VERSION, "owner": owner, "written": t, "expires": t + lease_s}))
+    def claim(self, series: str, checkpoint: str, owner: str, lease_s: float) -> Lease | None:
+        """The checkpoint's lease for ``owner``, or None when another nightly holds it or won the race."""
+        return self.leases.claim(self.lease_path(series, checkpoint), owner, lease_s)
 
-    def release(self, series: str, checkpoint: str, owner: str) -> None:
-        """Drop the lease if it is still ours."""
-        uri = self.path(series, checkpoint, ".lease")
-        held = self._read(uri)
-        if held is not None and held.get("owner") == owner:
-            storage.delete(uri)
+    def release(self, lease: Lease) -> None:
+        self.leases.release(lease)
 
-    def holding(self, series: str, checkpoint: str, owner: str, lease_s: float) -> "Renewal":
-        """A context that renews the lease every ``lease_s``/3 seconds while the evaluation runs."""
-        return Renewal(self, self.path(series, checkpoint, ".lease"), owner, lease_s)
-
-
-@dataclass
-class Renewal:
-    ledger: Ledger
-    uri: str
-    owner: str
-    lease_s: float
-
-    def __enter__(self) -> "Renewal":
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="evalcore-lease")
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.lease_s / 3.0):
-            try:
-                self.ledger._write_lease(self.uri, self.owner, self.lease_s)
-            except OSError:
-                pass  # the next renewal tries again; the lease lasts lease_s
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-
-def new_owner() -> str:
-    """A unique id for one nightly process."""
-    import os
-    import socket
-
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    def holding(self, lease: Lease) -> Renewal:
+        """A context that renews ``lease`` while the evaluation runs."""
+        return self.leases.holding(lease)

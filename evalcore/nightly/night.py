@@ -1,9 +1,10 @@
 """One night: discover each series' checkpoints, evaluate the new ones, compare, write the dashboard.
 
     discover (series.py) → pick: not finished, not failed max_attempts times, newest first, at most
-    max_new_per_night per series → claim a lease (ledger.py) → run the ordinary pipeline into
-    <root>/runs/<series>/<checkpoint>/ (resuming an interrupted run) → ledger record → compare (compare.py)
-    → regressions.parquet, history.parquet, ledger.parquet → dashboard.html / dashboard.md
+    max_new_per_night per series → claim a lease (lease.py: a conditional write) → run the ordinary pipeline
+    into <root>/runs/<series>/<checkpoint>/ (resuming an interrupted run) → ledger record under the lease →
+    compare (compare.py) → regressions.parquet, history.parquet, ledger.parquet → tonight's verdicts
+    (tonight.py) → dashboard.html / dashboard.md, nightly.json, the webhook
 
 A checkpoint that fails (cannot be loaded, errors past the error budget, crashes) is recorded ``failed``
 with its reason and never stops the others.
@@ -21,15 +22,16 @@ import pyarrow as pa
 from evalcore import storage
 from evalcore.config import ConfigError
 from evalcore.errors import bounded
-from evalcore.nightly import compare, series as discovery
+from evalcore.nightly import compare, history, series as discovery, tonight as tn
+from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
-from evalcore.nightly.ledger import Ledger, iso, new_owner, now
+from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
+from evalcore.nightly.ledger import Ledger, iso, now
 
 log = logging.getLogger("evalcore")
 
-REGRESSION_COLUMNS = ["series", "checkpoint", "reference", "reference_role", "protocol", "dataset", "condition",
-                      "variant", "metric", "group", "direction", "n", "reference_value", "value", "delta", "ci_low",
-                      "ci_high", "p_value", "p_adjusted", "correction", "min_effect", "flagged"]
+#: bumped when the comparison tables change shape: a night after an upgrade computes them again
+TABLES_VERSION = 2
 SERIES_ROW = "_series"  # the ledger row of a series whose prefix lists no checkpoint
 FLAG_PRINT = ["series", "checkpoint", "reference", "protocol", "dataset", "condition", "variant", "metric", "group",
               "delta", "ci_low", "ci_high", "p_adjusted"]
@@ -40,23 +42,43 @@ class NightResult:
     """What one night did."""
 
     root: str
-    evaluated: list[str] = field(default_factory=list)  # "<series>/<checkpoint>" run tonight
+    started: float = field(default_factory=now)
+    evaluated: list[str] = field(default_factory=list)  # "<series>/<checkpoint>" finished tonight (new or resumed)
+    resumed: list[str] = field(default_factory=list)  # of those, the ones an earlier attempt had started
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # leased by another nightly
-    requests_run: int = 0  # requests of the runs evaluated tonight
+    lost: list[str] = field(default_factory=list)  # lease taken over by another nightly mid-evaluation
+    waiting: list[str] = field(default_factory=list)  # not ready (no ready marker, unreadable)
+    reasons: dict[str, str] = field(default_factory=dict)  # failed / waiting / lost → why
+    requests_sent: int = 0  # sent to models tonight
+    requests_committed_earlier: int = 0  # committed by an interrupted attempt: resumed, not sent again
+    requests_errored: int = 0  # error rows of the runs finished tonight
     notes: list[str] = field(default_factory=list)
+    store: str | None = None  # why this store's leases fall back to write-settle-read (None: atomic)
     regressions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REGRESSION_COLUMNS))
+    tonight: tn.Tonight | None = None
 
     @property
     def flagged(self) -> pd.DataFrame:
+        """Every flagged comparison, old nights' included (the dashboard's history)."""
         return self.regressions[self.regressions["flagged"].astype(bool)] if len(self.regressions) else self.regressions
+
+    @property
+    def flagged_tonight(self) -> pd.DataFrame:
+        """The flagged comparisons of the checkpoints evaluated tonight: these alone decide the exit code."""
+        return tn.flagged_tonight(self.regressions, self.evaluated)
+
+    @property
+    def exit_code(self) -> int:
+        return self.tonight.exit_code if self.tonight is not None else 0
 
 
 def run_root(root: str, series: str, checkpoint: str) -> str:
     return storage.join(root, "runs", series, checkpoint)
 
 
-def pick(cfg: NightlyConfig, ledger: Ledger, cps: list[discovery.Checkpoint]) -> list[discovery.Checkpoint]:
+def pick(cfg: NightlyConfig, ledger: Ledger, cps: list[discovery.Checkpoint],
+         result: NightResult | None = None) -> list[discovery.Checkpoint]:
     """The checkpoints to evaluate tonight: ready, not finished, attempts left; newest first, at most N."""
     todo = []
     for cp in reversed(cps):
@@ -65,6 +87,9 @@ def pick(cfg: NightlyConfig, ledger: Ledger, cps: list[discovery.Checkpoint]) ->
             if rec is None or rec.get("status") == "waiting":
                 ledger.put({**(rec or {}), "series": cp.series, "checkpoint": cp.name, "uri": cp.uri,
                             "status": "waiting", "reason": cp.problem, "attempts": (rec or {}).get("attempts", 0)})
+                if result is not None:
+                    result.waiting.append(f"{cp.series}/{cp.name}")
+                    result.reasons[f"{cp.series}/{cp.name}"] = cp.problem
             continue
         if rec is not None and (rec.get("status") == "finished"
                                 or (rec.get("status") == "failed" and rec.get("attempts", 0) >= cfg.max_attempts)):
@@ -73,12 +98,14 @@ def pick(cfg: NightlyConfig, ledger: Ledger, cps: list[discovery.Checkpoint]) ->
     return todo[:cfg.max_new_per_night]
 
 
-def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledger: Ledger, owner: str,
+def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledger: Ledger, lease: Lease,
              result: NightResult) -> None:
-    """Evaluate one claimed checkpoint with the run pipeline and record the outcome in the ledger."""
+    """Evaluate one claimed checkpoint with the run pipeline and record the outcome in the ledger (every
+    record written under ``lease``: refused once another nightly has taken it over)."""
     from evalcore.pipeline.commit import RunStateError
     from evalcore.pipeline.run import RunUnscored, run as run_pipeline
 
+    key = f"{s.name}/{cp.name}"
     rec = ledger.get(s.name, cp.name) or {}
     if rec.get("status") == "finished" or (rec.get("status") == "failed"
                                            and rec.get("attempts", 0) >= cfg.max_attempts):
@@ -86,31 +113,51 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
     root = run_root(cfg.root, s.name, cp.name)
     attempts = int(rec.get("attempts", 0)) + 1
     last = rec.get("reason") if rec.get("status") == "failed" else rec.get("last_failure")
-    rec = ledger.put({**rec, "series": s.name, "checkpoint": cp.name, "uri": cp.uri, "run_root": root,
-                      "status": "running", "reason": None, "last_failure": last, "attempts": attempts,
-                      "started": iso(now()), "owner": owner})
-    key = f"{s.name}/{cp.name}"
     try:
-        rcfg = run_config(cfg, s, cp.name, cp.uri, root)
-        resume = storage.exists(storage.join(root, "config.yaml"))
-        log.info("nightly: %s %s → %s", "resume" if resume else "evaluate", cp.uri, root)
-        with ledger.holding(s.name, cp.name, owner, cfg.lease_seconds):
-            out = run_pipeline(rcfg, resume=resume)
-        result.requests_run += int(out.counts.get("requests_in", 0))
-        rec = ledger.put({**rec, "status": "finished", "reason": None, "finished": iso(now()),
-                          "identity": identity(root, s.name),
-                          "suite_fingerprint": compare.suite_fingerprint(root)})
-        result.evaluated.append(key)
-    except (ConfigError, RunStateError, RunUnscored) as e:  # cannot load, bad checkpoint, past the error budget
-        fail(ledger, rec, f"{type(e).__name__}: {e}", result, key)
-    except Exception as e:  # noqa: BLE001 - a crash: recorded, retried next night (resuming), others go on
-        log.debug("nightly: %s failed", key, exc_info=True)
-        fail(ledger, rec, f"{type(e).__name__}: {e}", result, key)
+        rec = ledger.put({**rec, "series": s.name, "checkpoint": cp.name, "uri": cp.uri, "run_root": root,
+                          "status": "running", "reason": None, "last_failure": last, "attempts": attempts,
+                          "started": iso(now()), "owner": lease.owner}, lease)
+        try:
+            rcfg = run_config(cfg, s, cp.name, cp.uri, root)
+            resume = storage.exists(storage.join(root, "config.yaml"))
+            log.info("nightly: %s %s → %s", "resume" if resume else "evaluate", cp.uri, root)
+            with ledger.holding(lease):
+                out = run_pipeline(rcfg, resume=resume)
+        except (ConfigError, RunStateError, RunUnscored) as e:  # cannot load, bad checkpoint, past the error budget
+            count(result, getattr(e, "result", None))
+            fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key)
+            return
+        except Exception as e:  # noqa: BLE001 - a crash: recorded, retried next night (resuming), others go on
+            log.debug("nightly: %s failed", key, exc_info=True)
+            fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key)
+            return
+        ledger.put({**rec, "status": "finished", "reason": None, "finished": iso(now()),
+                    "identity": identity(root, s.name), "suite_fingerprint": compare.suite_fingerprint(root)}, lease)
+    except LeaseLost as e:
+        result.lost.append(key)
+        result.reasons[key] = str(e)
+        log.warning("nightly: %s: %s", key, bounded(e, 300))
+        return
+    count(result, out)
+    result.evaluated.append(key)
+    if out.attempt.get("requests_committed_earlier", 0) or resume:
+        result.resumed.append(key)
 
 
-def fail(ledger: Ledger, rec: dict, reason: str, result: NightResult, key: str) -> None:
-    ledger.put({**rec, "status": "failed", "reason": bounded(reason, 1000), "finished": iso(now())})
+def count(result: NightResult, out: object) -> None:
+    """Add a run's work to the night's counts (requests sent, committed earlier, errored)."""
+    if out is None:
+        return
+    attempt, counts = getattr(out, "attempt", {}) or {}, getattr(out, "counts", {}) or {}
+    result.requests_sent += int(attempt.get("requests_sent", 0))
+    result.requests_committed_earlier += int(attempt.get("requests_committed_earlier", 0))
+    result.requests_errored += int(counts.get("requests_errored", 0))
+
+
+def fail(ledger: Ledger, rec: dict, lease: Lease, reason: str, result: NightResult, key: str) -> None:
+    ledger.put({**rec, "status": "failed", "reason": bounded(reason, 1000), "finished": iso(now())}, lease)
     result.failed.append(key)
+    result.reasons[key] = bounded(reason, 300)
     log.warning("nightly: %s failed: %s", key, bounded(reason, 300))
 
 
@@ -163,8 +210,9 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
     storage.configure_reads(cfg.storage.read_timeout_s)
     owner = owner or new_owner()
-    ledger = Ledger(cfg.root)
-    result = NightResult(root=cfg.root)
+    leases = Leases.open(cfg.root, cfg.lease_settle_seconds)
+    ledger = Ledger(cfg.root, leases)
+    result = NightResult(root=cfg.root, store=leases.fallback)
     for s in cfg.series:
         try:
             cps = discovery.discover(s)
@@ -173,46 +221,83 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
         else:
             problem = None if cps else f"series {s.name}: no checkpoints under {s.prefix}"
         series_record(ledger, s, problem, result)
-        for cp in pick(cfg, ledger, cps):
+        for cp in pick(cfg, ledger, cps, result):
             start_cluster(cfg)  # a cluster that will not start fails the night, not a checkpoint
-            if not ledger.claim(s.name, cp.name, owner, cfg.lease_seconds, cfg.lease_settle_seconds):
+            lease = ledger.claim(s.name, cp.name, owner, cfg.lease_seconds)
+            if lease is None:
                 result.skipped.append(f"{s.name}/{cp.name}")
                 log.info("nightly: %s/%s is leased by another nightly; skipped", s.name, cp.name)
                 continue
             try:
-                evaluate(cfg, s, cp, ledger, owner, result)
+                evaluate(cfg, s, cp, ledger, lease, result)
             finally:
-                ledger.release(s.name, cp.name, owner)
+                ledger.release(lease)
     summarize(cfg, ledger, result)
     return result
 
 
 def summarize(cfg: NightlyConfig, ledger: Ledger, result: NightResult) -> None:
-    """Comparisons, history, ledger view and dashboard from every finished checkpoint."""
-    from evalcore.nightly import history
-    from evalcore.reports import trends
-
+    """Comparisons and history from every finished checkpoint (kept from the last night when nothing changed);
+    then, every night, tonight's verdicts, the dashboard, nightly.json and the webhook."""
     t = time.perf_counter()
     records = ledger.records()
     out = cfg.root
-    key = compare.digest([cfg.model_dump(mode="json"), result.notes,
-                           sorted(({k: v for k, v in r.items() if k not in ("updated", "owner")} for r in records),
-                                  key=lambda r: (r.get("series"), r.get("checkpoint")))])
+    key = compare.digest([TABLES_VERSION, cfg.model_dump(mode="json"), result.notes,
+                          sorted(({k: v for k, v in r.items() if k not in ("updated", "owner", "lease_token")}
+                                  for r in records), key=lambda r: (r.get("series"), r.get("checkpoint")))])
     key_uri = storage.join(out, "dashboard.key")
     if storage.exists(key_uri) and storage.read_text(key_uri) == key:  # nothing changed since the last night
-        result.regressions = storage.read_parquet(storage.join(out, "regressions.parquet")).to_pandas()
-        log.info("nightly: no change since the last night; dashboard kept (%.1f s)", time.perf_counter() - t)
-        return
-    regressions, notes = history.regressions(cfg, records)
+        regressions = storage.read_parquet(storage.join(out, "regressions.parquet")).to_pandas()
+        hist = storage.read_parquet(storage.join(out, "history.parquet")).to_pandas()
+        notes: list[str] = []
+        log.info("nightly: no change since the last night; comparisons kept")
+    else:
+        regressions, notes = history.regressions(cfg, records)
+        hist = history.history(cfg, records)
+        storage.write_parquet(pa.Table.from_pandas(regressions[REGRESSION_COLUMNS], preserve_index=False),
+                              storage.join(out, "regressions.parquet"))
+        storage.write_parquet(pa.Table.from_pandas(hist, preserve_index=False), storage.join(out, "history.parquet"))
+        storage.write_parquet(ledger.table(), storage.join(out, "ledger.parquet"))
+        storage.write_text(key_uri, key)
     result.regressions = regressions
     result.notes += notes
-    hist = history.history(cfg, records)
-    storage.write_parquet(pa.Table.from_pandas(regressions[REGRESSION_COLUMNS], preserve_index=False),
-                          storage.join(out, "regressions.parquet"))
-    storage.write_parquet(pa.Table.from_pandas(hist, preserve_index=False), storage.join(out, "history.parquet"))
-    storage.write_parquet(ledger.table(), storage.join(out, "ledger.parquet"))
-    html, md = trends.dashboard(cfg.name, regressions, hist, records, result.notes)
-    storage.write_text(storage.join(out, "dashboard.html"), html)
-    storage.write_text(storage.join(out, "dashboard.md"), md)
-    storage.write_text(key_uri, key)
+    result.tonight = tonight_of(cfg, result, hist)
+    render(cfg, result, hist, records)
+    tn.write(result.tonight)
+    if cfg.notify is not None:
+        tn.notify(cfg.notify.url_env, result.tonight, cfg.notify.timeout_s)
     log.info("nightly: compared and rendered in %.1f s", time.perf_counter() - t)
+
+
+def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> tn.Tonight:
+    """Each checkpoint seen tonight with its verdict, the counts and the exit code."""
+    verdicts = []
+    for key in result.evaluated:
+        series, ck = key.split("/", 1)
+        verdict, flagged, improved = tn.checkpoint_verdict(series, ck, result.regressions)
+        verdicts.append(tn.CheckpointVerdict(series, ck, verdict, tn.listening(hist, series, ck, cfg.stats.min_items),
+                                             flagged, improved, key in result.resumed,
+                                             run_root=run_root(cfg.root, series, ck)))
+    for keys, verdict in ((result.failed, "failed"), (result.lost, "lost"), (result.skipped, "leased"),
+                          (result.waiting, "waiting")):
+        for key in keys:
+            series, ck = key.split("/", 1)
+            verdicts.append(tn.CheckpointVerdict(series, ck, verdict, reason=result.reasons.get(key)))
+    counts = tn.Counts(evaluated=len(result.evaluated), resumed=len(result.resumed), failed=len(result.failed),
+                       waiting=len(result.waiting), leased_elsewhere=len(result.skipped), lost=len(result.lost),
+                       requests_sent=result.requests_sent,
+                       requests_committed_earlier=result.requests_committed_earlier,
+                       requests_errored=result.requests_errored)
+    code = tn.REGRESSION_EXIT if cfg.fail_on_regression and len(result.flagged_tonight) else 0
+    return tn.Tonight(cfg.name, iso(result.started) or "", cfg.root, verdicts, counts, result.store, code)
+
+
+def render(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame, records: list[dict]) -> None:
+    """dashboard.html and dashboard.md: the morning page."""
+    from evalcore.nightly import leaderboard
+    from evalcore.reports import dashboard
+
+    board = leaderboard.leaderboard(cfg, records)
+    html, md = dashboard.render(result.tonight.as_json(), result.regressions, hist, records, result.notes, board)
+    storage.write_text(storage.join(cfg.root, "dashboard.html"), html)
+    storage.write_text(storage.join(cfg.root, "dashboard.md"), md)

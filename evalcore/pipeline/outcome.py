@@ -21,6 +21,8 @@ class RunResult:
     report: str
     #: one line per model: does it listen? (evalcore.reports.verdict)
     verdicts: list[str] = field(default_factory=list)
+    #: this attempt's work: requests_sent (to models), requests_rejudged, requests_committed_earlier (resumed)
+    attempt: dict[str, int] = field(default_factory=dict)
 
 
 class RunUnscored(RuntimeError):

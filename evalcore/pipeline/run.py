@@ -392,8 +392,10 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     account_for_all(cfg, items, exp, plan.total, out)
 
     # 6. score and report over every committed row; the error budget is checked after both are written
+    attempt = {"requests_sent": plan.to_run, "requests_rejudged": plan.rejudged,
+               "requests_committed_earlier": plan.committed}
     return finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
-                  empty=protocols_without_items(cfg, items))
+                  empty=protocols_without_items(cfg, items), attempt=attempt)
 
 
 def sources(cfg: RunConfig, items: ItemTable, exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:
@@ -563,7 +565,8 @@ def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
 
 
 def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict] | None = None,
-           warnings: list[str] | None = None, empty: list[str] | None = None) -> RunResult:
+           warnings: list[str] | None = None, empty: list[str] | None = None,
+           attempt: dict[str, int] | None = None) -> RunResult:
     """Stage 6: per-item and summary tables, errors, run.json and report.md (with the data ``warnings``).
 
     A request its protocol's scorer cannot score (e.g. a free-form answer the metrics reject) becomes an
@@ -614,10 +617,10 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
             "protocols": protocols_meta(cfg), "warnings": list(warnings or [])}
-    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "scoring": reduced.provenance},
-                                                              indent=2, default=str))
+    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "attempt": attempt or {},
+                                                               "scoring": reduced.provenance}, indent=2, default=str))
     report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas())
-    result = RunResult(root=root, counts=c, report=report, verdicts=verdicts)
+    result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
     check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
     check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
     return result

@@ -7,13 +7,26 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from typing import Any
+
+#: a break opportunity after these in table cells (identifiers such as recall_micro_with_errors, paths, URIs)
+_BREAK_AFTER = re.compile(r"([_/=,:·]|\.(?!\d))(?=\S)")
+_LONG = re.compile(r"[^\s<>]{24}(?=[^\s<>])")
+_CELL = re.compile(r"(<t[dh][^>]*>)(.*?)(</t[dh]>)", re.S)
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
-table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
-th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; }
+table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; max-width: 100%; }
+th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; overflow-wrap: break-word; }
 th { background: #f3f3f3; }
+caption { text-align: left; color: #555; font-size: 0.85rem; padding: 0.2rem 0; }
+pre { overflow-x: auto; max-width: 100%; }
+img { max-width: 100%; }
+tr.flag td, td.flag { background: #fde2e2; } tr.gain td, td.gain { background: #e3f4e6; }
+tr.flag td:first-child { font-weight: 600; }
+details { margin: 0.3rem 0; } summary { cursor: pointer; }
+.warn { color: #8a6100; }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; }
 figcaption { color: #555; font-size: 0.9rem; }
@@ -40,11 +53,30 @@ def figure_html(fig: Any, caption: str, alt: str | None = None) -> str:
             f"<figcaption>{text}</figcaption></figure>")
 
 
+def breakable(escaped: str) -> str:
+    """Escaped cell text with ``<wbr>`` break opportunities after ``_ / = , : ·`` (and ``.`` not before a digit)
+    and inside any run of 24
+    characters without one, so a table can always wrap to the page's width (no column pushed out of view)."""
+    out = []
+    for part in re.split(r"(<[^>]+>|&[a-z#0-9]+;)", escaped):  # never inside a tag or an entity
+        if part.startswith("<") or (part.startswith("&") and part.endswith(";")):
+            out.append(part)
+            continue
+        out.append(_LONG.sub(r"\g<0><wbr>", _BREAK_AFTER.sub(r"\1<wbr>", part)))
+    return "".join(out)
+
+
+def wrap_tables(body_html: str) -> str:
+    """:func:`breakable` applied to every table cell of rendered HTML."""
+    return _CELL.sub(lambda m: m.group(1) + breakable(m.group(2)) + m.group(3), body_html)
+
+
 def markdown_html(text: str) -> str:
-    """Markdown (with GitHub-style tables) as HTML; raw HTML in ``text`` is escaped, not passed through."""
+    """Markdown (with GitHub-style tables) as HTML; raw HTML in ``text`` is escaped, not passed through. Table
+    cells get break opportunities (:func:`breakable`)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    return wrap_tables(MarkdownIt("commonmark", {"html": False}).enable("table").render(text))
 
 
 def page(title: str, body_html: str) -> str:

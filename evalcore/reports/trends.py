@@ -1,7 +1,6 @@
-"""The nightly dashboard: flagged regressions first, then per series the trend of each headline metric over
-checkpoints with CI bands, correct vs random / noise / silence (the listening gap over time) and per-task
-MCQ accuracy. ``dashboard.html`` (self-contained, :mod:`evalcore.reports.html`) and ``dashboard.md``
-(the same tables, for terminals and PR comments) are rendered from ``regressions`` and ``history``.
+"""The nightly's figures: per series the trend of each headline metric over checkpoints with CI bands,
+correct vs random / noise / silence (the listening gap over time), per-task MCQ accuracy, and the
+leaderboard's bars. The page around them is :mod:`evalcore.reports.dashboard`.
 """
 
 from __future__ import annotations
@@ -10,14 +9,12 @@ import html as htmlmod
 
 import pandas as pd
 
-from evalcore.reports.html import figure_html, markdown_html, page
+from evalcore.reports.html import figure_html
 
 #: the headline metric of each protocol kind (first one present)
 HEADLINE = {"factual": ("f1_micro", "f1_macro"), "mcq": ("accuracy",), "freeform": ("meteor", "rouge", "bleu")}
 CONDITION_COLORS = {"correct": "#1f77b4", "random": "#d62728", "noise": "#7f7f7f", "silence": "#2ca02c",
                     "text_only": "#9467bd"}
-FLAG_COLUMNS = ["series", "checkpoint", "reference", "protocol", "dataset", "condition", "variant", "metric", "group",
-                "delta", "ci_low", "ci_high", "p_adjusted"]
 
 
 def _fmt(x: object) -> str:
@@ -31,27 +28,6 @@ def md_table(df: pd.DataFrame, columns: list[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in df[columns].itertuples(index=False)]
     return "\n".join(lines)
-
-
-def flagged_section(regressions: pd.DataFrame) -> str:
-    """Markdown: the flagged comparisons (or that there are none) and how they were decided."""
-    flagged = regressions[regressions["flagged"].astype(bool)] if len(regressions) else regressions
-    n_ck = regressions[["series", "checkpoint"]].drop_duplicates().shape[0] if len(regressions) else 0
-    head = (f"{len(regressions)} comparisons of {n_ck} checkpoint(s): paired differences over shared items, "
-            "percentile bootstrap CI, paired t-test p-values adjusted with Holm's method across each checkpoint's "
-            "comparisons; flagged = a significant drop of a correct-condition score or a listening gap, at least "
-            "the metric's minimum effect.")
-    if not len(flagged):
-        return f"## Flagged regressions\n\nNone. {head}\n"
-    bullets = []
-    for (series, ck, ref), g in flagged.groupby(["series", "checkpoint", "reference"], sort=True):
-        what = sorted({f"{p} {m}" + ("" if grp == "all" else f" ({grp})")
-                       for p, m, grp in zip(g["protocol"], g["metric"], g["group"])})
-        worst = g.loc[g["delta"].idxmin()]
-        bullets.append(f"- **{series} {ck}** vs {ref}: {len(g)} flagged — {', '.join(what)}; largest drop "
-                       f"{worst['delta']:.3g} ({worst['protocol']} {worst['metric']}, {worst['condition']})")
-    return (f"## Flagged regressions ({len(flagged)})\n\n" + "\n".join(bullets) + f"\n\n{head}\n\n"
-            f"{md_table(flagged, FLAG_COLUMNS)}\n")
 
 
 def _headline(hist: pd.DataFrame) -> pd.DataFrame:
@@ -134,28 +110,16 @@ def series_section(name: str, hist: pd.DataFrame) -> tuple[str, str]:
     return "\n".join(html_parts), "\n\n".join(md_parts)
 
 
-def ledger_section(records: list[dict]) -> str:
-    """Markdown: every checkpoint's ledger status."""
-    if not records:
-        return "## Checkpoints\n\nNone evaluated yet.\n"
-    df = pd.DataFrame([{k: r.get(k) for k in ("series", "checkpoint", "status", "attempts", "reason", "finished")}
-                       for r in records]).fillna("")
-    return "## Checkpoints\n\n" + md_table(df.sort_values(["series", "checkpoint"]), list(df.columns)) + "\n"
-
-
-def dashboard(name: str, regressions: pd.DataFrame, hist: pd.DataFrame, records: list[dict],
-              notes: list[str]) -> tuple[str, str]:
-    """(dashboard.html, dashboard.md)."""
-    top = f"# Nightly: {name}\n\n" + flagged_section(regressions)
-    if notes:
-        top += "\n## Notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    html_parts, md_parts = [markdown_html(top)], [top]
-    if len(hist):
-        for series, g in hist.groupby("series", sort=True):
-            h, m = series_section(str(series), g)
-            html_parts.append(h)
-            md_parts.append(m)
-    led = ledger_section(records)
-    html_parts.append(markdown_html(led))
-    md_parts.append(led)
-    return page(f"Nightly: {name}", "\n".join(html_parts)), "\n\n".join(md_parts) + "\n"
+def leaderboard_figure(board: pd.DataFrame):
+    """One panel per protocol × dataset × metric: each series' latest value, the leader's bar darker."""
+    panels = list(board.groupby(["protocol", "dataset", "metric"], sort=True))
+    fig, axes = _axes_grid(len(panels))
+    for ax, ((proto, ds, metric), g) in zip(axes, panels):
+        g = g.drop_duplicates("series").sort_values("value", ascending=False)
+        colors = ["#1f4e79" if s == lead else "#8fb3d9" for s, lead in zip(g["series"], g["leader"])]
+        ax.bar(range(len(g)), g["value"], color=colors)
+        ax.set_xticks(range(len(g)), [f"{s}\n{c}" for s, c in zip(g["series"], g["checkpoint"])], fontsize=7)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"{proto} · {ds} · {metric}", fontsize=9)
+    fig.tight_layout()
+    return fig

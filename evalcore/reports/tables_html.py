@@ -1,0 +1,103 @@
+"""Readable numbers and tables for pages people open in the morning: 3 significant digits, p-values as
+``< 0.001``, differences with their interval, flagged rows first and highlighted. Used by the nightly
+dashboard and the ``evalcore compare`` page (HTML and Markdown from the same rows)."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Iterable
+
+import pandas as pd
+
+from evalcore.reports.html import breakable
+
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def num(x: Any) -> str:
+    """A value with 3 significant digits and no exponent (``0.000`` for |x| < 0.0005); ``—`` when missing."""
+    if _nan(x):
+        return "—"
+    if isinstance(x, (bool, str)):
+        return str(x)
+    x = float(x)
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) < 0.0005:
+        return "0.000"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
+    return f"{x:.{min(digits, 3)}f}"
+
+
+def signed(x: Any) -> str:
+    """A difference with its sign (``+0.123``, ``−0.500``)."""
+    if _nan(x):
+        return "—"
+    s = num(x)
+    return s if s.startswith("-") or s == "0.000" else "+" + s
+
+
+def p_value(p: Any) -> str:
+    """``< 0.001``, ``0.012``, ``1``."""
+    if _nan(p):
+        return "—"
+    p = float(p)
+    if p < 0.001:
+        return "< 0.001"
+    return "1" if p >= 0.9995 else f"{p:.3f}"
+
+
+def interval(delta: Any, lo: Any, hi: Any) -> str:
+    """``−0.512 [−0.610, −0.400]``."""
+    return f"{signed(delta)} [{signed(lo)}, {signed(hi)}]" if not _nan(lo) else signed(delta)
+
+
+def comparison_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
+    """Display rows of comparison rows (``evalcore.nightly.compare``): flagged first, then improved, then by key;
+    each with a ``_class`` (``flag`` / ``gain`` / ``""``)."""
+    if not len(rows):
+        return []
+    df = rows.copy()
+    df["rank_"] = [0 if bool(f) else 1 if bool(g) else 2 for f, g in zip(df["flagged"], df.get("improved", False))]
+    df = df.sort_values(["rank_", "protocol", "dataset", "condition", "variant", "metric", "group"], kind="stable")
+    out = []
+    for r in df.itertuples(index=False):
+        out.append({"_class": "flag" if r.rank_ == 0 else "gain" if r.rank_ == 1 else "",
+                    "protocol": f"{r.protocol} · {r.dataset}", "condition": str(r.condition),
+                    "variant": str(r.variant), "metric": str(r.metric) + ("" if r.group == "all" else f" ({r.group})"),
+                    "n": str(int(r.n)), "reference": num(r.reference_value), "value": num(r.value),
+                    "difference [CI]": interval(r.delta, r.ci_low, r.ci_high), "p (Holm)": p_value(r.p_adjusted),
+                    "flagged": "▼ flagged" if r.rank_ == 0 else "▲ improved" if r.rank_ == 1 else ""})
+    return out
+
+
+def table_html(rows: Iterable[dict[str, str]], columns: list[str] | None = None, caption: str | None = None) -> str:
+    """An HTML table of display rows (a row's ``_class`` becomes its ``class``); text escaped."""
+    rows = list(rows)
+    if not rows:
+        return "<p>None.</p>"
+    cols = columns or [c for c in rows[0] if not c.startswith("_")]
+    head = "".join(f"<th>{breakable(html.escape(c))}</th>" for c in cols)
+    body = "".join(f'<tr class="{html.escape(r.get("_class", ""))}">'
+                   + "".join(f"<td>{breakable(html.escape(str(r.get(c, ''))))}</td>" for c in cols) + "</tr>"
+                   for r in rows)
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def table_md(rows: Iterable[dict[str, str]], columns: list[str] | None = None) -> str:
+    """The same rows as a GitHub-style Markdown table (flagged rows in bold)."""
+    rows = list(rows)
+    if not rows:
+        return "None."
+    cols = columns or [c for c in rows[0] if not c.startswith("_")]
+
+    def cell(r: dict[str, str], c: str) -> str:
+        v = str(r.get(c, "")).replace("|", "\\|")
+        return f"**{v}**" if r.get("_class") == "flag" and v else v
+
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    return "\n".join(lines + ["| " + " | ".join(cell(r, c) for c in cols) + " |" for r in rows])

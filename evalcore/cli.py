@@ -60,6 +60,8 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars or progress lines."),
     verbose: bool = typer.Option(False, "--verbose", help="Print the report at the end, and Ray's and the "
                                  "libraries' INFO lines."),
+    no_ping: bool = typer.Option(False, "--no-ping", help="Do not call each LLM endpoint once (list its models) "
+                                 "before the run starts."),
 ) -> None:
     """Run an evaluation end to end: items → requests → audio → models → judges → tables → report.
 
@@ -85,7 +87,8 @@ def run(
     console.setup(verbose)
     typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
     try:
-        result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every, retry_errors=retry)
+        result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every, retry_errors=retry,
+                              ping=not no_ping)
     except (RunStateError, ConfigError) as e:  # ConfigError: e.g. a free-form metric's model file is missing
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
@@ -146,7 +149,9 @@ def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished r
 def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check."),
              check_paths: bool = typer.Option(True, "--check-paths/--no-check-paths",
                                               help="Check that configured files, s3:// objects and checkpoints "
-                                              "exist (default) or skip it.")) -> None:
+                                              "exist (default) or skip it."),
+             ping: bool = typer.Option(False, "--ping", help="Also call each LLM endpoint once (list its models): "
+                                       "unreachable, a refused key or an unknown model exits 2.")) -> None:
     """Check a run config without running anything or loading a model: fields, every component's params,
     vocabularies, templates, and that configured files and checkpoints exist. A mistake exits 2, one line per
     field."""
@@ -155,6 +160,8 @@ def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check
     cfg = load_or_exit(config, None)
     try:
         preflight.check(cfg, check_paths=check_paths)
+        if ping:
+            preflight.check_endpoints(cfg)
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)

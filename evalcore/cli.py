@@ -148,8 +148,9 @@ def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished r
 @app.command("validate")
 def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check."),
              check_paths: bool = typer.Option(True, "--check-paths/--no-check-paths",
-                                              help="Check that configured files, s3:// objects and checkpoints "
-                                              "exist (default) or skip it."),
+                                              help="Check what depends on this machine (default) or skip it: "
+                                              "configured files, s3:// objects and checkpoints exist, API key "
+                                              "variables are set, packages import."),
              ping: bool = typer.Option(False, "--ping", help="Also call each LLM endpoint once (list its models): "
                                        "unreachable, a refused key or an unknown model exits 2.")) -> None:
     """Check a run config without running anything or loading a model: fields, every component's params,

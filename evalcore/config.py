@@ -186,6 +186,10 @@ class FreeformMetrics(_Strict):
         if "claptext" in self.names and self.clap is None:
             raise ValueError("names has claptext but clap.checkpoint and clap.tokenizer are not set")
         if "bertscore" in self.names and self.bertscore is not None and self.bertscore.num_layers is None:
+            from evalcore.packages import importable
+
+            if not importable("bert_score"):
+                return self  # the preflight names the missing package and its install command
             from bert_score.utils import model2layers
 
             name = self.bertscore.model_id or Path(self.bertscore.model.rstrip("/")).name

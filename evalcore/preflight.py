@@ -3,7 +3,8 @@
 ``parse_config`` already checks every field, every component's ``params`` against the schema its
 class declares (:mod:`evalcore.params`), vocabularies, prompt templates and placeholders. This adds
 what lies outside the config: configured files and ``s3://`` objects exist, a checkpoint directory
-holds a config its backend recognises, the free-form metrics' tools and model files are there.
+holds a config its backend recognises, the free-form metrics' tools and model files are there, and each model's,
+judge's and metric's packages import where it will run (:mod:`evalcore.packages`).
 ``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; it also names an
 endpoint model's or LLM judge's ``api_key_env`` whose variable is not set. :func:`check_endpoints` makes one
 cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unless ``--no-ping``).
@@ -85,7 +86,7 @@ def check_endpoints(cfg: RunConfig) -> None:
 def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) -> list[str]:
     """One ``<field>: <reason>`` line per problem. ``check_paths=False`` skips everything that depends on this
     machine or store (files, ``s3://`` objects, checkpoints, the free-form metrics' WordNet, Java and model
-    files, API key variables); ``datasets=False`` leaves the datasets' files out (a resumed run reads its committed items)."""
+    files, API key variables, packages); ``datasets=False`` leaves the datasets' files out (a resumed run reads its committed items)."""
     import importlib
 
     from evalcore import registry, storage
@@ -104,6 +105,30 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
         importlib.import_module(f"evalcore.{package}")
         cls = getattr(registry, package.upper()).get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
+    return package_problems(cfg) + out
+
+
+def package_problems(cfg: RunConfig) -> list[str]:
+    """One line per configured model or judge whose packages do not import where it will run, naming it and
+    the install command (:mod:`evalcore.packages`). A model with its own ``runtime_env`` brings its own packages."""
+    import importlib
+
+    from evalcore import registry
+    from evalcore.packages import component_problem
+
+    out = []
+    for where, package, kind, params in _components(cfg):
+        if package == "datasets":
+            continue
+        at = where.split(".")
+        if package == "models" and cfg.models[int(at[1])].runtime_env is not None:
+            continue
+        importlib.import_module(f"evalcore.{package}")
+        problem = component_problem(getattr(registry, package.upper()).get(kind), params)
+        if problem is not None:
+            who = (f"model {cfg.models[int(at[1])].name!r}" if package == "models"
+                   else f"{at[2]} of protocol {cfg.protocols[int(at[1])].name!r}")
+            out.append(f"{where.removesuffix('.params')}.kind: {who} ({kind}) {problem}")
     return out
 
 

@@ -36,6 +36,7 @@ import soundfile as sf
 from pydantic import Field
 
 from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.packages import CORE
 from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Positive, Rate, Seconds
 from evalcore.registry import MODELS
 
@@ -89,6 +90,8 @@ class OpenAIAudioChat(MusicLM):
     sample_rate = 16_000
     max_audio_seconds = 30.0
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
+    requires = ("openai",)  # checked before any model runs (evalcore.packages)
+    install_hint = CORE
 
     def __init__(
         self,

@@ -185,6 +185,40 @@ def schema(name: str = typer.Argument("items", help="items, or a score input: mc
         raise typer.Exit(code=ExitCode.USAGE)
 
 
+@app.command("make-checkpoint")
+def make_checkpoint(
+    family: str = typer.Argument(..., help="The checkpoint's family: qwen2_audio, audioflamingo3, musicflamingo, "
+                                 "glmasr or voxtral."),
+    out_dir: Path = typer.Argument(..., metavar="DIR", help="Where to write it: a new or empty directory."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
+    head_dim: int = typer.Option(8, "--head-dim", min=1, help="Attention head size of the language model; "
+                                 "vllm_audio_lm on a CPU needs 32 or more."),
+    ends_answers: bool = typer.Option(False, "--ends-answers", help="Make some greedy answers end before the token "
+                                      "limit (the tests' checkpoints do)."),
+) -> None:
+    """Write a tiny random-weight checkpoint of FAMILY to DIR, to dry-run a config or a nightly without real
+    weights: give DIR as params.checkpoint of hf_audio_lm (or vllm_audio_lm). Nothing is downloaded."""
+    from evalcore.models.tiny import FAMILIES, build_tiny
+    from evalcore.packages import MODELS_EXTRA, missing
+
+    problem = None
+    if family not in FAMILIES:
+        problem = f"FAMILY: {family!r} is not one of {', '.join(FAMILIES)}"
+    elif out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        problem = f"DIR: {out_dir} exists and is not an empty directory"
+    elif gone := missing(["torch", "transformers"] + (["mistral_common"] if family == "voxtral" else [])):
+        problem = (f"make-checkpoint needs {', '.join(gone)}, which do not import here; install: "
+                   + (MODELS_EXTRA if gone != ["mistral_common"] else "pip install mistral-common"))
+    if problem is not None:
+        typer.echo(problem, err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    build_tiny(family, str(out_dir), seed=seed, head_dim=head_dim, ends_answers=ends_answers)
+    from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
+
+    typer.echo(f"wrote a tiny random-weight {family} checkpoint to {out_dir}; use it as params.checkpoint of "
+               "hf_audio_lm" + (" or vllm_audio_lm (with --head-dim 32 on a CPU)" if family in VLLM_FAMILIES else ""))
+
+
 app.command("nightly")(nightly_command)
 app.command("compare")(compare_command)
 

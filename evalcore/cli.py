@@ -7,6 +7,7 @@ Every command exits with one convention (:class:`evalcore.errors.ExitCode`, READ
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 from typing import Optional
@@ -16,7 +17,8 @@ import typer
 from evalcore import cluster, console
 from evalcore.config import ConfigError, demo_config_path, load_config
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
-from evalcore.nightly.cli import compare as compare_command, nightly as nightly_command
+from evalcore.compare_cli import compare as compare_command
+from evalcore.nightly.cli import nightly as nightly_command
 from evalcore.scoring.cli import load_commands
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
@@ -225,6 +227,35 @@ app.command("compare")(compare_command)
 _score = load_commands()
 if _score.registered_commands:
     app.add_typer(_score, name="score")
+
+
+def unwrapped(doc: str | None) -> str | None:
+    """A docstring with each paragraph on one line: typer keeps a docstring's line breaks, which cut sentences in
+    ``--help`` at the source's width; the terminal wraps them instead. Lines opening a list item stay apart."""
+    if not doc:
+        return doc
+    out = []
+    for para in inspect.cleandoc(doc).split("\n\n"):
+        lines: list[str] = []
+        for line in para.splitlines():
+            if lines and not line.lstrip().startswith(("* ", "- ", "• ")):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.strip())
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _tidy_help(typer_app: typer.Typer) -> None:
+    """Every command's help (of ``typer_app`` and its groups) :func:`unwrapped`."""
+    for cmd in typer_app.registered_commands:
+        cmd.help = unwrapped(cmd.help or (cmd.callback.__doc__ if cmd.callback else None))
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _tidy_help(group.typer_instance)
+
+
+_tidy_help(app)
 
 
 if __name__ == "__main__":

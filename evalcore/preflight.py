@@ -86,7 +86,8 @@ def check_endpoints(cfg: RunConfig) -> None:
 def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) -> list[str]:
     """One ``<field>: <reason>`` line per problem. ``check_paths=False`` skips everything that depends on this
     machine or store (files, ``s3://`` objects, checkpoints, the free-form metrics' WordNet, Java and model
-    files, API key variables, packages); ``datasets=False`` leaves the datasets' files out (a resumed run reads its committed items)."""
+    files, API key variables, packages); ``datasets=False`` leaves the datasets' files out (a resumed run reads
+    its committed items)."""
     import importlib
 
     from evalcore import registry, storage

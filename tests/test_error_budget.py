@@ -76,7 +76,8 @@ def test_top_reasons_show_the_text_not_only_the_class():
     with pytest.raises(ErrorBudgetExceeded) as e:
         check_error_budget(_result(10, 5), rows, 0.1)
     msg = str(e.value)
-    assert "top reasons: model/ValueError ×4 ('ValueError: input has 2 channels, expected 1'), judge/RuntimeError ×1" in msg
+    assert ("top reasons: model/ValueError ×4 ('ValueError: input has 2 channels, expected 1'), "
+            "judge/RuntimeError ×1") in msg
     assert "chars in all]" in msg and len(msg) < 600  # a long text is cut, not carried whole
 
 

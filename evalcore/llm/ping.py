@@ -31,8 +31,11 @@ PING_TIMEOUT_S = 10.0
 def _why_unreachable(e: openai.APIConnectionError) -> str:
     """The innermost cause of a connection error in a few words (``[Errno 111] Connection refused``)."""
     cause: BaseException = e
-    while cause.__cause__ is not None or cause.__context__ is not None:
-        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+    for _ in range(16):  # a chain is short; bounded all the same
+        inner = cause.__cause__ or cause.__context__
+        if inner is None:
+            break
+        cause = inner
     return str(cause).strip() or type(cause).__name__
 
 

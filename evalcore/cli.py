@@ -7,6 +7,7 @@ Every command exits with one convention (:class:`evalcore.errors.ExitCode`, READ
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 from typing import Optional
@@ -16,7 +17,8 @@ import typer
 from evalcore import cluster, console
 from evalcore.config import ConfigError, demo_config_path, load_config
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
-from evalcore.nightly.cli import compare as compare_command, nightly as nightly_command
+from evalcore.compare_cli import compare as compare_command
+from evalcore.nightly.cli import nightly as nightly_command
 from evalcore.scoring.cli import load_commands
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
@@ -60,6 +62,8 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars or progress lines."),
     verbose: bool = typer.Option(False, "--verbose", help="Print the report at the end, and Ray's and the "
                                  "libraries' INFO lines."),
+    no_ping: bool = typer.Option(False, "--no-ping", help="Do not call each LLM endpoint once (list its models) "
+                                 "before the run starts."),
 ) -> None:
     """Run an evaluation end to end: items → requests → audio → models → judges → tables → report.
 
@@ -85,7 +89,8 @@ def run(
     console.setup(verbose)
     typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
     try:
-        result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every, retry_errors=retry)
+        result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every, retry_errors=retry,
+                              ping=not no_ping)
     except (RunStateError, ConfigError) as e:  # ConfigError: e.g. a free-form metric's model file is missing
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
@@ -145,8 +150,11 @@ def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished r
 @app.command("validate")
 def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check."),
              check_paths: bool = typer.Option(True, "--check-paths/--no-check-paths",
-                                              help="Check that configured files, s3:// objects and checkpoints "
-                                              "exist (default) or skip it.")) -> None:
+                                              help="Check what depends on this machine (default) or skip it: "
+                                              "configured files, s3:// objects and checkpoints exist, API key "
+                                              "variables are set, packages import."),
+             ping: bool = typer.Option(False, "--ping", help="Also call each LLM endpoint once (list its models): "
+                                       "unreachable, a refused key or an unknown model exits 2.")) -> None:
     """Check a run config without running anything or loading a model: fields, every component's params,
     vocabularies, templates, and that configured files and checkpoints exist. A mistake exits 2, one line per
     field."""
@@ -155,6 +163,8 @@ def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check
     cfg = load_or_exit(config, None)
     try:
         preflight.check(cfg, check_paths=check_paths)
+        if ping:
+            preflight.check_endpoints(cfg)
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
@@ -177,12 +187,75 @@ def schema(name: str = typer.Argument("items", help="items, or a score input: mc
         raise typer.Exit(code=ExitCode.USAGE)
 
 
+@app.command("make-checkpoint")
+def make_checkpoint(
+    family: str = typer.Argument(..., help="The checkpoint's family: qwen2_audio, audioflamingo3, musicflamingo, "
+                                 "glmasr or voxtral."),
+    out_dir: Path = typer.Argument(..., metavar="DIR", help="Where to write it: a new or empty directory."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
+    head_dim: int = typer.Option(8, "--head-dim", min=1, help="Attention head size of the language model; "
+                                 "vllm_audio_lm on a CPU needs 32 or more."),
+    ends_answers: bool = typer.Option(False, "--ends-answers", help="Make some greedy answers end before the token "
+                                      "limit (the tests' checkpoints do)."),
+) -> None:
+    """Write a tiny random-weight checkpoint of FAMILY to DIR, to dry-run a config or a nightly without real
+    weights: give DIR as params.checkpoint of hf_audio_lm (or vllm_audio_lm). Nothing is downloaded."""
+    from evalcore.models.tiny import FAMILIES, build_tiny
+    from evalcore.packages import MODELS_EXTRA, missing
+
+    problem = None
+    if family not in FAMILIES:
+        problem = f"FAMILY: {family!r} is not one of {', '.join(FAMILIES)}"
+    elif out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        problem = f"DIR: {out_dir} exists and is not an empty directory"
+    elif gone := missing(["torch", "transformers"] + (["mistral_common"] if family == "voxtral" else [])):
+        problem = (f"make-checkpoint needs {', '.join(gone)}, which do not import here; install: "
+                   + (MODELS_EXTRA if gone != ["mistral_common"] else "pip install mistral-common"))
+    if problem is not None:
+        typer.echo(problem, err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    build_tiny(family, str(out_dir), seed=seed, head_dim=head_dim, ends_answers=ends_answers)
+    from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
+
+    typer.echo(f"wrote a tiny random-weight {family} checkpoint to {out_dir}; use it as params.checkpoint of "
+               "hf_audio_lm" + (" or vllm_audio_lm (with --head-dim 32 on a CPU)" if family in VLLM_FAMILIES else ""))
+
+
 app.command("nightly")(nightly_command)
 app.command("compare")(compare_command)
 
 _score = load_commands()
 if _score.registered_commands:
     app.add_typer(_score, name="score")
+
+
+def unwrapped(doc: str | None) -> str | None:
+    """A docstring with each paragraph on one line: typer keeps a docstring's line breaks, which cut sentences in
+    ``--help`` at the source's width; the terminal wraps them instead. Lines opening a list item stay apart."""
+    if not doc:
+        return doc
+    out = []
+    for para in inspect.cleandoc(doc).split("\n\n"):
+        lines: list[str] = []
+        for line in para.splitlines():
+            if lines and not line.lstrip().startswith(("* ", "- ", "• ")):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.strip())
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _tidy_help(typer_app: typer.Typer) -> None:
+    """Every command's help (of ``typer_app`` and its groups) :func:`unwrapped`."""
+    for cmd in typer_app.registered_commands:
+        cmd.help = unwrapped(cmd.help or (cmd.callback.__doc__ if cmd.callback else None))
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _tidy_help(group.typer_instance)
+
+
+_tidy_help(app)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
-from evalcore.params import ParamsError, check_params, did_you_mean
+from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.schema import CONDITIONS, PROTOCOLS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
@@ -186,6 +186,10 @@ class FreeformMetrics(_Strict):
         if "claptext" in self.names and self.clap is None:
             raise ValueError("names has claptext but clap.checkpoint and clap.tokenizer are not set")
         if "bertscore" in self.names and self.bertscore is not None and self.bertscore.num_layers is None:
+            from evalcore.packages import importable
+
+            if not importable("bert_score"):
+                return self  # the preflight names the missing package and its install command
             from bert_score.utils import model2layers
 
             name = self.bertscore.model_id or Path(self.bertscore.model.rstrip("/")).name
@@ -454,7 +458,7 @@ def error_lines(e: ValidationError, root: type[BaseModel] | None = None) -> list
         elif err["type"] == "extra_forbidden" and (model := _model_at(err["loc"], root)) is not None:
             lines.append(f"{loc}: {did_you_mean(err['loc'][-1], model.model_fields)}")
         else:
-            lines.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
+            lines.append(f"{loc}: {value_reason(err) or err['msg'].removeprefix('Value error, ')}")
     return lines
 
 

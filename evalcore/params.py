@@ -16,6 +16,11 @@ Optional class attributes for what exists outside the config (checked by :func:`
 * ``check_files(params)``: a classmethod reading small files only (never weights), e.g. that a
   checkpoint holds a config its backend recognises; raises ``ValueError("field: reason")``.
 
+Constructor params declare their *values* too, with the constrained types below (:data:`Count`,
+:data:`Seconds`, :data:`Rate`, :data:`Positive`, :data:`NonNegative`, :data:`PathStr`, :data:`NonEmpty`), so
+``n_clips: 0`` fails ``evalcore validate`` as ``datasets.0.params.n_clips: must be >= 1, got 0``, not as an
+empty run.
+
 Mistakes come back as one line per field, ``<where>.<field>: <reason>``, with a "did you mean" for an
 unknown field.
 """
@@ -27,9 +32,27 @@ import inspect
 import os
 import typing
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Annotated, Any, Iterable
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+#: how many of something (clips, rows, tokens, threads, requests per minute): at least one
+Count = Annotated[int, Field(ge=1)]
+#: a count that may be zero (retries, deliberately broken clips)
+NonNegative = Annotated[int, Field(ge=0)]
+#: a duration in seconds (clip length, timeout, window)
+Seconds = Annotated[float, Field(gt=0)]
+#: samples per second
+Rate = Annotated[int, Field(gt=0)]
+#: any other quantity that must be above zero (audio tokens per second)
+Positive = Annotated[float, Field(gt=0)]
+#: a local path, s3:// URI or file name pattern: never empty
+PathStr = Annotated[str, Field(min_length=1)]
+#: a name or URL that must not be empty (an endpoint's base_url, a served model's name)
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+_BOUNDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"),
+           "less_than_equal": ("<=", "le"), "less_than": ("<", "lt")}
 
 
 class ParamsError(ValueError):
@@ -91,7 +114,22 @@ def params_schema(cls: type) -> type[BaseModel]:
                                                                        arbitrary_types_allowed=True), **fields)
 
 
+def value_reason(err: dict) -> str | None:
+    """A pydantic bound or emptiness error in the project's words (``must be >= 1, got 0``), else None."""
+    ctx = err.get("ctx") or {}
+    if err["type"] in _BOUNDS:
+        op, key = _BOUNDS[err["type"]]
+        bound = ctx.get(key)
+        return f"must be {op} {format(bound, 'g') if isinstance(bound, (int, float)) else bound}, " \
+               f"got {str(err.get('input'))[:60]}"
+    if err["type"] in ("string_too_short", "too_short") and ctx.get("min_length") == 1:
+        return "must not be empty"
+    return None
+
+
 def _reason(err: dict, fields: Iterable[str]) -> str:
+    if (said := value_reason(err)) is not None:
+        return said
     if err["type"] == "extra_forbidden":
         return did_you_mean(err["loc"][-1], fields) if len(err["loc"]) == 1 else "unknown field"
     if err["type"] == "missing":
@@ -110,6 +148,25 @@ def _field_and_reason(err: dict, fields: Iterable[str]) -> tuple[str, str]:
     return loc, reason
 
 
+def _is_tag(part: Any) -> bool:
+    """A union branch's name in a pydantic error location (``constrained-str``), not a field or index."""
+    return isinstance(part, str) and not part.isidentifier()
+
+
+def _union_errors(errors: list[dict]) -> list[dict]:
+    """Errors with union branch names dropped from their locations; of a union's branches only those that got
+    deepest into the value are kept (``audio_root: ['a', '']`` is about ``audio_root.1``, not "not a string")."""
+    deepest: dict[Any, int] = {}
+    cleaned = []
+    for err in errors:
+        loc = tuple(p for p in err["loc"] if not _is_tag(p))
+        tagged = len(loc) != len(err["loc"])
+        if tagged:
+            deepest[loc[:1]] = max(deepest.get(loc[:1], 0), len(loc))
+        cleaned.append(({**err, "loc": loc}, tagged))
+    return [err for err, tagged in cleaned if not tagged or len(err["loc"]) == deepest[err["loc"][:1]]]
+
+
 def check_params(cls: type, params: Any) -> None:
     """Raise :class:`ParamsError` (one problem per field) when ``params`` do not fit ``cls``'s schema."""
     if not isinstance(params, dict):
@@ -118,7 +175,12 @@ def check_params(cls: type, params: Any) -> None:
     try:
         schema.model_validate(params)
     except ValidationError as e:
-        raise ParamsError([_field_and_reason(err, schema.model_fields) for err in e.errors()]) from None
+        found: dict[str, list[str]] = {}
+        for err in _union_errors(e.errors()):
+            field, reason = _field_and_reason(err, schema.model_fields)
+            if reason not in found.setdefault(field, []):
+                found[field].append(reason)
+        raise ParamsError([(f, " or ".join(reasons)) for f, reasons in found.items()]) from None
 
 
 def _missing(uri: str, what: str) -> str | None:

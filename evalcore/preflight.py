@@ -3,8 +3,11 @@
 ``parse_config`` already checks every field, every component's ``params`` against the schema its
 class declares (:mod:`evalcore.params`), vocabularies, prompt templates and placeholders. This adds
 what lies outside the config: configured files and ``s3://`` objects exist, a checkpoint directory
-holds a config its backend recognises, the free-form metrics' tools and model files are there.
-``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`.
+holds a config its backend recognises, the free-form metrics' tools and model files are there, and each model's,
+judge's and metric's packages import where it will run (:mod:`evalcore.packages`).
+``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; it also names an
+endpoint model's or LLM judge's ``api_key_env`` whose variable is not set. :func:`check_endpoints` makes one
+cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unless ``--no-ping``).
 """
 
 from __future__ import annotations
@@ -28,10 +31,63 @@ def _components(cfg: RunConfig) -> Iterator[tuple[str, str, str, dict[str, Any]]
                 yield f"protocols.{i}.{field}.params", "judges", j.kind, j.params
 
 
+def _endpoints(cfg: RunConfig) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(params path, who, params) of every configured component that calls an LLM endpoint (``llm_backed``)."""
+    import importlib
+
+    from evalcore import registry
+
+    names = [f"model {m.name!r}" for m in cfg.models]
+    for where, package, kind, params in _components(cfg):
+        importlib.import_module(f"evalcore.{package}")
+        if package != "datasets" and getattr(getattr(registry, package.upper()).get(kind), "llm_backed", False):
+            parts = where.split(".")
+            who = (names[int(parts[1])] if package == "models"
+                   else f"{parts[2]} {kind} of protocol {cfg.protocols[int(parts[1])].name!r}")
+            yield where, who, params
+
+
+def key_problems(cfg: RunConfig) -> list[str]:
+    """One line per endpoint whose ``api_key_env`` names a variable that is not set (never its value)."""
+    import os
+
+    out = []
+    for where, who, params in _endpoints(cfg):
+        env = params.get("api_key_env", "OPENAI_API_KEY")
+        if not os.environ.get(env):
+            out.append(f"{where}.api_key_env: environment variable {env} is not set ({who})")
+    return out
+
+
+def endpoint_problems(cfg: RunConfig) -> list[str]:
+    """One line per endpoint that is unreachable, refuses its key or does not serve its model
+    (:func:`evalcore.llm.ping.ping`, one call per distinct endpoint, model and key variable)."""
+    from evalcore.llm.ping import PING_TIMEOUT_S, ping
+
+    seen: dict[tuple, tuple[str, str] | None] = {}
+    out = []
+    for where, who, params in _endpoints(cfg):
+        key = (params.get("base_url"), params.get("model"), params.get("api_key_env", "OPENAI_API_KEY"))
+        if key not in seen:
+            seen[key] = ping(*key, timeout_s=float(params.get("timeout_s", PING_TIMEOUT_S)))  # type: ignore[arg-type]
+        if (found := seen[key]) is not None:
+            out.append(f"{where}.{found[0]}: {who}: {found[1]}")
+    return out
+
+
+def check_endpoints(cfg: RunConfig) -> None:
+    """Raise :class:`ConfigError` listing every endpoint :func:`endpoint_problems` finds unusable."""
+    found = endpoint_problems(cfg)
+    if found:
+        raise ConfigError("endpoint check failed (evalcore run --no-ping skips it):\n"
+                          + "\n".join(f"  {line}" for line in found))
+
+
 def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) -> list[str]:
     """One ``<field>: <reason>`` line per problem. ``check_paths=False`` skips everything that depends on this
     machine or store (files, ``s3://`` objects, checkpoints, the free-form metrics' WordNet, Java and model
-    files); ``datasets=False`` leaves the datasets' files out (a resumed run reads its committed items)."""
+    files, API key variables, packages); ``datasets=False`` leaves the datasets' files out (a resumed run reads
+    its committed items)."""
     import importlib
 
     from evalcore import registry, storage
@@ -39,7 +95,8 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
 
     if not check_paths:
         return []
-    out = [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
+    out = key_problems(cfg)
+    out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
@@ -49,6 +106,30 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
         importlib.import_module(f"evalcore.{package}")
         cls = getattr(registry, package.upper()).get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
+    return package_problems(cfg) + out
+
+
+def package_problems(cfg: RunConfig) -> list[str]:
+    """One line per configured model or judge whose packages do not import where it will run, naming it and
+    the install command (:mod:`evalcore.packages`). A model with its own ``runtime_env`` brings its own packages."""
+    import importlib
+
+    from evalcore import registry
+    from evalcore.packages import component_problem
+
+    out = []
+    for where, package, kind, params in _components(cfg):
+        if package == "datasets":
+            continue
+        at = where.split(".")
+        if package == "models" and cfg.models[int(at[1])].runtime_env is not None:
+            continue
+        importlib.import_module(f"evalcore.{package}")
+        problem = component_problem(getattr(registry, package.upper()).get(kind), params)
+        if problem is not None:
+            who = (f"model {cfg.models[int(at[1])].name!r}" if package == "models"
+                   else f"{at[2]} of protocol {cfg.protocols[int(at[1])].name!r}")
+            out.append(f"{where.removesuffix('.params')}.kind: {who} ({kind}) {problem}")
     return out
 
 

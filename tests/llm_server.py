@@ -31,6 +31,9 @@ An ``answer`` may return ``(text, finish_reason)``, e.g. ``("a", "length")`` for
 token limit. ``delay_s`` holds every chat answer that long (so identical requests overlap in flight);
 :meth:`LLMServer.down` closes the port (connections are refused) and :meth:`LLMServer.up` opens it
 again on the same port, like an endpoint that died and came back.
+
+``GET /v1/models`` lists ``served_models`` (None, the default: answered 404, like a server without a model
+listing); with ``api_key`` set, a request whose ``Authorization`` is not ``Bearer <api_key>`` is answered 401.
 """
 
 from __future__ import annotations
@@ -142,8 +145,12 @@ class LLMServer:
         response_formats: tuple[str, ...] | None = None,
         llama_refusals: bool = False,
         delay_s: float = 0.0,
+        served_models: tuple[str, ...] | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.answer = answer
+        self.served_models = served_models
+        self.api_key = api_key
         self.llama_refusals = llama_refusals
         self.delay_s = delay_s
         self._port = 0
@@ -391,12 +398,26 @@ class _Handler(BaseHTTPRequestHandler):
         rec.path = f"{self.command} {self.path}"
         return body, rec
 
+    def _refused_key(self, rec: RecordedRequest) -> bool:
+        """With ``api_key`` set: answer 401 (and say so) unless the request carries that key."""
+        want = self.server_owner.api_key
+        if want is None or self.headers.get("Authorization") == f"Bearer {want}":
+            return False
+        rec.status = 401
+        self._send(401, _error("Incorrect API key provided", "invalid_api_key"))
+        return True
+
     def do_GET(self) -> None:  # noqa: N802
         srv = self.server_owner
         _, rec = self._recorded()
         path = self.path.split("?", 1)[0].rstrip("/")
         parts = path.split("/")
+        if self._refused_key(rec):
+            return
         rec.status = 200
+        if parts[-1] == "models" and srv.served_models is not None:
+            return self._send(200, json.dumps({"object": "list", "data": [
+                {"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in srv.served_models]}).encode())
         if parts[-1] == "batches":
             query = self.path.split("?", 1)[1] if "?" in self.path else ""
             return self._send(200, json.dumps(srv._list_batches(query)).encode())
@@ -470,6 +491,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         srv = self.server_owner
         body, rec = self._recorded()
+        if self._refused_key(rec):
+            return
         path = self.path.split("?", 1)[0].rstrip("/")
         if path.endswith("/files"):
             return self._post_files(body, rec)

@@ -63,9 +63,22 @@ def test_over_budget_names_rate_limit_and_top_reasons():
         check_error_budget(_result(100, 7), rows, 0.05)
     msg = str(e.value)
     assert "7 of 100 requests errored (7.0%) > max_error_rate 5.0%" in msg
-    assert "top reasons: decode/missing ×3, decode/corrupt ×2, " in msg and "/runs/x" in msg
+    assert ("top reasons: decode/missing ×3 ('missing: details here'), decode/corrupt ×2 ('corrupt: details here'), "
+            in msg and "/runs/x" in msg)
     assert e.value.rate == 0.07 and e.value.limit == 0.05 and e.value.reasons[0] == ("decode/missing", 3)
     assert e.value.result.counts["requests_in"] == 100
+
+
+def test_top_reasons_show_the_text_not_only_the_class():
+    rows = ([{"error": "ValueError: input has 2 channels, expected 1", "error_stage": "model"}] * 4
+            + [{"error": "RuntimeError: " + "the judge said a long thing " * 30, "error_stage": "judge"}]
+            + [{"error": None, "error_stage": None}] * 5)
+    with pytest.raises(ErrorBudgetExceeded) as e:
+        check_error_budget(_result(10, 5), rows, 0.1)
+    msg = str(e.value)
+    assert ("top reasons: model/ValueError ×4 ('ValueError: input has 2 channels, expected 1'), "
+            "judge/RuntimeError ×1") in msg
+    assert "chars in all]" in msg and len(msg) < 600  # a long text is cut, not carried whole
 
 
 def test_error_reason_tags():

@@ -33,7 +33,7 @@ def test_params_are_checked_with_one_line_per_field():
     with pytest.raises(ConfigError) as e:
         parse_config(_cfg({"seconds_per_batch": -1, "answer": "{reference}"}))
     msg = str(e.value)
-    assert "seconds_per_batch" in msg and "greater than or equal to 0" in msg
+    assert "seconds_per_batch: must be >= 0, got -1" in msg
     assert "answer" in msg and "unknown placeholder(s) ['reference']" in msg
     with pytest.raises(ConfigError, match="custom"):
         parse_config(_cfg({}, {"custom": {"sim_gpu": 0}}))

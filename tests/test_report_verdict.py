@@ -73,7 +73,10 @@ def test_interval_labels() -> None:
     assert interval_label(0.5, 0.2, 0.8, 2, min_items=2) == "CI > 0"
     zero = interval_label(0.0, 0.0, 0.0, 30)
     assert zero.startswith("degenerate [0.000, 0.000]") and "includes" not in zero and "no difference" in zero
-    assert interval_label(1.0, 1.0, 1.0, 30).startswith("degenerate [1.000, 1.000]")
+    # every paired difference the same nonzero value at n >= min_items: plain evidence, not "degenerate"
+    assert interval_label(1.0, 1.0, 1.0, 30) == "all items differ by the same amount (+1.000 each)"
+    assert interval_label(-0.25, -0.25, -0.25, 20) == "all items differ by the same amount (-0.250 each)"
+    assert interval_label(1.0, 1.0, 1.0, 19).startswith("too few items")
     assert interval_label(float("nan"), float("nan"), float("nan"), 30) == "n/a"
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 import pandas as pd
 
@@ -31,7 +31,8 @@ from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.tabular import read_table, string_list, text
 from evalcore.judges.vocab import normalize, vocabulary
-from evalcore.protocols.factual_prompts import derive_formats
+from evalcore.params import Count, PathStr
+from evalcore.protocols.factual_prompts import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.registry import DATASETS
 
 SUBSETS = ("small", "medium", "large", "full")
@@ -92,10 +93,11 @@ class FMA(Dataset):
         """The genre lexicon for the configured task, and ``genres.csv`` as the genre tree."""
         return FactualVocabulary(tasks={str(params.get("task", "genre")): "genre"}, tree=params.get("genres"))
 
-    def __init__(self, tracks: str, genres: str, audio_root: str, subset: str = "small",
-                 split: str | None = None, task: str = "genre", question: str = DEFAULT_QUESTION,
-                 limit: int | None = None, formats: Sequence[str] = ("standard",), format_seed: int = 0,
-                 binary_order: str = "balanced") -> None:
+    def __init__(self, tracks: PathStr, genres: PathStr, audio_root: PathStr, subset: Literal[SUBSETS] = "small",
+                 split: Literal[SPLITS] | None = None, task: Literal[TASKS] = "genre",
+                 question: str = DEFAULT_QUESTION, limit: Count | None = None,
+                 formats: Sequence[Literal[FORMATS]] = ("standard",), format_seed: int = 0,
+                 binary_order: Literal[BINARY_ORDERS] = "balanced") -> None:
         derive_formats([], formats, [], 0, binary_order)  # checks the format names and the order
         if subset not in SUBSETS:
             raise ValueError(f"subset must be one of {list(SUBSETS)}, got {subset!r}")

@@ -20,14 +20,15 @@ from typing import Any, Iterator
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
 from evalcore.datasets.tabular import read_table, seconds, string_list, text
+from evalcore.params import PathStr
 from evalcore.registry import DATASETS
 
 
 @DATASETS.register("hummusqa")
 class HumMusQA(Dataset):
     path_params = {"path": "file", "audio_root": "dir"}  # must exist (evalcore validate)
-    def __init__(self, path: str, audio_root: str | None = None, audio_pattern: str = "{jamendo_id}.mp3",
-                 audio_dir: str | None = None) -> None:
+    def __init__(self, path: PathStr, audio_root: PathStr | None = None, audio_pattern: PathStr = "{jamendo_id}.mp3",
+                 audio_dir: PathStr | None = None) -> None:
         self.path, self.audio_root, self.audio_pattern, self.audio_dir = path, audio_root, audio_pattern, audio_dir
 
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:

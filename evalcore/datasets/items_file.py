@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from evalcore import jsonl, storage
 from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.params import PathStr
 from evalcore.registry import DATASETS
 
 
@@ -28,7 +29,7 @@ class ItemsFile(Dataset):
     """
     path_params = {"path": "file", "audio_root": "dir"}  # must exist (evalcore validate)
 
-    def __init__(self, path: str, audio_root: str | None = None) -> None:
+    def __init__(self, path: PathStr, audio_root: PathStr | None = None) -> None:
         self.path = path
         self.audio_root = audio_root
 

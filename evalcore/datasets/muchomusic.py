@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator, Sequence
+from typing import Annotated, Any, Iterator, Literal, Sequence
+
+from pydantic import Field
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
 from evalcore.datasets.tabular import read_table, string_list, text
+from evalcore.params import PathStr
 from evalcore.registry import DATASETS
 
 DISTRACTORS = {"IR": "distractor_1_answer", "CU": "distractor_2_answer", "IU": "distractor_3_answer"}
@@ -125,9 +128,9 @@ class MuChoMusic(Dataset):
     path_params = {"path": "file", "audio_root": "dir", "sdd_metadata": "file",
                    "musiccaps_metadata": "file"}  # must exist (evalcore validate)
 
-    def __init__(self, path: str, audio_root: str, audio_pattern: str | None = None,
-                 distractors: Sequence[str] = ("IR", "CU", "IU"), sdd_metadata: str | None = None,
-                 musiccaps_metadata: str | None = None) -> None:
+    def __init__(self, path: PathStr, audio_root: PathStr, audio_pattern: PathStr | None = None,
+                 distractors: Annotated[Sequence[Literal["IR", "CU", "IU"]], Field(min_length=1)] = ("IR", "CU", "IU"),
+                 sdd_metadata: PathStr | None = None, musiccaps_metadata: PathStr | None = None) -> None:
         unknown = set(distractors) - set(DISTRACTORS)
         if unknown or not distractors:
             raise ValueError(f"distractors must be a non-empty subset of {sorted(DISTRACTORS)}, got {distractors}")

@@ -23,13 +23,14 @@ instruments or the 10 composers), seeded by ``format_seed``.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.tabular import number, read_table, text
 from evalcore.judges.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
-from evalcore.protocols.factual_prompts import derive_formats
+from evalcore.params import Count, PathStr
+from evalcore.protocols.factual_prompts import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.registry import DATASETS
 
 TASKS = ("instrument", "composer")
@@ -50,9 +51,11 @@ class MusicNet(Dataset):
         task = str(params.get("task", "instrument"))
         return FactualVocabulary(tasks={task: "composer" if task == "composer" else "musicnet_instrument"})
 
-    def __init__(self, metadata: str, audio_root: str | Sequence[str], labels_root: str | Sequence[str] | None = None,
-                 task: str = "instrument", question: str | None = None, limit: int | None = None,
-                 formats: Sequence[str] = ("standard",), format_seed: int = 0, binary_order: str = "balanced") -> None:
+    def __init__(self, metadata: PathStr, audio_root: PathStr | Sequence[PathStr],
+                 labels_root: PathStr | Sequence[PathStr] | None = None, task: Literal[TASKS] = "instrument",
+                 question: str | None = None, limit: Count | None = None,
+                 formats: Sequence[Literal[FORMATS]] = ("standard",), format_seed: int = 0,
+                 binary_order: Literal[BINARY_ORDERS] = "balanced") -> None:
         derive_formats([], formats, [], 0, binary_order)  # checks the format names and the order
         if task not in TASKS:
             raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Literal
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.params import Count, PathStr
 from evalcore.registry import DATASETS
 
 # The questions asked of all 560 clips of EvalMusicQA.json (560 rows each; no other question exceeds 79).
@@ -56,7 +57,7 @@ class MusicQA(Dataset):
     or ``qa`` (the others) keeps only those rows, with the item ids of the whole file."""
     path_params = {"path": "file", "audio_root": "dir"}  # must exist (evalcore validate)
 
-    def __init__(self, path: str, audio_root: str | None = None, limit: int | None = None,
+    def __init__(self, path: PathStr, audio_root: PathStr | None = None, limit: Count | None = None,
                  subset: Literal["all", "captioning", "qa"] = "all") -> None:
         if subset not in ("all", "captioning", "qa"):
             raise ValueError(f"subset must be all, captioning or qa, got {subset!r}")

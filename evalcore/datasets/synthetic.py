@@ -11,13 +11,15 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator
+from typing import Annotated, Any, Callable, Iterator, Literal
 
 import numpy as np
 import soundfile as sf
+from pydantic import BeforeValidator
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.params import Count, NonNegative, PathStr, Rate, Seconds
 from evalcore.registry import DATASETS
 
 INSTRUMENTS = ("guitar", "drums", "bass", "organ", "flute")
@@ -459,6 +461,11 @@ def _write_if_changed(uri: str, data: bytes) -> None:
     storage.write_bytes(uri, data)
 
 
+def _lower(v: Any) -> Any:
+    """A string in lower case (``format: FLAC`` is ``flac``); other values as they are, for the schema to refuse."""
+    return v.lower() if isinstance(v, str) else v
+
+
 @DATASETS.register("synthetic")
 class SyntheticBenchmark(Dataset):
     """Synthetic clips with exact tempo/key/mode/instrument ground truth (offline demo data)."""
@@ -470,13 +477,13 @@ class SyntheticBenchmark(Dataset):
 
     def __init__(
         self,
-        n_clips: int = 48,
-        seconds: float = 8.0,
-        sample_rate: int = 22050,
+        n_clips: Count = 48,
+        seconds: Seconds = 8.0,
+        sample_rate: Rate = 22050,
         seed: int = 0,
-        audio_dir: str | None = None,
-        bad_clips: int = 0,
-        format: str = "wav",
+        audio_dir: PathStr | None = None,
+        bad_clips: NonNegative = 0,
+        format: Annotated[Literal["wav", "flac"], BeforeValidator(_lower)] = "wav",
     ) -> None:
         if format.lower() not in ("wav", "flac"):
             raise ValueError(f"format must be 'wav' or 'flac', not {format!r}")

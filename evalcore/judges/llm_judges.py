@@ -52,6 +52,7 @@ from evalcore.llm.client import Completion, EndpointConfig, LLMClient
 from evalcore.llm.prompts import LABEL_EXTRACTION, MCQ_MATCH, MCQ_MATCH_JSON, McqChoice, PromptTemplate, parse_letter
 from evalcore.judges.lexicon import LexiconName, VocabularyName
 from evalcore.llm.runner import CACHE_ENV, DEFAULT_CACHE_ROOT, LLMRunner, default_cache_root
+from evalcore.packages import CORE
 from evalcore.registry import JUDGES
 
 __all__ = ["LLMExtractorJudge", "McqLLMJudge", "validate_labels", "default_cache_root", "CACHE_ENV",
@@ -94,6 +95,8 @@ class _LLMJudge:
     name = "llm"
     judge_version = "1"
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
+    requires = ("openai",)  # checked before any judge runs (evalcore.packages)
+    install_hint = CORE
     template: PromptTemplate
     schema: type[BaseModel] | None = None
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from evalcore import storage
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient
+from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Seconds
 
 DEFAULT_CACHE_ROOT = "./.evalcore-llm-cache"
 CACHE_ENV = "EVALCORE_LLM_CACHE"
@@ -43,20 +44,20 @@ class LLMRunner:
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
-        rpm: int,
-        tpm: int,
+        base_url: NonEmpty,
+        model: NonEmpty,
+        rpm: Count,
+        tpm: Count,
         api_key_env: str = "OPENAI_API_KEY",
-        timeout_s: float = 60.0,
-        max_retries: int = 5,
-        cache_root: str | None = None,
+        timeout_s: Seconds = 60.0,
+        max_retries: NonNegative = 5,
+        cache_root: PathStr | None = None,
         budget: str | None = None,
-        threads: int = 8,
-        log_root: str | None = None,
+        threads: Count = 8,
+        log_root: PathStr | None = None,
         api: Literal["online", "batch"] = "online",
-        batch_poll_s: float = 30.0,
-        batch_timeout_s: float = 24 * 3600.0,
+        batch_poll_s: Seconds = 30.0,
+        batch_timeout_s: Seconds = 24 * 3600.0,
         log_name: str = "llm",
         **endpoint: Any,
     ) -> None:

@@ -242,13 +242,16 @@ class FreeformScorer(Scorer):
 
 def preflight(cfg: FreeformMetrics, where: str) -> list[str]:
     """What would make every free-form row fail, checked before any model runs (each message names the
-    config field ``where``): WordNet for METEOR, Java for CIDEr-D, local model files that are missing."""
+    config field ``where``): the metrics' packages, WordNet for METEOR, Java for CIDEr-D, local model files that
+    are missing."""
     import os
     import shutil
 
     from evalcore import storage
 
-    problems = []
+    from evalcore.packages import metric_problem
+
+    problems = [f"{where}.names: {name}: {gap}" for name in cfg.names if (gap := metric_problem(name)) is not None]
     if "meteor" in cfg.names:
         from evalcore.metrics.wordnet import check_wordnet
 

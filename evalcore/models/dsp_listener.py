@@ -17,6 +17,7 @@ import numpy as np
 import soxr
 
 from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.params import PathStr, Rate, Seconds
 from evalcore.registry import MODELS
 
 ANALYSIS_SR = 16_000
@@ -328,8 +329,8 @@ class DSPListener(MusicLM):
         if params.get("checkpoint"):
             read_deaf_to(params["checkpoint"])
 
-    def __init__(self, sample_rate: int = 16_000, max_audio_seconds: float | None = 30.0,
-                 checkpoint: str | None = None) -> None:
+    def __init__(self, sample_rate: Rate = 16_000, max_audio_seconds: Seconds | None = 30.0,
+                 checkpoint: PathStr | None = None) -> None:
         self.sample_rate = sample_rate
         self.max_audio_seconds = max_audio_seconds
         self._cache: dict[tuple, Analysis] = {}

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
+from evalcore.packages import MODELS_EXTRA
 from evalcore.registry import MODELS
 
 
@@ -184,6 +185,8 @@ class HFAudioLM(MusicLM):
     padding_side = "left"
     Params = HFAudioParams
     path_params = {"checkpoint": "dir"}
+    requires = ("torch", "transformers")  # checked before any model runs (evalcore.packages)
+    install_hint = MODELS_EXTRA
 
     @classmethod
     def check_files(cls, params: dict[str, Any]) -> None:

@@ -43,6 +43,7 @@ from typing import Any, Sequence
 
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import resolve_checkpoint
+from evalcore.params import NonEmpty, PathStr, Rate, Seconds
 from evalcore.registry import MODELS
 
 
@@ -77,13 +78,13 @@ class IsolatedModel(MusicLM):
 
     def __init__(
         self,
-        adapter: str,
+        adapter: NonEmpty,
         adapter_params: dict[str, Any] | None = None,
-        sample_rate: int = 16_000,
-        max_audio_seconds: float | None = None,
-        checkpoint: str | None = None,
+        sample_rate: Rate = 16_000,
+        max_audio_seconds: Seconds | None = None,
+        checkpoint: PathStr | None = None,
         revision: str | None = None,
-        cache_dir: str | None = None,
+        cache_dir: PathStr | None = None,
     ) -> None:
         if adapter_params is not None and not isinstance(adapter_params, dict):
             raise ValueError("isolated params.adapter_params: expected a mapping")

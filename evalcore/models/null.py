@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.params import Rate, Seconds
 from evalcore.registry import MODELS
 
 
@@ -12,7 +13,7 @@ from evalcore.registry import MODELS
 class NullModel(MusicLM):
     """Returns "" for each input without looking at it."""
 
-    def __init__(self, sample_rate: int = 16_000, max_audio_seconds: float | None = None) -> None:
+    def __init__(self, sample_rate: Rate = 16_000, max_audio_seconds: Seconds | None = None) -> None:
         self.sample_rate = sample_rate
         self.max_audio_seconds = max_audio_seconds
 

@@ -29,12 +29,15 @@ import io
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Annotated, Any, Sequence
 
 import numpy as np
 import soundfile as sf
+from pydantic import Field
 
 from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.packages import CORE
+from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Positive, Rate, Seconds
 from evalcore.registry import MODELS
 
 TEMPLATE_VERSION = "openai_audio_chat@1"  # bump when the message layout changes (part of the cache key)
@@ -87,26 +90,28 @@ class OpenAIAudioChat(MusicLM):
     sample_rate = 16_000
     max_audio_seconds = 30.0
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
+    requires = ("openai",)  # checked before any model runs (evalcore.packages)
+    install_hint = CORE
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
-        rpm: int = 60,
-        tpm: int = 100_000,
+        base_url: NonEmpty,
+        model: NonEmpty,
+        rpm: Count = 60,
+        tpm: Count = 100_000,
         api_key_env: str = "OPENAI_API_KEY",
-        sample_rate: int = 16_000,
-        max_audio_seconds: float | None = 30.0,
+        sample_rate: Rate = 16_000,
+        max_audio_seconds: Seconds | None = 30.0,
         system_prompt: str | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
+        max_tokens: Count = 256,
+        temperature: Annotated[float, Field(ge=0)] = 0.0,
         seed: int = 0,
-        timeout_s: float = 120.0,
-        max_retries: int = 5,
-        cache_root: str | None = None,
+        timeout_s: Seconds = 120.0,
+        max_retries: NonNegative = 5,
+        cache_root: PathStr | None = None,
         budget: str | None = None,
-        threads: int = 8,
-        audio_tokens_per_second: float = 25.0,
+        threads: Count = 8,
+        audio_tokens_per_second: Positive = 25.0,
         revision: str | None = None,
         log_root: str | None = None,
         flights: str | None = None,

@@ -25,6 +25,8 @@ from evalcore.errors import INPUT
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE, PromptTemplate
 from evalcore.llm.runner import LLMRunner
 from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.packages import CORE
+from evalcore.params import Count, NonEmpty, PathStr, Rate, Seconds
 from evalcore.registry import MODELS
 
 TEMPLATES: dict[str, PromptTemplate] = {"paraphrase": PARAPHRASE, "adversarial": ADVERSARIAL}
@@ -47,10 +49,12 @@ class ReferenceRewrite(MusicLM):
     params_extend = (LLMRunner,)  # ``**llm`` are the runner's (evalcore.params)
     params_exclude = ("log_name",)
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
+    requires = ("openai",)  # checked before any model runs (evalcore.packages)
+    install_hint = CORE
 
-    def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: str, model: str, rpm: int, tpm: int,
-                 api: Literal["online", "batch"] = "online", sample_rate: int = 16_000,
-                 max_audio_seconds: float | None = None, **llm: Any) -> None:
+    def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: NonEmpty, model: NonEmpty, rpm: Count,
+                 tpm: Count, api: Literal["online", "batch"] = "online", sample_rate: Rate = 16_000,
+                 max_audio_seconds: Seconds | None = None, **llm: Any) -> None:
         if mode not in TEMPLATES:
             raise ValueError(f"mode must be one of {', '.join(TEMPLATES)}, not {mode!r}")
         self.mode = mode

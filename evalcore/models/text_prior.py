@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.dsp_listener import parse_options
+from evalcore.params import Rate, Seconds
 from evalcore.registry import MODELS
 
 INSTRUMENT_ANSWER = "It sounds like guitar and drums."
@@ -21,7 +22,7 @@ DESCRIPTION = "An upbeat pop song in a major key at a moderate tempo, with guita
 class TextPrior(MusicLM):
     """A fixed prior answer per question type; ignores the audio entirely."""
 
-    def __init__(self, sample_rate: int = 16_000, max_audio_seconds: float | None = None) -> None:
+    def __init__(self, sample_rate: Rate = 16_000, max_audio_seconds: Seconds | None = None) -> None:
         self.sample_rate = sample_rate
         self.max_audio_seconds = max_audio_seconds
 

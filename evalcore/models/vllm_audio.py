@@ -216,9 +216,25 @@ class VLLMAudioLM(MusicLM):
                 raise ValueError(f"max_model_len: {p.max_model_len} tokens cannot hold a prompt with a full "
                                  f"{window:g} s audio window ({positions} audio positions) "
                                  f"plus max_new_tokens {p.max_new_tokens}; at least {need} plus the prompt's text")
-        if vllm_python() is None:
-            raise ValueError("checkpoint: no Python with vLLM to run it: build .venv-vllm (docs/models.md) or set "
-                             "EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
+
+    @classmethod
+    def packages_problem(cls, params: dict[str, Any]) -> str | None:
+        """vLLM imports in the interpreter the engine actors will run in (:func:`vllm_python`; a subprocess asks
+        another interpreter, nothing is imported), else why not and how to get one (evalcore.packages)."""
+        from evalcore.packages import missing, missing_in
+
+        python = vllm_python()
+        if python is None:
+            return ("needs vllm, and no Python here imports it; build .venv-vllm: bash scripts/build_vllm_venv.sh "
+                    "(docs/models.md), or set EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
+        gone = missing(["vllm"]) if os.path.abspath(python) == os.path.abspath(sys.executable) \
+            else missing_in(python, ["vllm"])
+        if isinstance(gone, str):
+            return f"needs vllm in {python}, which cannot be asked: {gone}"
+        if gone:
+            return (f"needs vllm in {python}, which does not import it; rebuild .venv-vllm: "
+                    "bash scripts/build_vllm_venv.sh, or set EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
+        return None
 
     @classmethod
     def check_resources(cls, params: dict[str, Any], num_gpus: float) -> None:

@@ -2,7 +2,8 @@
 
 The checks run after the tables and the report are written (:func:`evalcore.pipeline.run.finish`); a
 failed one raises :class:`RunUnscored`, which the CLI turns into exit code 4 with the message (the top
-reasons of the errors: ``stage/tag × count``).
+reasons of the errors: ``stage/tag × count`` and the text of one such error, so ``model/ValueError ×12`` says
+which ValueError).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class ErrorBudgetExceeded(RunUnscored):
     any valid item while a budget is set."""
 
     def __init__(self, rate: float, limit: float, reasons: list[tuple[str, int]], result: RunResult,
-                 what: str = "requests", problems: list[str] | None = None) -> None:
-        top = ", ".join(f"{r} ×{n}" for r, n in reasons) or "none"
+                 what: str = "requests", problems: list[str] | None = None,
+                 examples: dict[str, str] | None = None) -> None:
+        top = top_text(reasons, examples)
         c = result.counts
         if problems:
             msg = f"error budget exceeded: {'; '.join(problems)}"
@@ -53,9 +55,10 @@ class ErrorBudgetExceeded(RunUnscored):
 class NothingScored(RunUnscored):
     """Not one request could be scored (every item invalid, or every request errored)."""
 
-    def __init__(self, result: RunResult, reasons: list[tuple[str, int]]) -> None:
+    def __init__(self, result: RunResult, reasons: list[tuple[str, int]],
+                 examples: dict[str, str] | None = None) -> None:
         c = result.counts
-        top = ", ".join(f"{r} ×{n}" for r, n in reasons) or "none"
+        top = top_text(reasons, examples)
         what = (f"no valid item: {c['items_errored']} of {c['items_in']} item rows rejected" if not c["items_valid"]
                 else f"{c['requests_errored']} of {c['requests_in']} requests errored")
         super().__init__(f"nothing could be scored ({what}); top reasons: {top}. "
@@ -71,8 +74,30 @@ def error_reason(row: dict) -> str:
     return f"{row.get('error_stage') or '?'}/{tag or '?'}"
 
 
+#: the most characters of an error's text shown next to its reason in a run's summary
+EXAMPLE_CHARS = 120
+
+
 def _top(rows: list[dict], top: int = 3) -> list[tuple[str, int]]:
     return Counter(error_reason(r) for r in rows if r.get("error") is not None).most_common(top)
+
+
+def examples(rows: list[dict], reasons: list[tuple[str, int]]) -> dict[str, str]:
+    """reason → the (bounded) text of its first error row, for the reasons whose tag is not already the text."""
+    from evalcore.errors import bounded
+
+    want, out = {r for r, _ in reasons}, {}
+    for row in rows:
+        if row.get("error") is not None and (reason := error_reason(row)) in want and reason not in out:
+            text = bounded(row["error"], EXAMPLE_CHARS)
+            out[reason] = "" if reason.endswith("/" + text) else text
+    return {r: t for r, t in out.items() if t}
+
+
+def top_text(reasons: list[tuple[str, int]], texts: dict[str, str] | None = None) -> str:
+    """``model/ValueError ×3 ("ValueError: input has 2 channels"), decode/missing ×1 (…)``, or ``none``."""
+    texts = texts or {}
+    return ", ".join(f"{r} ×{n}" + (f" ({texts[r]!r})" if texts.get(r) else "") for r, n in reasons) or "none"
 
 
 def check_error_budget(result: RunResult, rows: list[dict], limit: float | None, top: int = 3,
@@ -83,10 +108,13 @@ def check_error_budget(result: RunResult, rows: list[dict], limit: float | None,
     if limit is None:
         return
     if c.get("items_in") and c["items_errored"] / c["items_in"] > limit:
-        raise ErrorBudgetExceeded(c["items_errored"] / c["items_in"], limit, _top(item_errors or [], top), result,
-                                  what="items")
+        reasons = _top(item_errors or [], top)
+        raise ErrorBudgetExceeded(c["items_errored"] / c["items_in"], limit, reasons, result, what="items",
+                                  examples=examples(item_errors or [], reasons))
     if c["requests_in"] and c["requests_errored"] / c["requests_in"] > limit:
-        raise ErrorBudgetExceeded(c["requests_errored"] / c["requests_in"], limit, _top(rows, top), result)
+        reasons = _top(rows, top)
+        raise ErrorBudgetExceeded(c["requests_errored"] / c["requests_in"], limit, reasons, result,
+                                  examples=examples(rows, reasons))
     if c.get("protocols_without_items"):
         raise ErrorBudgetExceeded(0.0, limit, [], result, problems=list(c["protocols_without_items"]))
 
@@ -96,7 +124,9 @@ def check_scored(result: RunResult, rows: list[dict], item_errors: list[dict], t
     item was valid)."""
     c = result.counts
     if c["requests_scored"] == 0:
-        raise NothingScored(result, _top(item_errors if not c["items_valid"] or not rows else rows, top))
+        which = item_errors if not c["items_valid"] or not rows else rows
+        reasons = _top(which, top)
+        raise NothingScored(result, reasons, examples(which, reasons))
 
 
 def protocols_without_items(cfg: RunConfig, items: Iterable[dict]) -> list[str]:

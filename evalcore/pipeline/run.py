@@ -334,16 +334,19 @@ def init_ray(cfg: RunConfig) -> None:
 
 
 def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COMMIT_SECONDS,
-        retry_errors: Iterable[str] = RETRY_BY_DEFAULT) -> RunResult:
+        retry_errors: Iterable[str] = RETRY_BY_DEFAULT, ping: bool = False) -> RunResult:
     """Run the whole evaluation described by ``cfg``; returns where it wrote and its counts.
 
     Outputs are committed shard by shard (:mod:`evalcore.pipeline.commit`). ``resume`` continues a killed
     or failed run at ``cfg.root``: committed requests are not sent to any model or judge again, except
     those committed as error rows of a class in ``retry_errors`` (default: transient), which run again —
-    a request that failed only in its judge is judged again on its committed answer, without its model."""
+    a request that failed only in its judge is judged again on its committed answer, without its model.
+    ``ping``: call each LLM endpoint once before anything runs (:func:`evalcore.preflight.check_endpoints`)."""
     storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
     storage.configure_reads(cfg.storage.read_timeout_s)
     preflight.check(cfg, datasets=not resume)  # a missing file or checkpoint fails here, before Ray and any model
+    if ping:
+        preflight.check_endpoints(cfg)  # an endpoint down, a refused key, an unknown model: before Ray too
     out = open_run(cfg, resume)  # every write of the run goes through it: nothing lands outside the root
     cfg = with_run_llm_roots(cfg)  # LLM caches and logs default to the run's root (not saved in its config)
 

@@ -145,7 +145,7 @@ def _listening(summary: pd.DataFrame, conf: int, min_items: int = verdict.MIN_IT
            f"Paired difference correct − condition over the same items, with its {conf} % CI; "
            "a model that uses the audio scores clearly higher with the correct audio (CI above 0). n = items scored "
            f"in both conditions; under {min_items} items a CI decides nothing (too few items), and a zero-width "
-           "interval is flagged as degenerate."]
+           "interval is flagged (degenerate at 0, else all items differ by the same amount)."]
     rows = []
     for r in diffs.itertuples():
         rows.append([r.protocol, r.dataset, r.model, r.variant, r.condition, r.metric,

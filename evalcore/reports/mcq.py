@@ -80,6 +80,8 @@ def _verdict(value: float, lo: float, hi: float, n: int, min_items: int) -> str:
     label = interval_label(value, lo, hi, n, min_items)
     if label.startswith(("n/a", "too few", "degenerate")):
         return label
+    if label.startswith("all items"):  # a zero-width interval away from 0: decided by its sign, flagged
+        return f"{'yes' if lo > 0 else 'no, it rises'} ({label})"
     if lo > 0:
         return "yes (CI > 0)"
     return "no, it rises (CI < 0)" if hi < 0 else "no (CI includes 0)"
@@ -127,7 +129,8 @@ def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int, min_items: int)
     if prow:
         out += ["", f"Paired test: accuracy difference correct − condition in percentage points over the same "
                     f"questions, {conf} % bootstrap CI (questions resampled); under {min_items} questions a CI decides "
-                    "nothing, and a zero-width interval is flagged as degenerate.", "",
+                    "nothing, and a zero-width interval is flagged (degenerate at 0, else all questions differ by the "
+                    "same amount).", "",
                 _md(["model", "variant", "contrast", "Δ accuracy (pp)", "n", "accuracy drops?"], prow)]
     return out
 

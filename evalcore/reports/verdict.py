@@ -8,9 +8,12 @@ Every metric considered is higher-is-better, so listening shows as a difference 
 Each difference is first labelled (:func:`interval_label`):
 
 * ``too few items (n=2 < 20)`` — fewer than ``min_items`` paired items: it decides nothing;
-* ``degenerate […]`` — a zero-width interval (every resample gave the same difference, e.g. identical
-  scores on every item): flagged, never called "CI includes 0"; with enough items it counts by its bounds
-  (``[0, 0]``: no difference on any item; ``[1, 1]``: every item gained the whole scale);
+* ``degenerate […]`` — a zero-width interval at 0 (every resample gave the same difference, no difference on
+  any item, e.g. identical scores): flagged, never called "CI includes 0"; with enough items it counts by its
+  bounds;
+* ``all items differ by the same amount (+1.000 each)`` — a zero-width interval away from 0: every paired
+  difference is that one value (``[1, 1]``: every item gained the whole scale). Not a defect of the interval
+  but the plainest evidence there is; it counts by its bounds too;
 * ``CI > 0``, ``CI < 0``, ``CI includes 0``.
 
 Then the model's verdict (:func:`verdicts`), over the differences with at least ``min_items`` items of
@@ -45,8 +48,8 @@ PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macr
 RULE = ("**yes**: some difference correct − control has its CI entirely above 0 over at least {m} paired items; "
         "**no**: none has, and at least one difference had {m} or more items (no control shows a benefit of the "
         "correct audio at this n — not proof that the model is deaf); **unclear**: no difference has {m} items. "
-        "A difference over fewer than {m} items is shown but decides nothing; a zero-width interval is flagged as "
-        "degenerate (every resample gave the same difference) and counts by its bounds.")
+        "A difference over fewer than {m} items is shown but decides nothing; a zero-width interval is flagged "
+        "(degenerate at 0: no item differs; else every item differs by the same amount) and counts by its bounds.")
 
 
 def _nan(x: Any) -> bool:
@@ -66,8 +69,9 @@ def interval_label(value: Any, lo: Any, hi: Any, n: Any, min_items: int = MIN_IT
     if n < min_items:
         return f"too few items (n={n} < {min_items})"
     if degenerate(lo, hi):
-        none = "; no difference on any item" if lo == 0 else ""
-        return f"degenerate [{lo:.3f}, {hi:.3f}] (every resample equal{none})"
+        if lo != 0:  # every paired difference is this one nonzero value: plain, not a broken interval
+            return f"all items differ by the same amount ({lo:+.3f} each)"
+        return f"degenerate [{lo:.3f}, {hi:.3f}] (every resample equal; no difference on any item)"
     return "CI > 0" if lo > 0 else ("CI < 0" if hi < 0 else "CI includes 0")
 
 

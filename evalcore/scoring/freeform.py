@@ -74,7 +74,8 @@ def score_freeform(
                                                "(default: the directory name), e.g. roberta-large."),
     bertscore_layers: Optional[int] = typer.Option(None, "--bertscore-layers", help="Layer (default: bert_score's "
                                                    "for the model id, 17 for roberta-large)."),
-    bertscore_batch_size: int = typer.Option(64, "--bertscore-batch-size", min=1),
+    bertscore_batch_size: int = typer.Option(64, "--bertscore-batch-size", min=1, help="Sentence pairs BERTScore "
+                                             "embeds at once."),
     bertscore_baseline: Optional[str] = typer.Option(None, "--bertscore-baseline", help="Rescaling baseline .tsv "
                                                      "(standard profile; default: bert_score's file for the id)."),
     clap_checkpoint: Optional[str] = typer.Option(None, "--clap-checkpoint", help="laion CLAP checkpoint (.pt), "

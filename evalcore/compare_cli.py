@@ -1,0 +1,72 @@
+"""``evalcore compare RUN_A RUN_B``: the face of the nightly's comparison of two finished runs, with its options
+described and a check first that the two runs are of one suite.
+
+Two runs compare item by item only where they share items (the suite fingerprint covers the items, the config
+apart from its models, and the metric definitions: :func:`evalcore.nightly.compare.suite_fingerprint`). Runs of
+different suites exit 2 with one line saying so, unless ``--shared-items`` asks for the items they share; runs
+that share no item exit 2 either way (there would be nothing in the table). The comparison itself is
+:func:`evalcore.nightly.cli.compare`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from evalcore.errors import ExitCode
+
+
+def _item_keys(run_root: str) -> set[tuple[str, str]]:
+    """(dataset, item_id) of every item of the run at ``run_root``."""
+    from evalcore import storage
+
+    items = storage.read_parquet(storage.join(run_root, "items"))
+    return set(zip(map(str, items.column("dataset").to_pylist()), map(str, items.column("item_id").to_pylist())))
+
+
+def suite_problem(run_a: str, run_b: str, shared_items: bool) -> str | None:
+    """Why RUN_A and RUN_B cannot be compared as asked (one line), else None; a run that is not finished raises
+    FileNotFoundError / OSError / KeyError."""
+    from evalcore.nightly.compare import suite_fingerprint
+
+    fa, fb = suite_fingerprint(run_a), suite_fingerprint(run_b)
+    if fa == fb:
+        return None
+    if not _item_keys(run_a) & _item_keys(run_b):
+        return (f"RUN_A and RUN_B share no item: they are runs of different suites (fingerprint {fa} ≠ {fb}); "
+                "there is nothing to compare")
+    if not shared_items:
+        return (f"RUN_A and RUN_B are runs of different suites (fingerprint {fa} ≠ {fb}: their items, their config "
+                "apart from the models, or their metric definitions differ); add --shared-items to compare the "
+                "items they share")
+    return None
+
+
+def compare(
+    run_a: str = typer.Argument(..., metavar="RUN_A", help="The reference run's root (path or s3:// URI)."),
+    run_b: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it (path or s3:// URI)."),
+    out: str = typer.Option("compare", "--out", help="Where compare.md, compare.html and compare.parquet go."),
+    resamples: int = typer.Option(1000, "--resamples", min=100, help="Bootstrap resamples of the items behind "
+                                  "each paired difference's confidence interval."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling (the same seed gives the same "
+                             "intervals)."),
+    min_effect: float = typer.Option(0.05, "--min-effect", min=0.0, help="Smallest drop, in the metric's own "
+                                     "units, that is flagged (a significant but smaller change is not)."),
+    alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0, help="Family-wise error rate of the "
+                                "Holm-adjusted paired t-tests over all comparisons."),
+    shared_items: bool = typer.Option(False, "--shared-items", help="Compare runs of different suites on the items "
+                                      "they share (by default such runs exit 2)."),
+) -> None:
+    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs, Holm-adjusted
+    p-values, flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run, or the runs
+    are of different suites (see --shared-items)."""
+    from evalcore.nightly.cli import compare as compare_runs
+
+    try:
+        problem = suite_problem(run_a, run_b, shared_items)
+    except (FileNotFoundError, OSError, KeyError) as e:
+        typer.echo(f"not a finished run: {e}", err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    if problem is not None:
+        typer.echo(problem, err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    compare_runs(run_a, run_b, out, resamples, seed, min_effect, alpha)

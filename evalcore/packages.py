@@ -1,0 +1,81 @@
+"""Whether the packages a configured component needs import in the environment that will run it.
+
+A registered model or judge says what it needs with two class attributes, checked without importing anything
+(``importlib.util.find_spec``: cheap, no import side effects):
+
+* ``requires``: module names, e.g. ``("torch", "transformers")`` for ``hf_audio_lm``;
+* ``install_hint``: the command that installs them, e.g. ``pip install -e ".[models]"`` (pyproject's extras).
+
+A component that runs in another interpreter defines ``packages_problem(params) -> str | None`` instead
+(``vllm_audio_lm``: vLLM in the interpreter :func:`evalcore.models.vllm_audio.vllm_python` finds, checked in a
+subprocess). The free-form metrics declare theirs in :data:`METRIC_REQUIRES`. ``evalcore validate`` and
+``evalcore run``'s preflight (before Ray starts) report each gap as one line naming the component and the command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+from typing import Any, Iterable
+
+#: the installs of pyproject.toml's extras, from a checkout
+MODELS_EXTRA = 'pip install -e ".[models]"'
+METRICS_EXTRA = 'pip install -e ".[metrics]"'
+CORE = "pip install -e ."
+
+#: free-form metric name → modules it imports (evalcore.metrics.bertscore, clap_text, cider), all in [metrics]
+METRIC_REQUIRES: dict[str, tuple[str, ...]] = {
+    "bertscore": ("bert_score", "torch", "transformers"),
+    "claptext": ("torch", "transformers"),
+    "cider": ("pycocoevalcap",),
+}
+
+
+def importable(module: str) -> bool:
+    """``module`` can be found in this interpreter (a finder that refuses it, as an import would, counts as no)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing(modules: Iterable[str]) -> list[str]:
+    """The ``modules`` this interpreter cannot import, in order."""
+    return [m for m in modules if not importable(m)]
+
+
+def missing_in(python: str, modules: Iterable[str], timeout_s: float = 60.0) -> list[str] | str:
+    """The ``modules`` the interpreter at ``python`` cannot import (checked in a subprocess, nothing imported), or a
+    line saying why ``python`` could not be asked."""
+    modules = list(modules)
+    if not os.path.isfile(python):
+        return f"{python} does not exist"
+    code = ("import importlib.util, sys\n"
+            "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))")
+    try:
+        out = subprocess.run([python, "-c", code, *modules], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot run {python}: {type(e).__name__}: {str(e)[:200]}"
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"{python} failed ({out.returncode}): {last[:200]}"
+    return out.stdout.split()
+
+
+def component_problem(cls: type, params: dict[str, Any]) -> str | None:
+    """Why ``cls`` (a registered model or judge) cannot run here with ``params``: the modules it ``requires`` that do
+    not import and its ``install_hint``, or what its own ``packages_problem`` says; None when all is there."""
+    hook = getattr(cls, "packages_problem", None)
+    if callable(hook):
+        return hook(params)
+    gone = missing(getattr(cls, "requires", ()))
+    if not gone:
+        return None
+    return f"needs {', '.join(gone)}, which do not import here; install: {getattr(cls, 'install_hint', CORE)}"
+
+
+def metric_problem(name: str) -> str | None:
+    """Why the free-form metric ``name`` cannot run here (its modules and the install command), else None."""
+    gone = missing(METRIC_REQUIRES.get(name, ()))
+    return f"needs {', '.join(gone)}, which do not import here; install: {METRICS_EXTRA}" if gone else None

@@ -1,0 +1,60 @@
+"""``evalcore make-checkpoint FAMILY DIR`` writes a tiny random-weight checkpoint that ``hf_audio_lm`` loads and
+answers with, and that ``evalcore validate`` accepts as a config's checkpoint; mistakes exit 2 with one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from evalcore.cli import app
+from evalcore.errors import ExitCode
+from evalcore.models.base import AudioPrompt
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+runner = CliRunner()
+
+
+def test_a_made_qwen2_audio_checkpoint_loads_answers_and_validates(tmp_path) -> None:
+    from evalcore.models.audio_chat import answer_view
+    from evalcore.models.hf_audio import HFAudioLM
+
+    ckpt = tmp_path / "tiny-qwen"
+    res = runner.invoke(app, ["make-checkpoint", "qwen2_audio", str(ckpt), "--seed", "3"])
+    assert res.exit_code == ExitCode.OK, res.output
+    assert str(ckpt) in res.stdout and "hf_audio_lm or vllm_audio_lm" in res.stdout
+    model = HFAudioLM(checkpoint=str(ckpt), max_new_tokens=4)
+    assert (model.sample_rate, model.max_audio_seconds) == (16_000, 30.0)
+    audio = (0.3 * np.random.default_rng(0).standard_normal(16_000)).astype(np.float32)
+    (answer,) = model.generate([AudioPrompt(audio, 16_000, "Describe the music.")])
+    assert str(answer).startswith("incomplete: the answer was cut at the token limit (4 new tokens")  # random weights
+    assert answer_view(answer).startswith("incomplete: ")
+    assert model.info()["checkpoint"]["uri"] == str(ckpt)
+
+    cfg = {"name": "dry", "datasets": [{"name": "s", "kind": "synthetic", "params": {"n_clips": 2}}],
+           "models": [{"name": "tiny", "kind": "hf_audio_lm", "params": {"checkpoint": str(ckpt)}}],
+           "protocols": [{"name": "factual"}]}
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    ok = runner.invoke(app, ["validate", str(tmp_path / "cfg.yaml")])
+    assert ok.exit_code == ExitCode.OK, ok.output
+
+
+@pytest.mark.parametrize("family,prepare,says", [
+    ("qwen3_audio", None, "FAMILY: 'qwen3_audio' is not one of qwen2_audio, "),
+    ("glmasr", "file", "exists and is not an empty directory"),
+])
+def test_mistakes_exit_2_with_one_line(tmp_path: Path, family, prepare, says) -> None:
+    out = tmp_path / "ckpt"
+    if prepare == "file":
+        out.mkdir()
+        (out / "something").write_text("x")
+    res = runner.invoke(app, ["make-checkpoint", family, str(out)])
+    assert res.exit_code == ExitCode.USAGE, res.output
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert says in line and "Traceback" not in res.output
+    assert prepare == "file" or not out.exists()  # nothing written

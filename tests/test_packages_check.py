@@ -1,0 +1,125 @@
+"""Packages are checked before any model runs: with torch absent, an ``hf_audio_lm`` config (and a BERTScore
+metric) fails ``evalcore validate`` and ``evalcore run`` with exit 2, one line per component naming it and the
+install command, before Ray starts or an item is read; ``vllm_audio_lm`` asks the interpreter it will run in.
+
+torch is made absent in a child process by a meta-path finder that refuses it, as an uninstalled package is
+refused (``import torch`` raises ModuleNotFoundError; ``importlib.util.find_spec`` too), placed before the finders
+that would find it. The same config validates in a process where torch is present."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evalcore.errors import ExitCode
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: run the evalcore CLI with ``torch`` and ``bert_score`` absent; Ray's start and the item reader exit 99
+WITHOUT_TORCH = """
+import sys
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "bert_score"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Absent())
+import evalcore.pipeline.run as run_module
+def started(*a, **k):
+    print("the run started", file=sys.stderr)
+    sys.exit(99)
+run_module.init_ray = run_module.read_items = started
+from evalcore.cli import app
+app(sys.argv[1:], prog_name="evalcore")
+"""
+
+
+def _checkpoint(tmp_path: Path) -> str:
+    """A checkpoint directory whose small files pass validate (no weights: nothing is loaded)."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir(exist_ok=True)
+    (ckpt / "config.json").write_text(json.dumps({"model_type": "qwen2_audio"}))
+    (ckpt / "preprocessor_config.json").write_text(json.dumps({"sampling_rate": 16000, "chunk_length": 30}))
+    return str(ckpt)
+
+
+def _config(tmp_path: Path, kind: str = "hf_audio_lm", bertscore: bool = False) -> Path:
+    protocol: dict = {"name": "factual"}
+    if bertscore:
+        bert = tmp_path / "minilm"
+        bert.mkdir(exist_ok=True)
+        (bert / "config.json").write_text("{}")
+        protocol = {"name": "freeform", "metrics": {"names": ["bleu", "bertscore"],
+                                                    "bertscore": {"model": str(bert), "num_layers": 6}}}
+    cfg = {"name": "pkgs", "storage": {"root": str(tmp_path / "run")},
+           "datasets": [{"name": "synth", "kind": "synthetic", "params": {"n_clips": 2}}],
+           "models": [{"name": "qwen", "kind": kind, "params": {"checkpoint": _checkpoint(tmp_path)}}],
+           "protocols": [protocol]}
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _cli(*args: str, script: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    code = script or "import sys\nfrom evalcore.cli import app\napp(sys.argv[1:], prog_name='evalcore')"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def _problems(res: subprocess.CompletedProcess) -> list[str]:
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
+    return [ln.strip() for ln in res.stderr.splitlines() if ln.startswith("  ")]
+
+
+INSTALL_MODELS = 'install: pip install -e ".[models]"'
+
+
+def test_without_torch_validate_names_the_model_the_metric_and_the_commands(tmp_path) -> None:
+    path = _config(tmp_path, bertscore=True)
+    res = _cli("validate", str(path), script=WITHOUT_TORCH)
+    assert res.returncode == ExitCode.USAGE, res.stderr[-3000:]
+    lines = _problems(res)
+    assert lines == [
+        "models.0.kind: model 'qwen' (hf_audio_lm) needs torch, which do not import here; " + INSTALL_MODELS,
+        "protocols.0.metrics.names: bertscore: needs bert_score, torch, which do not import here; "
+        'install: pip install -e ".[metrics]"'], res.stderr
+    # where torch and bert_score are present the same config is fine: the lines above are the packages' doing
+    ok = _cli("validate", str(path))
+    assert ok.returncode == ExitCode.OK, ok.stderr[-3000:]
+
+
+def test_without_torch_run_exits_2_before_ray(tmp_path) -> None:
+    res = _cli("run", str(_config(tmp_path)), script=WITHOUT_TORCH)
+    assert res.returncode == ExitCode.USAGE, res.stderr[-3000:]
+    assert "the run started" not in res.stderr
+    assert _problems(res) == ["models.0.kind: model 'qwen' (hf_audio_lm) needs torch, which do not import here; "
+                              + INSTALL_MODELS]
+
+
+@pytest.mark.parametrize("python,says", [
+    ("/nonexistent/bin/python", "/nonexistent/bin/python does not exist"),
+    (sys.executable, "which does not import it; rebuild .venv-vllm: bash scripts/build_vllm_venv.sh"),
+])
+def test_vllm_is_asked_of_the_interpreter_that_will_run_it(tmp_path, python, says) -> None:
+    import importlib.util
+
+    if python == sys.executable and importlib.util.find_spec("vllm") is not None:
+        pytest.skip("this interpreter imports vllm")
+    res = _cli("validate", str(_config(tmp_path, kind="vllm_audio_lm")), env={"EVALCORE_VLLM_PYTHON": python})
+    assert res.returncode == ExitCode.USAGE, res.stderr[-3000:]
+    (line,) = _problems(res)
+    assert line.startswith(f"models.0.kind: model 'qwen' (vllm_audio_lm) needs vllm in {python}") and says in line
+
+
+def test_vllm_in_its_venv_passes(tmp_path) -> None:
+    venv = REPO / ".venv-vllm" / "bin" / "python"
+    if not venv.exists():
+        pytest.skip("no .venv-vllm in this checkout (docs/testing.md)")
+    res = _cli("validate", str(_config(tmp_path, kind="vllm_audio_lm")), env={"EVALCORE_VLLM_PYTHON": str(venv)})
+    assert res.returncode == ExitCode.OK, res.stderr[-3000:]

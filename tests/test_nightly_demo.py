@@ -123,7 +123,8 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
         "• listener/step-6000: improved, listens yes", f"• listener/step-7000: regressed, listens yes, {n_flags} flagged"]
     assert all("dashboard.html" in h["text"] for h in heard)
     last = json.loads((tmp_path / "nightly" / "nightly.json").read_text())
-    assert last["exit_code"] == 3 and [c["checkpoint"] for c in last["checkpoints"]] == ["step-7000"]
+    assert last["exit_code"] == 3 and [(c["checkpoint"], c["verdict"]) for c in last["checkpoints"]] == [
+        ("step-7000", "regressed"), ("step-5000", "waiting")]
 
 
 def _flags(tmp_path, checkpoint: str) -> pd.DataFrame:

@@ -391,6 +391,11 @@ class RunConfig(_Strict):
     #: error budget: the run fails (after writing its tables) when more than this fraction of its
     #: requests errored, e.g. 0.05. None = no budget.
     max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+    #: a published table this run reproduces (``paper/table``, e.g. ``factual/table8``): the report and
+    #: ``tables/reproduction.parquet`` put each of its published cells beside the run's value
+    reproduces: str | None = Field(None, pattern=r"^[a-z]+/(table\d+|text)$")
+    #: the published-values file (default: configs/paper/published.csv of this evalcore)
+    published_values: str | None = Field(None, min_length=1)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "RunConfig":

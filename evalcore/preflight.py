@@ -93,9 +93,10 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     from evalcore import registry, storage
     from evalcore.metrics.freeform import preflight as metric_problems
 
+    out = reproduction_problems(cfg)
     if not check_paths:
-        return []
-    out = key_problems(cfg)
+        return out
+    out += key_problems(cfg)
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
@@ -107,6 +108,22 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
         cls = getattr(registry, package.upper()).get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
     return package_problems(cfg) + out
+
+
+def reproduction_problems(cfg: RunConfig) -> list[str]:
+    """``reproduces`` must name a table of the published-values file (which must read cleanly)."""
+    if cfg.reproduces is None:
+        return []
+    from evalcore.reports import published
+
+    try:
+        cells = published.read(cfg.published_values or published.PUBLISHED_CSV)
+    except (OSError, published.PublishedError) as e:
+        return [f"published_values: {str(e)[:300]}"]
+    if not published.cells_of(cfg.reproduces, cells):
+        return [f"reproduces: no published cell of {cfg.reproduces!r} (tables: "
+                f"{', '.join(published.table_keys(cells)[:12])} …)"]
+    return []
 
 
 def package_problems(cfg: RunConfig) -> list[str]:

@@ -50,7 +50,7 @@ def digest(obj: object) -> str:
 def suite_fingerprint(run_root: str) -> str:
     """Hash of the run's config minus its model (and storage, Ray, name), its item set and metric definitions."""
     cfg = yaml.safe_load(storage.read_text(storage.join(run_root, "config.yaml"))) or {}
-    for k in ("models", "storage", "ray", "name"):
+    for k in ("models", "storage", "ray", "name", "reproduces", "published_values"):  # not the suite's
         cfg.pop(k, None)
     items = storage.read_parquet(storage.join(run_root, "items")).to_pandas()
     items = items.drop(columns=[c for c in ("audio_uri", "metadata") if c in items.columns])

@@ -619,20 +619,34 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
-            "protocols": protocols_meta(cfg), "warnings": list(warnings or [])}
+            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces}
     out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "attempt": attempt or {},
                                                                "scoring": reduced.provenance}, indent=2, default=str))
-    report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas())
+    beside = reproduction(cfg, summary.to_pandas(), out, tables)
+    report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(), beside)
     result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
     check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
     check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
     return result
 
 
+def reproduction(cfg: RunConfig, summary: pd.DataFrame, out: storage.RunStorage, tables: str) -> str:
+    """With ``reproduces``: tables/reproduction.parquet (each published cell beside ours) and its report section."""
+    if cfg.reproduces is None:
+        return ""
+    from evalcore.reports import published, reproduction as beside
+
+    cells = published.cells_of(cfg.reproduces, published.read(cfg.published_values or published.PUBLISHED_CSV))
+    rep = beside.reproduction(summary, cells)
+    out.write_parquet(pa.Table.from_pandas(rep, preserve_index=False), storage.join(tables, "reproduction.parquet"))
+    return beside.section(rep, cfg.reproduces, cfg.stats.confidence)
+
+
 def write_reports(write_text: Callable[[str, str], None], root: str, meta: dict[str, Any], c: dict[str, Any],
-                  summary: pd.DataFrame, errors: pd.DataFrame) -> tuple[str, list[str]]:
-    """report.md and report.html under ``root``; returns the Markdown and the verdict line per model."""
-    report = markdown.render(meta, c, summary, errors)
+                  summary: pd.DataFrame, errors: pd.DataFrame, beside: str = "") -> tuple[str, list[str]]:
+    """report.md and report.html under ``root`` (``beside``: the run beside the paper, appended); returns the
+    Markdown and the verdict line per model."""
+    report = markdown.render(meta, c, summary, errors) + beside
     write_text(storage.join(root, "report.md"), report)
     min_items, rewrites = int(meta.get("min_items") or verdict.MIN_ITEMS), markdown.rewrite_models(meta)
     write_text(storage.join(root, "report.html"), report_html.render(report, markdown.with_kinds(summary), min_items,
@@ -646,4 +660,9 @@ def rerender(root: str) -> str:
     c = meta.pop("counts")
     summary = storage.read_parquet(storage.join(root, "tables", "summary.parquet")).to_pandas()
     errors = storage.read_parquet(storage.join(root, "tables", "errors.parquet")).to_pandas()
-    return write_reports(storage.write_text, root, meta, c, summary, errors)[0]
+    beside, rep_uri = "", storage.join(root, "tables", "reproduction.parquet")
+    if meta.get("reproduces") and storage.exists(rep_uri):
+        from evalcore.reports.reproduction import section
+
+        beside = section(storage.read_parquet(rep_uri).to_pandas(), meta["reproduces"], float(meta["confidence"]))
+    return write_reports(storage.write_text, root, meta, c, summary, errors, beside)[0]

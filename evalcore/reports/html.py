@@ -26,6 +26,10 @@ img { max-width: 100%; }
 tr.flag td, td.flag { background: #fde2e2; } tr.gain td, td.gain { background: #e3f4e6; }
 tr.flag td:first-child { font-weight: 600; }
 details { margin: 0.3rem 0; } summary { cursor: pointer; }
+.table-box { max-width: 100%; overflow-x: auto; }
+.table-box th:first-child, .table-box td:first-child { position: sticky; left: 0; background: #fff; }
+.table-box th:first-child { background: #f3f3f3; }
+.table-box tr.flag td:first-child { background: #fde2e2; } .table-box tr.gain td:first-child { background: #e3f4e6; }
 .warn { color: #8a6100; }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; }
@@ -67,8 +71,10 @@ def breakable(escaped: str) -> str:
 
 
 def wrap_tables(body_html: str) -> str:
-    """:func:`breakable` applied to every table cell of rendered HTML."""
-    return _CELL.sub(lambda m: m.group(1) + breakable(m.group(2)) + m.group(3), body_html)
+    """Every table of rendered HTML made to fit the page: :func:`breakable` cells, and the table in a box that
+    scrolls sideways on its own (first column kept in view) when it has more columns than the page can show."""
+    body_html = _CELL.sub(lambda m: m.group(1) + breakable(m.group(2)) + m.group(3), body_html)
+    return re.sub(r"<table(?=[\s>])", '<div class="table-box"><table', body_html).replace("</table>", "</table></div>")
 
 
 def markdown_html(text: str) -> str:

@@ -85,7 +85,7 @@ def table_html(rows: Iterable[dict[str, str]], columns: list[str] | None = None,
                    + "".join(f"<td>{breakable(html.escape(str(r.get(c, ''))))}</td>" for c in cols) + "</tr>"
                    for r in rows)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="table-box"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def table_md(rows: Iterable[dict[str, str]], columns: list[str] | None = None) -> str:

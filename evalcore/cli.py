@@ -18,6 +18,7 @@ from evalcore import cluster, console
 from evalcore.config import ConfigError, demo_config_path, load_config
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
 from evalcore.compare_cli import compare as compare_command
+from evalcore.reproduce_cli import reproduce as reproduce_command
 from evalcore.nightly.cli import nightly as nightly_command
 from evalcore.scoring.cli import load_commands
 
@@ -223,6 +224,7 @@ def make_checkpoint(
 
 app.command("nightly")(nightly_command)
 app.command("compare")(compare_command)
+app.command("reproduce")(reproduce_command)
 
 _score = load_commands()
 if _score.registered_commands:

@@ -114,3 +114,33 @@ def test_a_run_with_reproduces_reports_itself_beside_the_paper(tmp_path, local_r
     assert "Beside the paper" in chromium.dump_dom(page, tmp_path / "profile")
     scroll, client = chromium.widths(page, tmp_path)
     assert scroll <= client, f"report.html overflows a 1280 px window: {scroll} > {client}"
+
+
+def test_evalcore_reproduce_sets_a_score_output_beside_the_paper(tmp_path) -> None:
+    """`evalcore score factual --format true_false` outputs (no protocol / dataset / condition columns), then
+    `evalcore reproduce`: the scored model's cells compared, the others named; mistakes exit 2."""
+    from test_score_factual_formats import TRUE_FALSE, _jsonl
+
+    src = _jsonl(tmp_path / "in.jsonl", [{**r, "model": "ltu-as"} for r in TRUE_FALSE])
+    res = CliRunner().invoke(app, ["score", "factual", str(src), "--out", str(tmp_path / "s"), "--task", "instrument",
+                                   "--format", "true_false", "--resamples", "200"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), "factual/table8"])
+    assert res.exit_code == 0, res.output
+    rep = pq.read_table(tmp_path / "s" / "reproduction.parquet").to_pandas()
+    table8 = [c for c in read() if c.key == "factual/table8"]
+    assert len(rep) == len(table8)
+    done = rep[rep["status"] == "compared"]
+    assert set(done["model"]) == {"ltu-as"} and set(done["condition"]) == {"correct"}
+    summary = pq.read_table(tmp_path / "s" / "summary.parquet").to_pandas()
+    summary = summary[(summary["group"] == "all") & (summary["kind"] == "value")].set_index("metric")
+    for r in done.itertuples():
+        assert r.ours == pytest.approx(summary.loc[r.metric, "value"])
+    assert (rep[rep["model"] != "ltu-as"]["status"].str.startswith("not run: model")).all()
+    assert "## Beside the paper: factual/table8" in (tmp_path / "s" / "reproduction.md").read_text()
+    for args, field in ((["factual/table99"], "PAPER/TABLE"), (["factual/table8", "--published-values",
+                                                               str(tmp_path / "none.csv")], "--published-values")):
+        res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), *args])
+        assert res.exit_code == 2 and field in res.output, res.output
+    res = CliRunner().invoke(app, ["reproduce", str(tmp_path), "factual/table8"])
+    assert res.exit_code == 2 and "OUTPUTS" in res.output

@@ -26,15 +26,17 @@ def _why_missing(c: Cell, summary: pd.DataFrame) -> str:
     """The first key of the cell the run does not have, in words."""
     for col, label in (("model", "model"), ("protocol", "protocol"), ("dataset", "dataset"),
                        ("condition", "condition"), ("variant", "variant"), ("metric", "metric"), ("group", "group")):
-        if getattr(c, col) not in set(summary[col].astype(str)):
+        if col in summary.columns and getattr(c, col) not in set(summary[col].astype(str)):
             return f"not run: {label} {getattr(c, col)!r} is not in this run"
     return "not run: this combination is not in this run"
 
 
 def reproduction(summary: pd.DataFrame, cells: list[Cell]) -> pd.DataFrame:
-    """One row per published cell: ours (value, CI, n) beside the paper's, or the reason there is none."""
+    """One row per published cell: ours (value, CI, n) beside the paper's, or the reason there is none. A key
+    column the summary does not have (an ``evalcore score`` summary has no protocol or dataset) matches any value."""
     values = summary[summary["kind"] == "value"] if "kind" in summary.columns else summary
-    index = {tuple(str(v) for v in k): r for k, r in zip(values[KEYS].itertuples(index=False, name=None),
+    keys = [k for k in KEYS if k in values.columns]
+    index = {tuple(str(v) for v in k): r for k, r in zip(values[keys].itertuples(index=False, name=None),
                                                          values.itertuples(index=False))}
     rows = []
     for c in cells:
@@ -43,7 +45,7 @@ def reproduction(summary: pd.DataFrame, cells: list[Cell]) -> pd.DataFrame:
                "printed": c.value + (f" ± {c.sd}" if c.sd else "") + (c.unit if c.unit == "%" else ""),
                "published": c.number * s, "published_sd": (c.sd_number * s) if c.sd_number is not None else None,
                "ours": None, "ci_low": None, "ci_high": None, "n": None, "difference": None, "inside_ci": None}
-        hit = index.get(c.summary_key)
+        hit = index.get(tuple(getattr(c, k) for k in keys))
         if hit is None or pd.isna(hit.value):
             rows.append({**row, "status": _why_missing(c, summary) if hit is None else "no value (nothing scored)"})
             continue

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+#: the summary metric counting a cell's errored requests (tables/errors.parquet lists them)
+ERRORED = "errored"
+ERRORED_DEFINITION = ("requests of this cell that errored (any stage; listed in tables/errors.parquet); every other "
+                      "metric of the cell leaves them out unless its name ends in _with_errors")
 PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice")
 CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
 

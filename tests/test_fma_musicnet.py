@@ -300,6 +300,5 @@ def test_true_false_expansion():
     assert json.loads(row["metadata"]) == {"source_item_id": "i1", "source_task": "instrument",
                                            "label": "harpsichord", "present": True,
                                            "source_labels": ["piano", "harpsichord"]}
-    assert fp.aggregate_true_false is aggregate_answers
-    assert fp.aggregate_true_false([False, True, None], "any") is True
-    assert fp.aggregate_true_false([False, True, None], "majority") is False
+    assert aggregate_answers([False, True, None], "any") is True
+    assert aggregate_answers([False, True, None], "majority") is False

@@ -170,3 +170,14 @@ def test_rewrite_systems_end_to_end_with_error_rows_and_cached_rerun(tmp_path, l
     secret = KEY.encode()  # the key is in no output, log or cache file
     written = [p for d in ("run1", "run2", "llm-cache") for p in (tmp_path / d).rglob("*") if p.is_file()]
     assert any("llm-log" in p.parts for p in written) and not [p for p in written if secret in p.read_bytes()]
+
+
+def test_the_metrics_know_every_rewrite_role_the_backend_records() -> None:
+    """The free-form metrics tell a rewrite system's role from the template name its model_info records; the
+    roles they know are exactly the backend's templates (kept in step here, not by an import across layers)."""
+    from evalcore.metrics.freeform import REWRITE_BACKEND, REWRITE_ROLES, rewrite_roles
+    from evalcore.models.reference_rewrite import TEMPLATES
+
+    assert set(REWRITE_ROLES) == set(TEMPLATES)
+    infos = {f"sys-{r}": {"backend": REWRITE_BACKEND, "generation": {"template": f"{r}@1"}} for r in TEMPLATES}
+    assert rewrite_roles({**infos, "other": {"backend": "HFAudioLM"}}) == {f"sys-{r}": r for r in TEMPLATES}

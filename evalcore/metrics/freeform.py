@@ -33,6 +33,9 @@ from evalcore.metrics.stage import MODEL_METRICS
 from evalcore.metrics.text_profiles import DEFINITIONS, METRICS, ModelMetrics, library_versions, score_pairs
 
 REWRITE_BACKEND = "ReferenceRewrite"
+#: the roles a reference-rewrite system can play (the skyline's two sides): the names of the rewrite templates
+#: its generation settings record (``models/reference_rewrite.py``; a test keeps the two in step)
+REWRITE_ROLES = ("paraphrase", "adversarial")
 REWRITE_LABEL = "paraphrase-adversarial"
 CIDER_CORPUS = ("dataset", "model", "condition", "variant")
 
@@ -102,8 +105,6 @@ def rewrite_roles(model_infos: Mapping[str, Any]) -> dict[str, str]:
     """model name → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems among ``model_infos``
     (name → recorded ``model_info``, a dict or its JSON): backend ``ReferenceRewrite``, role = the name of
     the rewrite template its generation settings record (e.g. ``paraphrase@1``)."""
-    from evalcore.models.reference_rewrite import TEMPLATES
-
     roles = {}
     for name, info in model_infos.items():
         if isinstance(info, str):
@@ -114,7 +115,7 @@ def rewrite_roles(model_infos: Mapping[str, Any]) -> dict[str, str]:
         if not isinstance(info, dict) or info.get("backend") != REWRITE_BACKEND:
             continue
         template = str((info.get("generation") or {}).get("template") or "").split("@", 1)[0]
-        if template in TEMPLATES:
+        if template in REWRITE_ROLES:
             roles[name] = template
     return roles
 

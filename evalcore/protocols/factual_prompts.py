@@ -12,8 +12,8 @@
   by a seeded coin per item (``order="coin"``).
 * :func:`true_false_items` — one ``true_false`` item per (item, vocabulary label), "Is {label} used
   in this song?", labelled ``["yes"]`` or ``["no"]``, with the asked label as its one option. Per-chunk
-  answers are aggregated with :func:`evalcore.metrics.factual_modes.aggregate_answers` (rule
-  ``"any"`` or ``"majority"``), re-exported here as :func:`aggregate_true_false`.
+  answers are aggregated in scoring, by :func:`evalcore.metrics.factual_modes.aggregate_answers` (rule
+  ``"any"`` or ``"majority"``).
 * :func:`derive_formats` — the items of a factual dataset in the formats a loader's ``formats``
   parameter asks for (``standard``, ``binary_choice``, ``true_false``).
 
@@ -26,11 +26,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Sequence
 
-from evalcore.metrics.factual_modes import aggregate_answers as aggregate_true_false  # noqa: F401  (re-export)
 from evalcore.protocols.seeding import rng
 
 __all__ = ["PROMPTS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS", "TRUE_FALSE_VARIANTS",
-           "prompts_for", "variants", "binary_choice_items", "true_false_items", "aggregate_true_false",
+           "prompts_for", "variants", "binary_choice_items", "true_false_items",
            "FORMATS", "BINARY_ORDERS", "derive_formats"]
 
 PROMPTS: dict[str, dict[str, str]] = {

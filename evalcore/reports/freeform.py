@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from evalcore.scoring.denominators import ERRORED
-from evalcore.scoring.io import fmt
+from evalcore.reports.tables_html import fmt
+from evalcore.schema import ERRORED
 
 ROLE_NAMES = {"paraphrase": "paraphrase skyline", "adversarial": "adversarial rewrite"}
 _PROFILE = re.compile(r"\[profile (\w+);")

@@ -10,7 +10,7 @@ import pandas as pd
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
 from evalcore.reports import verdict
-from evalcore.scoring.denominators import ERRORED
+from evalcore.schema import ERRORED
 
 
 #: metrics shown in the listening table (the summary table has them all)

@@ -8,6 +8,7 @@ import html
 import math
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 from evalcore.reports.html import breakable
@@ -30,6 +31,12 @@ def num(x: Any) -> str:
         return "0.000"
     digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
     return f"{x:.{min(digits, 3)}f}"
+
+
+def fmt(v: Any) -> str:
+    """A number to three decimals, or an en dash for a missing value (the report's tables)."""
+    missing = v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v))
+    return "–" if missing else f"{v:.3f}"
 
 
 def signed(x: Any) -> str:

@@ -21,12 +21,10 @@ import pandas as pd
 
 from evalcore.metrics.aggregate import aggregate
 from evalcore.metrics.base import Scorer
+from evalcore.schema import ERRORED, ERRORED_DEFINITION
 
 __all__ = ["ERRORED", "ERRORED_DEFINITION", "denominator_rows"]
 
-ERRORED = "errored"
-ERRORED_DEFINITION = ("requests of this cell that errored (any stage; listed in tables/errors.parquet); every other "
-                      "metric of the cell leaves them out unless its name ends in _with_errors")
 CELL = ["protocol", "dataset", "model", "variant", "condition"]
 _ROW_FIELDS = (*CELL, "item_id", "task", "labels", "options", "correct_index")
 

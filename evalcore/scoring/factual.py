@@ -57,8 +57,9 @@ from evalcore.metrics.aggregate import aggregate
 from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
+from evalcore.reports.tables_html import fmt
 from evalcore.scoring.io import (SUMMARY_TAIL, InputError, arrow_safe, default_group_by, exit_if_unscored, fail,
-                                 fmt, is_missing, read_rows, summarize, write_outputs)
+                                 is_missing, read_rows, summarize, write_outputs)
 from evalcore.scoring.mcq import _index as index_value
 
 MODE_OF_TASK: dict[str, Mode] = {"genre": "top", "genre-tree": "same-tree", "genre-node": "same-node",

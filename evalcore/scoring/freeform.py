@@ -33,7 +33,8 @@ from evalcore.reports.freeform import skyline_check, table2
 from evalcore.metrics.aggregate import contrasts
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
-from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, fmt, read_rows,
+from evalcore.reports.tables_html import fmt
+from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, read_rows,
                                  summarize, write_outputs)
 
 _RESERVED = {"candidate", "reference", "_input_error"}

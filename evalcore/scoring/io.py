@@ -76,11 +76,6 @@ def arrow_safe(df: pd.DataFrame, int_columns: Sequence[str] = ()) -> pd.DataFram
     return out
 
 
-def fmt(v: Any) -> str:
-    """A number to three decimals, or an en dash for a missing value."""
-    return "–" if is_missing(v) else f"{v:.3f}"
-
-
 def fail(command: str, message: str, code: int = ExitCode.USAGE) -> NoReturn:
     """Print ``evalcore score <command>: <message>`` to stderr and exit with ``code`` (default: a usage
     mistake, :class:`evalcore.errors.ExitCode`)."""

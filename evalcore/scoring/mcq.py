@@ -23,7 +23,8 @@ from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
 from evalcore.scoring import llm_options as llm
 from evalcore.scoring.cli import score_app
 from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
-from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, fmt, is_missing,
+from evalcore.reports.tables_html import fmt
+from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, is_missing,
                                  read_rows, write_outputs)
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]

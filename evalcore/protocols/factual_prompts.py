@@ -201,10 +201,11 @@ FORMATS = ("standard", "binary_choice", "true_false")
 
 
 def derive_formats(items: Iterable[dict], formats: Sequence[str], vocab: Sequence[str], seed: int,
-                   binary_order: str = "balanced") -> list[dict]:
+                   binary_order: str = "balanced", distractors: Sequence[str] | None = None) -> list[dict]:
     """The factual ``items`` in each of ``formats``, in that order: ``standard`` (the items themselves),
-    ``binary_choice`` (:func:`binary_choice_items`, seeded by ``seed``, labels ordered by ``binary_order``)
-    and ``true_false`` (:func:`true_false_items` over ``vocab``)."""
+    ``binary_choice`` (:func:`binary_choice_items`, seeded by ``seed``, labels ordered by ``binary_order``,
+    distractors drawn from ``distractors``, default ``vocab``) and ``true_false`` (:func:`true_false_items`
+    over ``vocab``)."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ValueError(f"unknown or no format(s) {unknown}; known: {', '.join(FORMATS)}")
@@ -216,7 +217,8 @@ def derive_formats(items: Iterable[dict], formats: Sequence[str], vocab: Sequenc
         if f == "standard":
             out += items
         elif f == "binary_choice":
-            out += binary_choice_items(items, vocab, seed, order=binary_order)
+            out += binary_choice_items(items, vocab if distractors is None else distractors, seed,
+                                       order=binary_order)
         else:
             out += true_false_items(items, vocab)
     return out

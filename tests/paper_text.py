@@ -24,6 +24,12 @@ def flat(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def squash(text: str) -> str:
+    """``text`` without any whitespace: for a prompt the text extraction printed with tabs inside its words or
+    braces ("Between {\ttwo composers}\t, whose …"); still whitespace only."""
+    return re.sub(r"\s+", "", text)
+
+
 def paper(name: str = FACTUAL) -> str:
     """A paper's text as extracted (skips the test when the file is not there)."""
     path = PAPERS_DIR / name

@@ -41,7 +41,8 @@ def test_the_papers_printed_p_and_r_imply_the_jaccard_index() -> None:
         if not metric.startswith("jaccard_"):
             continue
         rule = metric.removeprefix("jaccard_")
-        p, r = by_key[(table, model, condition, f"precision_{rule}")], by_key[(table, model, condition, f"recall_{rule}")]
+        p = by_key[(table, model, condition, f"precision_{rule}")]
+        r = by_key[(table, model, condition, f"recall_{rule}")]
         f1 = 2 * p * r / (p + r)
         assert f1 / (2 - f1) == pytest.approx(printed, abs=0.007), (table, model, condition)
         checked += 1

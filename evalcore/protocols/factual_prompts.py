@@ -32,9 +32,9 @@ from typing import Any, Iterable, Sequence
 from evalcore.metrics.factual_modes import aggregate_answers as aggregate_true_false  # noqa: F401  (re-export)
 from evalcore.protocols.seeding import rng
 
-__all__ = ["PROMPTS", "PAPER_PROMPTS", "PROMPT_SETS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS", "TRUE_FALSE_VARIANTS",
-           "prompts_for", "variants", "binary_choice_items", "true_false_items", "aggregate_true_false",
-           "FORMATS", "BINARY_ORDERS", "derive_formats"]
+__all__ = ["PROMPTS", "PAPER_PROMPTS", "PROMPT_SETS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS",
+           "TRUE_FALSE_VARIANTS", "prompts_for", "variants", "binary_choice_items", "true_false_items",
+           "aggregate_true_false", "FORMATS", "BINARY_ORDERS", "derive_formats"]
 
 PROMPTS: dict[str, dict[str, str]] = {
     "instrument": {  # Table 5

@@ -130,7 +130,7 @@ def llm_answer(messages: list[dict]) -> str:
     system, user = messages[0]["content"], messages[-1]["content"]
     text = re.search(r'"""\n(.*)\n"""', user, re.DOTALL)
     text = text.group(1) if text else ""
-    if "extract labels" in system:
+    if "extract labels" in system or "factual keyword extraction" in system:  # evalcore's rules or App. B.1's
         vocab = re.search(r"Vocabulary \(canonical labels\): (.*)\n", user).group(1).split(", ")
         return ", ".join(extract(text, Lexicon(synonyms={v: [] for v in vocab if v}, name="shown")))
     if "multiple-choice" in system:

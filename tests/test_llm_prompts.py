@@ -12,7 +12,8 @@ from evalcore.llm.prompts import (ADVERSARIAL, EXTRACTION_RULES, LABEL_EXTRACTIO
 
 
 def test_templates_render_and_are_versioned():
-    assert set(TEMPLATES) == {"label_extraction", "mcq_match", "mcq_match_json", "paraphrase", "adversarial"}
+    assert set(TEMPLATES) == {"label_extraction", "label_extraction_paper", "mcq_match", "mcq_match_json", "paraphrase",
+                              "adversarial"}
     assert len(EXTRACTION_RULES) == 8 and all(r in LABEL_EXTRACTION.system for r in EXTRACTION_RULES)
     msgs = LABEL_EXTRACTION.render(category="instrument", vocabulary="piano, violin", text="A solo piano.")
     assert [m["role"] for m in msgs] == ["system", "user"] and "A solo piano." in msgs[1]["content"]

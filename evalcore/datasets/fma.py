@@ -17,6 +17,11 @@ validation turns it into an error row.
 ``formats`` adds the derived formats of every item (``binary_choice``, ``true_false``; see
 :func:`evalcore.protocols.factual_prompts.derive_formats`) over the task's vocabulary — the 16
 top-level genres, or every title of ``genres.csv`` for ``genre-node`` — seeded by ``format_seed``.
+A binary-choice distractor is drawn only from the vocabulary labels that some track of the chosen
+subset (and split; ``limit`` aside) has as its label: FMA-small holds 8 of the 16 top-level genres
+(the factual paper's §4.3: "eight top-level genres: hip-hop, pop, folk, experimental, rock,
+international, electronic, and instrumental"), and a distractor outside them would pose a question
+the paper's Table 7 never posed.
 """
 
 from __future__ import annotations
@@ -113,20 +118,28 @@ class FMA(Dataset):
 
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
         tree = GenreTree(read_table(self.genres))
-        items = list(self._standard(tree))
+        items = list(self._standard(tree, self.limit))
         if self.formats == ["standard"]:
             yield from items
             return
         vocab = (list(dict.fromkeys(normalize(t, "genre") for t in tree.title.values())) if self.task == "genre-node"
                  else vocabulary(self.task))
-        yield from derive_formats(items, self.formats, vocab, self.format_seed, self.binary_order)
+        distractors = self._present(tree, vocab) if "binary_choice" in self.formats else None
+        yield from derive_formats(items, self.formats, vocab, self.format_seed, self.binary_order, distractors)
 
-    def _standard(self, tree: GenreTree) -> Iterator[dict[str, Any]]:
+    def _present(self, tree: GenreTree, vocab: Sequence[str]) -> list[str]:
+        """The labels of ``vocab`` that some track of the subset (and split) has, whatever ``limit``: the
+        binary-choice distractors, so that a limited run asks the same questions as a full one."""
+        seen = {lab for it in self._standard(tree, limit=None) for lab in it["labels"] or ()}
+        return [v for v in vocab if v in seen]
+
+    def _standard(self, tree: GenreTree, limit: int | None) -> Iterator[dict[str, Any]]:
+        """The factual items of the subset and split, at most ``limit`` (None: all)."""
         df = read_tracks(self.tracks)
         keep = SUBSETS[: SUBSETS.index(self.subset) + 1]
         n = 0
         for tid, row in zip(df.index, df.to_dict("records")):
-            if self.limit is not None and n >= self.limit:
+            if limit is not None and n >= limit:
                 return
             subset = text(row.get(("set", "subset")))
             if self.subset != "full" and subset not in keep:

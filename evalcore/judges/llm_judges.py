@@ -49,7 +49,8 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel
 
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient
-from evalcore.llm.prompts import LABEL_EXTRACTION, MCQ_MATCH, MCQ_MATCH_JSON, McqChoice, PromptTemplate, parse_letter
+from evalcore.llm.prompts import (LABEL_EXTRACTION, LABEL_EXTRACTION_PAPER, MCQ_MATCH, MCQ_MATCH_JSON, McqChoice,
+                                  PromptTemplate, parse_letter)
 from evalcore.judges.lexicon import LexiconName, VocabularyName
 from evalcore.llm.runner import CACHE_ENV, DEFAULT_CACHE_ROOT, LLMRunner, default_cache_root
 from evalcore.packages import CORE
@@ -151,6 +152,10 @@ class _LLMJudge:
             raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
 
 
+#: the llm_extractor's ``prompt`` param: evalcore's rules (:data:`LABEL_EXTRACTION`) or App. B.1 word for word
+EXTRACTION_PROMPTS: dict[str, PromptTemplate] = {"evalcore": LABEL_EXTRACTION, "paper": LABEL_EXTRACTION_PAPER}
+
+
 @JUDGES.register("llm_extractor")
 class LLMExtractorJudge(_LLMJudge):
     """Factual-protocol judge: labels of a closed vocabulary named in each response, by an LLM."""
@@ -163,12 +168,16 @@ class LLMExtractorJudge(_LLMJudge):
 
     def __init__(self, vocabulary: VocabularyName | Sequence[str] = "instrument", category: str | None = None,
                  canonicalize: Literal["paper", "lexicon", "none"] = "paper", tree: str | None = None,
-                 tasks: dict[str, LexiconName] | None = None, **params: Any) -> None:
+                 tasks: dict[str, LexiconName] | None = None, prompt: Literal["evalcore", "paper"] = "evalcore",
+                 **params: Any) -> None:
         from evalcore.judges import vocab as _vocab
         from evalcore.judges.lexicon import LEXICONS
 
         if canonicalize not in ("paper", "lexicon", "none"):
             raise ValueError(f"canonicalize must be paper, lexicon or none, not {canonicalize!r}")
+        if prompt not in EXTRACTION_PROMPTS:
+            raise ValueError(f"prompt must be {' or '.join(EXTRACTION_PROMPTS)}, not {prompt!r}")
+        self.template = EXTRACTION_PROMPTS[prompt]
         if isinstance(vocabulary, str):
             if vocabulary != "auto" and vocabulary not in LEXICONS:
                 raise KeyError(f"unknown vocabulary {vocabulary!r}; known: auto, {', '.join(sorted(LEXICONS))} "
@@ -187,7 +196,7 @@ class LLMExtractorJudge(_LLMJudge):
         self.canonicalize, self.tasks = canonicalize, dict(tasks or {})
         self.tree = _vocab.read_genre_tree(tree) if tree else {}
         self._params.update(vocabulary=self.vocabulary, category=category, canonicalize=canonicalize, tree=tree,
-                            tasks=tasks)
+                            tasks=tasks, prompt=prompt)
 
     def _lexicon_name(self, task: str | None) -> str | None:
         """The named lexicon behind a row's vocabulary (None for an explicit list)."""

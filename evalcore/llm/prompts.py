@@ -32,7 +32,9 @@ class PromptTemplate:
                 {"role": "user", "content": self.user.format(**fields)}]
 
 
-# The eight rules of Appendix B.1 of "Factual and musical metrics for Music LMs", reworded.
+# evalcore's extraction rules: the five rules of Appendix B.1 of "Factual and musical metrics for Music LMs"
+# reworded (1-5), and three of evalcore's own (6-8: empty output, canonical forms, nothing stylistic). The paper's
+# own words are PAPER_EXTRACTION_RULES below.
 EXTRACTION_RULES = (
     "1. Explicit mentions only: return a term only if the text itself states it.",
     "2. Do not guess: never infer a label from context or association "
@@ -63,6 +65,29 @@ LABEL_EXTRACTION = PromptTemplate(
         "Text:\n\"\"\"\n{text}\n\"\"\"\n\n"
         "Labels (comma-separated, or empty):"
     ),
+)
+
+# Appendix B.1 of "Factual and musical metrics for Music LMs" word for word: its opening sentence and its five
+# rules, each as the paper's text prints it (bold run-in heads as Markdown ``**…**``, as extracted).
+PAPER_EXTRACTION_INTRO = ("We define the following rules for factual keyword extraction, which are consistently "
+                          "applied across all tasks and categories:")
+PAPER_EXTRACTION_RULES = (
+    "1. **Exact mention requirement:** Only terms that explicitly appear in the model's output are returned.",
+    '2. **No guessing:** Implicit inference or contextual associations (e.g., "jazz" inferred from "swing rhythm") '
+    "are excluded.",
+    '3. **Comparatives:** For comparative statements ("X more than Y"), only the preferred entity (X) is retained.',
+    "4. **Deduplication and ordering:** Duplicate mentions are removed, while the order of first appearance is "
+    "preserved.",
+    "5. **Output format:** Results are returned as a comma-separated list, e.g., rock, jazz, classical.",
+)
+
+#: the paper's extraction prompt: the system message is App. B.1 word for word (nothing added); the paper prints no
+#: user message, so it is evalcore's (:data:`LABEL_EXTRACTION`'s): the category, the vocabulary and the text
+LABEL_EXTRACTION_PAPER = PromptTemplate(
+    name="label_extraction_paper",
+    version="1",
+    system=PAPER_EXTRACTION_INTRO + "\n" + "\n".join(PAPER_EXTRACTION_RULES),
+    user=LABEL_EXTRACTION.user,
 )
 
 MCQ_MATCH = PromptTemplate(
@@ -127,8 +152,8 @@ ADVERSARIAL = PromptTemplate(
     user="Text:\n\"\"\"\n{text}\n\"\"\"\n\nRewrite:",
 )
 
-TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (LABEL_EXTRACTION, MCQ_MATCH, MCQ_MATCH_JSON, PARAPHRASE,
-                                                             ADVERSARIAL)}
+TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (LABEL_EXTRACTION, LABEL_EXTRACTION_PAPER, MCQ_MATCH,
+                                                             MCQ_MATCH_JSON, PARAPHRASE, ADVERSARIAL)}
 
 
 def parse_labels(output: str, vocabulary: Sequence[str]) -> list[str]:

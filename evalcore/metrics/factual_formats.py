@@ -7,11 +7,16 @@ unanswered) is aggregated over the chunks of the recording by **any** (yes if a 
 and by **majority** (yes if more than half of the chunks that answered say yes; a tie is no),
 see :func:`evalcore.metrics.factual_modes.aggregate_answers`. Per rule ``r``:
 
-* ``accuracy_r`` — share of (recording, label) questions answered correctly; an unanswered
-  question counts as wrong;
+* ``accuracy_r`` — share of (recording, label) questions answered correctly, (TP + TN) / all
+  questions: a true negative (no on an absent label) counts as right; an unanswered question counts
+  as wrong. This is *not* the "Accuracy" row of the factual paper's Tables 8 and 9;
 * ``precision_r``/``recall_r``/``f1_r`` — micro P/R/F1 of the labels answered "yes" against the
   true labels (pooled TP/FP/FN; unanswered = not predicted), i.e. the label-set scores of
   :func:`evalcore.metrics.factual_modes.true_false_labels`;
+* ``jaccard_r`` — TP / (TP + FP + FN), pooled: the Jaccard index of the labels answered yes and the
+  true labels, true negatives left out. It is the "Accuracy" row of Tables 8 and 9: from each
+  column's own printed P and R, F1 / (2 − F1) (which equals TP / (TP + FP + FN)) gives the printed
+  accuracy to within 0.007 in all twelve cells (``tests/test_true_false_jaccard.py``);
 * ``answered_r`` — share of questions with an answer.
 
 Bootstrap units are recordings (all labels of one recording resample together); the summary
@@ -84,13 +89,15 @@ def combine_choices(choices: Sequence[int | None]) -> int:
 
 
 def _micro(kind: str):
-    """Micro P/R/F1 from mean TP/FP/FN; undefined (NaN) when its denominator is 0."""
+    """Micro P/R/F1 or Jaccard index from mean TP/FP/FN; undefined (NaN) when its denominator is 0."""
     def fn(m: np.ndarray) -> np.ndarray:
         tp, fp, fn_ = m[..., 0], m[..., 1], m[..., 2]
         if kind == "precision":
             return safe_ratio(tp, tp + fp, np.nan)
         if kind == "recall":
             return safe_ratio(tp, tp + fn_, np.nan)
+        if kind == "jaccard":
+            return safe_ratio(tp, tp + fp + fn_, np.nan)
         return safe_ratio(2 * tp, 2 * tp + fp + fn_, np.nan)
 
     return fn
@@ -101,10 +108,16 @@ def _tf_aggregates(rule: str) -> tuple[Aggregate, ...]:
     how = f"chunks aggregated by '{rule}'"
     return (
         Aggregate(f"accuracy_{rule}", (f"correct_{rule}",), mean_of(),
-                  f"share of (recording, label) true/false questions answered correctly, {how}; unanswered = wrong"),
+                  f"share of (recording, label) true/false questions answered correctly, (TP + TN) / questions "
+                  f"(a no on an absent label counts as right), {how}; unanswered = wrong; not the factual paper's "
+                  f"Tables 8-9 'Accuracy' (that is jaccard_{rule})"),
         *(Aggregate(f"{k}_{rule}", counts, _micro(k),
                     f"micro {k} of the labels answered yes vs the true labels (pooled TP/FP/FN), {how}; "
                     "unanswered = not predicted") for k in ("precision", "recall", "f1")),
+        Aggregate(f"jaccard_{rule}", counts, _micro("jaccard"),
+                  f"Jaccard index TP / (TP + FP + FN) of the labels answered yes vs the true labels (pooled, true "
+                  f"negatives left out; = F1 / (2 - F1)), {how}; unanswered = not predicted; the factual paper's "
+                  "Tables 8-9 'Accuracy'"),
         Aggregate(f"answered_{rule}", (f"answered_{rule}",), mean_of(),
                   f"share of true/false questions with a yes/no answer, {how}"),
     )

@@ -1,7 +1,10 @@
 """Factual-QA prompt sets (paper App. B) and the derived formats: binary choice and true/false.
 
-* :data:`PROMPTS` — per task, variant name → template for a protocol config's ``variants``. The
-  paper's three phrasings per task plus the "Among {vocabulary}, …" form listing every label.
+* :data:`PAPER_PROMPTS` — per task, variant name → template for a protocol config's ``variants``: the
+  paper's three phrasings per task plus the "Among {vocabulary}, …" form listing every label, word for
+  word as its Tables 4-6, 12 and 14 print them (two genre prompts end without "?"); the configs in
+  ``configs/paper/`` use them. :data:`PROMPTS` is evalcore's wording (the same, with the "?"), the set
+  :func:`variants` uses by default; :data:`PROMPT_SETS` names both.
   Note: :func:`evalcore.protocols.requests.expand_requests` renders templates without a
   vocabulary, so use :func:`variants` (which writes the vocabulary into the template) for the
   "among" form in a run config.
@@ -28,8 +31,8 @@ from typing import Any, Iterable, Sequence
 
 from evalcore.protocols.seeding import rng
 
-__all__ = ["PROMPTS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS", "TRUE_FALSE_VARIANTS",
-           "prompts_for", "variants", "binary_choice_items", "true_false_items",
+__all__ = ["PROMPTS", "PAPER_PROMPTS", "PROMPT_SETS", "BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_VARIANTS",
+           "TRUE_FALSE_VARIANTS", "prompts_for", "variants", "binary_choice_items", "true_false_items",
            "FORMATS", "BINARY_ORDERS", "derive_formats"]
 
 PROMPTS: dict[str, dict[str, str]] = {
@@ -53,13 +56,25 @@ PROMPTS: dict[str, dict[str, str]] = {
     },
 }
 
-#: "Between A and B, …" questions (Tables 7 and 13; the instrument one is ours)
+#: the paper's prompts word for word (Table 5: instruments; Tables 6 and 14: genres, where "What is the genre of
+#: this song" and "What can you infer about the genre of the music" print no "?"; Table 12: composers; the
+#: "Among {*}" forms of Table 4); ``{vocabulary}`` is where the paper prints "{*}" / "{all genres}"
+PAPER_PROMPTS: dict[str, dict[str, str]] = {
+    "instrument": dict(PROMPTS["instrument"]),
+    "genre": {**PROMPTS["genre"], "what-is": "What is the genre of this song",
+              "infer": "What can you infer about the genre of the music"},
+    "composer": dict(PROMPTS["composer"]),
+}
+#: the named prompt sets: evalcore's wording and the paper's
+PROMPT_SETS: dict[str, dict[str, dict[str, str]]] = {"evalcore": PROMPTS, "paper": PAPER_PROMPTS}
+
+#: "Between A and B, …" questions (Tables 7 and 13, word for word; the instrument one is ours)
 BINARY_QUESTIONS: dict[str, str] = {
     "genre": "Between {a} and {b}, what is a better description of the genre of this piece?",
     "composer": "Between {a} and {b}, whose style does this piece resemble the most?",
     "instrument": "Between {a} and {b}, which instrument is used in this piece of music?",
 }
-#: true/false questions per label (Tables 8 and 9; genre and composer ones are ours)
+#: true/false questions per label (Tables 8 and 9, word for word; genre and composer ones are ours)
 TRUE_FALSE_QUESTIONS: dict[str, str] = {
     "instrument": "Is {label} used in this song?",
     "genre": "Is the genre of this song {label}?",
@@ -80,19 +95,23 @@ def _family(task: str | None) -> str:
     raise ValueError(f"no factual prompts for task {task!r}; known: genre[-tree|-node], instrument, composer")
 
 
-def prompts_for(task: str) -> dict[str, str]:
-    """The raw prompt set of ``task`` (templates may contain ``{vocabulary}``)."""
-    return dict(PROMPTS[_family(task)])
+def prompts_for(task: str, prompts: str = "evalcore") -> dict[str, str]:
+    """The raw prompt set of ``task`` (templates may contain ``{vocabulary}``) in the named set
+    (:data:`PROMPT_SETS`: ``evalcore`` or ``paper``)."""
+    if prompts not in PROMPT_SETS:
+        raise ValueError(f"unknown prompt set {prompts!r}; known: {', '.join(PROMPT_SETS)}")
+    return dict(PROMPT_SETS[prompts][_family(task)])
 
 
-def variants(task: str, vocabulary: Sequence[str] | None = None, names: Sequence[str] | None = None) -> dict[str, str]:
-    """Prompt variants ready for a protocol config: ``{vocabulary}`` written in as "a, b, c"
+def variants(task: str, vocabulary: Sequence[str] | None = None, names: Sequence[str] | None = None,
+             prompts: str = "evalcore") -> dict[str, str]:
+    """Prompt variants of the named set ready for a protocol config: ``{vocabulary}`` written in as "a, b, c"
     (default: the task's closed vocabulary); ``names`` keeps a subset, in that order."""
     from evalcore.judges.vocab import vocabulary as task_vocabulary
 
     vocab = list(vocabulary) if vocabulary is not None else task_vocabulary(task)
     listed = ", ".join(vocab).replace("{", "{{").replace("}", "}}")
-    raw = prompts_for(task)
+    raw = prompts_for(task, prompts)
     unknown = [n for n in (names or ()) if n not in raw]
     if unknown:
         raise ValueError(f"unknown prompt variant(s) {unknown}; known: {sorted(raw)}")
@@ -200,10 +219,11 @@ FORMATS = ("standard", "binary_choice", "true_false")
 
 
 def derive_formats(items: Iterable[dict], formats: Sequence[str], vocab: Sequence[str], seed: int,
-                   binary_order: str = "balanced") -> list[dict]:
+                   binary_order: str = "balanced", distractors: Sequence[str] | None = None) -> list[dict]:
     """The factual ``items`` in each of ``formats``, in that order: ``standard`` (the items themselves),
-    ``binary_choice`` (:func:`binary_choice_items`, seeded by ``seed``, labels ordered by ``binary_order``)
-    and ``true_false`` (:func:`true_false_items` over ``vocab``)."""
+    ``binary_choice`` (:func:`binary_choice_items`, seeded by ``seed``, labels ordered by ``binary_order``,
+    distractors drawn from ``distractors``, default ``vocab``) and ``true_false`` (:func:`true_false_items`
+    over ``vocab``)."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ValueError(f"unknown or no format(s) {unknown}; known: {', '.join(FORMATS)}")
@@ -215,7 +235,8 @@ def derive_formats(items: Iterable[dict], formats: Sequence[str], vocab: Sequenc
         if f == "standard":
             out += items
         elif f == "binary_choice":
-            out += binary_choice_items(items, vocab, seed, order=binary_order)
+            out += binary_choice_items(items, vocab if distractors is None else distractors, seed,
+                                       order=binary_order)
         else:
             out += true_false_items(items, vocab)
     return out

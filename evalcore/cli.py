@@ -1,6 +1,6 @@
 """The ``evalcore`` command line.
 
-Every command exits with one convention (:class:`evalcore.errors.ExitCode`, README "Exit codes"):
+Every command exits with one convention (:class:`evalcore.errors.ExitCode`, docs/commands.md, "Exit codes"):
 0 ok; 1 the work failed part way (resume it); 2 a usage or config mistake, found before any work;
 3 ``evalcore nightly``: a checkpoint evaluated tonight regressed, with ``fail_on_regression``; 4 finished, but nothing could be scored or the error budget was exceeded.
 """

@@ -1,6 +1,6 @@
 """The ``evalcore`` command line.
 
-Every command exits with one convention (:class:`evalcore.errors.ExitCode`, README "Exit codes"):
+Every command exits with one convention (:class:`evalcore.errors.ExitCode`, docs/commands.md, "Exit codes"):
 0 ok; 1 the work failed part way (resume it); 2 a usage or config mistake, found before any work;
 3 ``evalcore nightly``: a checkpoint evaluated tonight regressed, with ``fail_on_regression``; 4 finished, but nothing could be scored or the error budget was exceeded.
 """
@@ -149,18 +149,29 @@ def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished r
 
 
 @app.command("validate")
-def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check."),
+def validate(config: Path = typer.Argument(..., help="Run config or nightly config (YAML, one with a top-level "
+                                           "`series`) to check."),
              check_paths: bool = typer.Option(True, "--check-paths/--no-check-paths",
                                               help="Check what depends on this machine (default) or skip it: "
-                                              "configured files, s3:// objects and checkpoints exist, API key "
-                                              "variables are set, packages import."),
+                                              "configured files, s3:// objects, checkpoints and series prefixes "
+                                              "exist, API key variables are set, packages import."),
              ping: bool = typer.Option(False, "--ping", help="Also call each LLM endpoint once (list its models): "
                                        "unreachable, a refused key or an unknown model exits 2.")) -> None:
-    """Check a run config without running anything or loading a model: fields, every component's params,
-    vocabularies, templates, and that configured files and checkpoints exist. A mistake exits 2, one line per
-    field."""
+    """Check a run config or a nightly config without running anything or loading a model: fields, every
+    component's params, vocabularies, templates, and that configured files and checkpoints exist. A nightly
+    config's series are checked too: the prefix lists, the ready marker and baseline are bare names, the baseline
+    is among the checkpoints, the model template's params fit its kind (with the first checkpoint found). A
+    mistake exits 2, one line per field."""
     from evalcore import preflight
+    from evalcore.config import read_yaml
 
+    try:
+        data = read_yaml(config)
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    if isinstance(data, dict) and "series" in data:
+        return validate_nightly(data, check_paths, ping)
     cfg = load_or_exit(config, None)
     try:
         preflight.check(cfg, check_paths=check_paths)
@@ -170,6 +181,29 @@ def validate(config: Path = typer.Argument(..., help="Run config (YAML) to check
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
+               f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+
+
+def validate_nightly(data: dict, check_paths: bool, ping: bool) -> None:
+    """``evalcore validate`` of a nightly config (:mod:`evalcore.nightly.validate`); a mistake exits 2."""
+    from evalcore import preflight
+    from evalcore.nightly import validate as nv
+    from evalcore.nightly.config import parse_nightly, run_config
+
+    try:
+        cfg = parse_nightly(data)
+        found = nv.check(cfg, check_paths)
+        if ping:
+            preflight.check_endpoints(run_config(cfg, cfg.series[0], "checkpoint", cfg.series[0].prefix, cfg.root))
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    for line in found.notes:
+        typer.echo(line, err=True)
+    if found.problems:
+        typer.echo("invalid nightly config:\n" + "\n".join(f"  {x}" for x in found.problems), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    typer.echo(f"ok: nightly {cfg.name} — {len(cfg.series)} series, {len(cfg.datasets)} dataset(s), "
                f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
 
 

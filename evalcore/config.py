@@ -369,7 +369,8 @@ class RayConfig(_Strict):
     #: CPUs reserved per decode task (fractional values oversubscribe small machines)
     decode_num_cpus: float = Field(1.0, gt=0)
     #: scoring actors (free-form lexical metrics in the stream) at most, for runs of 10,000 requests or more (shorter
-    #: runs score in tasks); Ray Data adds actors as batches queue
+    #: runs score in tasks); Ray Data adds actors as batches queue. A dead one is not restarted: the run stops (exit 1)
+    #: and --resume finishes it
     score_actors: int = Field(2, ge=1)
     #: blocks (batches of requests, decoded audio, answers) that may wait between a stage and the next before the
     #: stage starts no more tasks (:mod:`evalcore.pipeline.backpressure`); every waiting block costs the driver memory

@@ -66,7 +66,7 @@ _RESPONSE_FORMAT = re.compile(r"response_format|response format|json_schema|json
 
 
 class ExitCode(IntEnum):
-    """The exit status of every ``evalcore`` command (README, "Exit codes")."""
+    """The exit status of every ``evalcore`` command (docs/commands.md, "Exit codes")."""
 
     OK = 0
     FAILED = 1  # the work failed part way (a crash, storage or cluster failure): resume it

@@ -2,7 +2,7 @@
 
 The server is the project's *other* OpenAI-compatible endpoint: evalcore did not write it, so the
 fault-injection tests (tests/test_faults_llama.py) learn what a real server says. It runs from its own
-virtual environment (the package compiles llama.cpp; ``.ci/run`` builds it once, see README), found at
+virtual environment (the package compiles llama.cpp; ``.ci/run`` builds it once, see docs/testing.md), found at
 ``$EVALCORE_LLAMA_PYTHON`` or ``<repo>/.venv-llama/bin/python``.
 
 The model (:func:`write_tiny_gguf`): a one-layer llama with a 32-dimensional residual stream and

@@ -1,4 +1,4 @@
-"""Every ``evalcore`` command returns the documented exit codes (README, "Exit codes"):
+"""Every ``evalcore`` command returns the documented exit codes (docs/commands.md, "Exit codes"):
 0 ok, 1 failed part way, 2 usage or config mistake, 4 nothing scored / error budget exceeded."""
 
 from __future__ import annotations

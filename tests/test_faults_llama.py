@@ -2,7 +2,7 @@
 (``llama-cpp-python[server]``, tests/llama_server.py) with a tiny GGUF the test writes.
 
 The server's package compiles llama.cpp, so it lives in its own venv (``.ci/run`` builds it; see
-README). Where it is absent these tests skip with that reason — except in CI (``CI=true``), where a
+docs/testing.md). Where it is absent these tests skip with that reason — except in CI (``CI=true``), where a
 missing server is a failure: CI always runs them.
 """
 

@@ -53,7 +53,7 @@ def test_the_demo_config_parses_and_series_params_are_checked_as_a_run(tmp_path)
     assert cfg.series[0].baseline == "step-1000" and cfg.min_effect.of("accuracy") == 0.05
     bad = demo_data(tmp_path)
     bad["series"][0]["model"]["params"] = {"sample_rat": 16000}
-    with pytest.raises(Exception, match=r"series.0 \(listener\) as a run: models.0.params.sample_rat"):
+    with pytest.raises(Exception, match=r"\n  series.0.model.params.sample_rat: unknown field"):
         parse_nightly(bad)
 
 

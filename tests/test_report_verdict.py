@@ -236,3 +236,47 @@ def test_free_form_marks_respect_the_minimum() -> None:
                            "value": 0.2, "ci_low": 0.1, "ci_high": 0.3, "n": n} for m, n in (("a", 3), ("b", 30))])
     lines = table2(diffs, ["model", "condition"], ["bleu"], "paired_diff", mark_above_zero=True, min_items=20)
     assert lines[2].endswith("0.300] (n < 20) |") and lines[3].endswith("0.300] ↑ |")
+
+
+def factual_summary(n_items: int = 12) -> pd.DataFrame:
+    """A factual summary with the wide columns (``recall_micro_with_errors``, ``f1_micro_with_errors``, …): two
+    models with long checkpoint names under five conditions, some judge errors."""
+    from evalcore.scoring.requests import merge_chunks
+
+    truth = [["piano", "violin"], ["cello"], ["flute", "oboe", "clarinet"], ["acoustic guitar"]]
+    rows = []
+    for model in ("qwen2-audio-7b-instruct-finetuned-step-120000", "musicflamingo-8b-chunked-60s-step-90000"):
+        for cond in ("correct", "random", "silence", "noise", "text_only"):
+            for i in range(n_items):
+                labels = truth[i % len(truth)]
+                heard = cond == "correct" and "qwen" in model
+                error = "judge: timeout after 30 s" if i % 7 == 3 else None
+                rows.append({"request_id": f"{model}-{cond}-{i}", "item_id": f"i{i}", "protocol": "factual",
+                             "dataset": "musicnet", "task": "instrument", "model": model, "variant": "paper-default",
+                             "condition": cond, "option_order": 0, "labels": labels, "error": error,
+                             "extracted": None if error else (labels[:1] if heard else ["piano"]),
+                             "error_stage": "judge" if error else None})
+    merged = merge_chunks(rows)
+    return markdown.with_kinds(summary_table(per_item_table(merged), resamples=200, confidence=0.95, seed=0,
+                                             errors=[r for r in merged if r["error"]]).to_pandas())
+
+
+def test_a_factual_report_fits_a_1280_px_window(tmp_path) -> None:
+    """report.html of a factual summary, whose metric names and columns are the widest, has no horizontal
+    scrolling in a 1280 px Chromium window (tables wrap; tests/chromium.py reads the layout widths), while the same
+    page without its cells' break opportunities does."""
+    import chromium
+
+    summary = factual_summary()
+    assert {"recall_micro_with_errors", "f1_micro_with_errors"} <= set(summary["metric"])
+    page = report_html.render(markdown.render({"name": "factual-wide", "confidence": 0.95}, COUNTS, summary,
+                                              pd.DataFrame()), summary)
+    assert "recall_micro_with_errors</th>" in page.replace("<wbr>", "")  # the wide column is in a table
+    path = tmp_path / "report.html"
+    path.write_text(page, encoding="utf-8")
+    scroll, client = chromium.widths(path, tmp_path)
+    assert client <= 1280 and scroll <= client, (scroll, client)
+    unwrapped = tmp_path / "unwrapped.html"  # the control: without the cells' break opportunities it overflows
+    unwrapped.write_text(page.replace("<wbr>", ""), encoding="utf-8")
+    scroll, client = chromium.widths(unwrapped, tmp_path)
+    assert scroll > client, (scroll, client)

@@ -21,8 +21,9 @@ from evalcore.errors import ExitCode
 
 
 def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
-    """The nightly config (or the embedded demo with its checkpoint series); a mistake exits 2."""
-    from evalcore.nightly.config import load_nightly
+    """The nightly config (or the embedded demo with its checkpoint series), relative series prefixes under its
+    root; a mistake exits 2."""
+    from evalcore.nightly.config import load_nightly, resolve_prefixes
     from evalcore.nightly.demo import demo_config
 
     try:
@@ -34,7 +35,7 @@ def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
         raise typer.Exit(code=ExitCode.USAGE)
     from evalcore.cli import with_out
 
-    return with_out(cfg, out)
+    return resolve_prefixes(with_out(cfg, out))  # a relative prefix is read under the (final) nightly root
 
 
 def nightly(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator
 
 from evalcore.config import (ConfigError, DatasetConfig, ProtocolConfig, RayConfig, Resources, RunConfig, Seeds,
                              Stats, StorageConfig, _registered, _Strict, error_lines, parse_config, read_yaml)
@@ -46,6 +46,22 @@ class SeriesConfig(_Strict):
     order: Literal["natural"] = "natural"
     #: a checkpoint name every new checkpoint is also compared with
     baseline: str | None = None
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix_given(cls, v: str) -> str:
+        if not v.strip() or v.strip() in ("s3://", "file://"):
+            raise ValueError("empty: give a local directory or an s3:// prefix")
+        return v
+
+    @field_validator("ready_marker", "baseline")
+    @classmethod
+    def _bare_name(cls, v: str | None) -> str | None:
+        """A file (ready marker) or checkpoint (baseline) name inside each checkpoint / the prefix, not a path."""
+        if v is not None and (not v.strip() or v in (".", "..") or "/" in v or "\\" in v):
+            raise ValueError(f"{v!r} is not a bare name: give the name alone (e.g. _SUCCESS, step-1000), "
+                             "not a path; it is looked up under each checkpoint / the series prefix")
+        return v
 
 
 class MinEffect(_Strict):
@@ -92,19 +108,14 @@ class NightlyConfig(_Strict):
     #: a webhook told about every night (tonight's verdicts and where the dashboard is)
     notify: Notify | None = None
 
-    @model_validator(mode="after")
-    def _cross_checks(self) -> "NightlyConfig":
-        names = [s.name for s in self.series]
+    @field_validator("series")
+    @classmethod
+    def _unique_names(cls, v: list[SeriesConfig]) -> list[SeriesConfig]:
+        names = [s.name for s in v]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise ValueError(f"series: duplicate name(s) {dup}")
-        for i, s in enumerate(self.series):
-            try:  # the suite plus this series' model must be a valid run config
-                parse_config(run_config_dict(self, s, "checkpoint", s.prefix, self.root))
-            except ConfigError as e:
-                lines = str(e).splitlines()[1:] or [str(e)]
-                raise ValueError(f"series.{i} ({s.name}) as a run: " + "; ".join(x.strip() for x in lines)) from None
-        return self
+            raise ValueError(f"duplicate name(s) {dup}: each series needs its own name (its runs and ledger rows)")
+        return v
 
     @property
     def root(self) -> str:
@@ -126,7 +137,51 @@ def run_config_dict(cfg: NightlyConfig, series: SeriesConfig, checkpoint: str, u
 
 
 def run_config(cfg: NightlyConfig, series: SeriesConfig, checkpoint: str, uri: str, root: str) -> RunConfig:
+    """The run config that evaluates ``checkpoint`` (at ``uri``) of ``series`` into ``root``."""
     return parse_config(run_config_dict(cfg, series, checkpoint, uri, root))
+
+
+def as_series_field(line: str, i: int) -> str:
+    """A run config's problem line said of series ``i``: ``models.0.params.x: …`` → ``series.i.model.params.x: …``
+    (the model is the series' template; its name is the series' name); suite fields keep their own path."""
+    line = line.removeprefix("(top level): ")
+    if line.startswith("models.0.name"):
+        return f"series.{i}.name" + line[len("models.0.name"):]
+    if line.startswith("models.0"):
+        return f"series.{i}.model" + line[len("models.0"):]
+    return line
+
+
+def series_problems(cfg: NightlyConfig, uris: dict[str, str] | None = None) -> list[str]:
+    """One ``<field>: <reason>`` line per problem of the suite plus each series' model as a run config, the
+    template's ``checkpoint_param`` set to ``uris[series name]`` (default: the series prefix, a stand-in that
+    only the path checks of :mod:`evalcore.preflight` would look into)."""
+    out: list[str] = []
+    for i, s in enumerate(cfg.series):
+        uri = (uris or {}).get(s.name, s.prefix)
+        try:
+            RunConfig.model_validate(run_config_dict(cfg, s, "checkpoint", uri, cfg.root))
+        except ValidationError as e:
+            out += [x for x in (as_series_field(line, i) for line in error_lines(e)) if x not in out]
+    return out
+
+
+def resolve_prefixes(cfg: NightlyConfig) -> NightlyConfig:
+    """``cfg`` with each relative local series prefix made absolute under the nightly root (``storage.root``, else
+    ./runs/<name>), so ``prefix: checkpoints/x`` means ``<root>/checkpoints/x`` wherever the nightly runs;
+    absolute paths and ``s3://`` prefixes are unchanged. Call it after ``--out`` has set the root."""
+    from evalcore import storage
+
+    series = [s.model_copy(update={"prefix": storage.absolute(s.prefix, base=cfg.root)}) if is_relative(s.prefix)
+              else s for s in cfg.series]
+    return cfg.model_copy(update={"series": series})
+
+
+def is_relative(prefix: str) -> bool:
+    """Whether ``prefix`` is a relative local path (read under the nightly root)."""
+    import os
+
+    return "://" not in prefix and not os.path.isabs(os.path.expanduser(prefix))
 
 
 def parse_nightly(data: Any) -> NightlyConfig:
@@ -134,9 +189,13 @@ def parse_nightly(data: Any) -> NightlyConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"invalid nightly config: expected a mapping at the top level, got {type(data).__name__}")
     try:
-        return NightlyConfig.model_validate(data)
+        cfg = NightlyConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError("invalid nightly config:\n" + "\n".join(f"  {x}" for x in error_lines(e, NightlyConfig)))
+    found = series_problems(cfg)  # the suite plus each series' model must be a valid run config
+    if found:
+        raise ConfigError("invalid nightly config:\n" + "\n".join(f"  {x}" for x in found))
+    return cfg
 
 
 def load_nightly(path: str | Path) -> NightlyConfig:

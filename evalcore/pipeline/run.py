@@ -212,17 +212,24 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     # a backend may need an environment of its own (vllm_audio_lm: the interpreter with vLLM); the config's wins
     env = {**model_runtime_env(model), **(model.runtime_env or {})}
     extra = {"runtime_env": env} if env else {}
-    # max_restarts (default 0): a dead actor ends the run (exit 1, --resume finishes it). Ray Data's own default
-    # restarts it and retries its batches without end, and Ray logs an error-level line on every run for it
-    # (ray-project/ray#53727). Ray 2.60 takes it only as a remote arg, which it marks deprecated (gone in 2.64).
+    return actor_stage(ds, model_runner(model.name), r.max_restarts,
+                       fn_constructor_kwargs={"kind": model.kind, "params": model.params,
+                                              "audio_spec": (sr, window), "s3": s3},
+                       batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
+                       num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency),
+                       resources=r.custom or None, **extra)
+
+
+def actor_stage(ds, cls: type, max_restarts: int, **kwargs: Any):
+    """``ds.map_batches(cls, …)`` on a pool of actors that a death restarts ``max_restarts`` times (0: a dead actor
+    ends the run, exit 1, and --resume finishes it). Every actor pool of a run goes through here: Ray Data's own
+    default restarts a dead actor and retries its batches without end, and Ray logs an ERROR-level line
+    (``core_worker.cc``: "has constructor arguments in the object store and max_restarts > 0",
+    ray-project/ray#53727) for each pool on every run. Ray 2.60 takes ``max_restarts`` only as a remote arg, which
+    it marks deprecated (gone in 2.64)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-        return ds.map_batches(model_runner(model.name),
-                              fn_constructor_kwargs={"kind": model.kind, "params": model.params,
-                                                     "audio_spec": (sr, window), "s3": s3},
-                              batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
-                              num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency),
-                              resources=r.custom or None, max_restarts=r.max_restarts, **extra)
+        return ds.map_batches(cls, max_restarts=max_restarts, **kwargs)
 
 
 #: requests per block after the batch alignment at most, about (a whole number of the model's batches): a decode
@@ -448,17 +455,18 @@ def scored(cfg: RunConfig, ds, pool: bool = False):
     if plan and not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
         ds = ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
     elif plan:
-        ds = ds.map_batches(Scoring, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
-                            num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
+        ds = actor_stage(ds, Scoring, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
+                         num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=cfg.ray.score_actors))
     models = model_plan(freeform)
     if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
         gpus = metric_gpus(cfg)
         if gpus > ray.cluster_resources().get("GPU", 0.0):
             log.warning("free-form metrics on cuda ask for %g GPU (ray.metric_actors) but the cluster has %g now",
                         gpus, ray.cluster_resources().get("GPU", 0.0))
-        ds = ds.map_batches(ModelScoring, fn_constructor_kwargs={"plan": models, "s3": cfg.storage.s3.model_dump()},
-                            batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
-                            num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=cfg.ray.metric_actors))
+        ds = actor_stage(ds, ModelScoring, 0,
+                         fn_constructor_kwargs={"plan": models, "s3": cfg.storage.s3.model_dump()},
+                         batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
+                         num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=cfg.ray.metric_actors))
     return ds
 
 

@@ -52,13 +52,16 @@ def references(cfg: NightlyConfig, series: str, done: list[dict], i: int) -> tup
     return [(r, "+".join(roles)) for r, roles in refs.values()], notes
 
 
-def cached_comparison(cfg: NightlyConfig, series: str, cur: dict, ref: dict) -> pd.DataFrame:
-    """Raw comparison rows of ``cur`` vs ``ref`` (no correction yet), from the cache or computed and cached."""
+def cached_comparison(cfg: NightlyConfig, folder: str, cur: dict, ref: dict, label: str | None = None) -> pd.DataFrame:
+    """Raw comparison rows of ``cur`` vs ``ref`` (no correction yet), from the cache under
+    ``<root>/compare/<folder>/`` (file ``<label>--<key>.parquet``; label default ``<cur>--<ref>`` checkpoint
+    names) or computed and cached there."""
     st = cfg.stats
     key = compare.digest([cur.get("suite_fingerprint"), cur.get("identity"), cur.get("finished"),
                            ref.get("identity"), ref.get("finished"), st.bootstrap_resamples, st.confidence,
                            cfg.seeds.bootstrap])
-    uri = storage.join(cfg.root, "compare", series, f"{cur['checkpoint']}--{ref['checkpoint']}--{key}.parquet")
+    label = label or f"{cur['checkpoint']}--{ref['checkpoint']}"
+    uri = storage.join(cfg.root, "compare", folder, f"{label}--{key}.parquet")
     if storage.exists(uri):
         return storage.read_parquet(uri).to_pandas()
     rows = compare.compare_scores(compare.load_scores(cur["run_root"]), compare.load_scores(ref["run_root"]),

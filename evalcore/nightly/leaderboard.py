@@ -11,12 +11,10 @@ series' comparisons), as the nightly compares checkpoints of one series. Compari
 from __future__ import annotations
 
 import pandas as pd
-import pyarrow as pa
 
-from evalcore import storage
 from evalcore.nightly import compare
 from evalcore.nightly.config import NightlyConfig
-from evalcore.nightly.history import finished
+from evalcore.nightly.history import cached_comparison, finished
 
 COLUMNS = ["suite_fingerprint", "series", "checkpoint", "leader", "protocol", "dataset", "variant", "metric", "n",
            "value", "leader_value", "delta", "ci_low", "ci_high", "p_adjusted"]
@@ -30,20 +28,6 @@ def latest(cfg: NightlyConfig, records: list[dict]) -> dict[str, list[dict]]:
         if done and done[-1].get("suite_fingerprint"):
             groups.setdefault(str(done[-1]["suite_fingerprint"]), []).append(done[-1])
     return {fp: recs for fp, recs in groups.items() if len(recs) > 1}
-
-
-def _comparison(cfg: NightlyConfig, cur: dict, ref: dict) -> pd.DataFrame:
-    st = cfg.stats
-    key = compare.digest([cur.get("identity"), cur.get("finished"), ref.get("identity"), ref.get("finished"),
-                          st.bootstrap_resamples, st.confidence, cfg.seeds.bootstrap])
-    uri = storage.join(cfg.root, "compare", "_leaderboard",
-                       f"{cur['series']}-{cur['checkpoint']}--{ref['series']}-{ref['checkpoint']}--{key}.parquet")
-    if storage.exists(uri):
-        return storage.read_parquet(uri).to_pandas()
-    rows = compare.compare_scores(compare.load_scores(cur["run_root"]), compare.load_scores(ref["run_root"]),
-                                  st.bootstrap_resamples, st.confidence, cfg.seeds.bootstrap)
-    storage.write_parquet(pa.Table.from_pandas(rows, preserve_index=False), uri)
-    return rows
 
 
 def _means(rec: dict) -> pd.DataFrame:
@@ -73,7 +57,9 @@ def leaderboard(cfg: NightlyConfig, records: list[dict]) -> pd.DataFrame:
                                     "leader_value": v, "delta": 0.0, "ci_low": 0.0, "ci_high": 0.0,
                                     "p_adjusted": None})
                     continue
-                rows = _comparison(cfg, rec, by_series[lead])
+                ref = by_series[lead]
+                rows = cached_comparison(cfg, "_leaderboard", rec, ref, f"{rec['series']}-{rec['checkpoint']}--"
+                                                                       f"{ref['series']}-{ref['checkpoint']}")
                 rows = rows[(rows["condition"] == "correct") & (rows["group"] == "all")]
                 rows = rows[rows.set_index(keys).index.isin(mine)]
                 if not len(rows):

@@ -180,8 +180,9 @@ def render(tonight: dict, regressions: pd.DataFrame, hist: pd.DataFrame, records
         h.append(lh)
         md.append(lm)
     for series, g in (hist.groupby("series", sort=True) if len(hist) else []):
-        sh, _ = trends.series_section(str(series), g)
+        sh, sm = trends.series_section(str(series), g)
         h.append(sh)
+        md.append(sm)
     ch, cm = comparisons(regressions, {f"{v['series']}/{v['checkpoint']}" for v in tonight["checkpoints"]})
     h.append(ch)
     md.append(cm)

@@ -22,7 +22,7 @@ def num(x: Any) -> str:
     """A value with 3 significant digits and no exponent (``0.000`` for |x| < 0.0005); ``—`` when missing."""
     if _nan(x):
         return "—"
-    if isinstance(x, (bool, str)):
+    if isinstance(x, (bool, str, int, np.integer)):
         return str(x)
     x = float(x)
     if abs(x) >= 1000:

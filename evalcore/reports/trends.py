@@ -10,6 +10,7 @@ import html as htmlmod
 import pandas as pd
 
 from evalcore.reports.html import figure_html
+from evalcore.reports.tables_html import num
 
 #: the headline metric of each protocol kind (first one present)
 HEADLINE = {"factual": ("f1_micro", "f1_macro"), "mcq": ("accuracy",), "freeform": ("meteor", "rouge", "bleu")}
@@ -17,16 +18,11 @@ CONDITION_COLORS = {"correct": "#1f77b4", "random": "#d62728", "noise": "#7f7f7f
                     "text_only": "#9467bd"}
 
 
-def _fmt(x: object) -> str:
-    if isinstance(x, float):
-        return "—" if pd.isna(x) else f"{x:.3g}"
-    return str(x).replace("|", "\\|")
-
-
 def md_table(df: pd.DataFrame, columns: list[str]) -> str:
     """A GitHub-style Markdown table of ``columns`` of ``df``."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in df[columns].itertuples(index=False)]
+    lines += ["| " + " | ".join(num(v).replace("|", "\\|") for v in row) + " |"
+              for row in df[columns].itertuples(index=False)]
     return "\n".join(lines)
 
 

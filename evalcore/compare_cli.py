@@ -45,19 +45,22 @@ def compare(
     run_a: str = typer.Argument(..., metavar="RUN_A", help="The reference run's root (path or s3:// URI)."),
     run_b: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it (path or s3:// URI)."),
     out: str = typer.Option("compare", "--out", help="Where compare.md, compare.html and compare.parquet go."),
-    resamples: int = typer.Option(1000, "--resamples", min=100, help="Bootstrap resamples of the items behind "
-                                  "each paired difference's confidence interval."),
+    resamples: int = typer.Option(1000, "--resamples", min=100, help="Bootstrap resamples of the items (of the "
+                                  "clips, where questions share one) behind each paired difference's confidence "
+                                  "interval."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling (the same seed gives the same "
                              "intervals)."),
     min_effect: float = typer.Option(0.05, "--min-effect", min=0.0, help="Smallest drop, in the metric's own "
                                      "units, that is flagged (a significant but smaller change is not)."),
     alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0, help="Family-wise error rate of the "
-                                "Holm-adjusted paired t-tests over all comparisons."),
+                                "Holm-adjusted tests over all comparisons (McNemar's exact test for accuracy with 0/1 "
+                                "outcomes, else paired t-tests)."),
     shared_items: bool = typer.Option(False, "--shared-items", help="Compare runs of different suites on the items "
                                       "they share (by default such runs exit 2)."),
 ) -> None:
-    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs, Holm-adjusted
-    p-values, flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run, or the runs
+    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs (clips resampled
+    where questions share one), Holm-adjusted p-values (McNemar's exact test for accuracy with 0/1 outcomes, else a
+    paired t-test; the test is named in each row), flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run, or the runs
     are of different suites (see --shared-items)."""
     from evalcore.nightly.cli import compare as compare_runs
 

@@ -58,6 +58,9 @@ REQUEST = pa.schema(
         pa.field("question", pa.string()),  # the item's question, for judges that read it (the LLM matcher)
         pa.field("audio_uri", pa.string()),  # the audio actually played (condition applied)
         pa.field("audio_item_id", pa.string()),  # whose audio it is (random condition)
+        # the item's own clip, whatever the condition plays: the id of the first item of its dataset with the
+        # same audio file (questions sharing a track share it; null: no audio); the bootstrap resamples clips
+        pa.field("clip_id", pa.string()),
         pa.field("excerpt_start", pa.float64()),
         pa.field("excerpt_end", pa.float64()),
         pa.field("seed", pa.int64()),  # per-request seed (noise)
@@ -104,7 +107,8 @@ JUDGMENT = pa.schema(
 )
 
 # One row per scored request; metric columns are added by the protocols' scorers.
-SCORE_KEY = ["request_id", *REQUEST_KEY, "protocol_kind", "task", "category", "difficulty", "audio_item_id"]
+SCORE_KEY = ["request_id", *REQUEST_KEY, "protocol_kind", "task", "category", "difficulty", "audio_item_id",
+             "clip_id"]
 
 SUMMARY = pa.schema(
     [
@@ -122,6 +126,16 @@ SUMMARY = pa.schema(
         pa.field("ci_high", pa.float64()),
         pa.field("n", pa.int64()),
         pa.field("definition", pa.string()),
+        # the CI's resampled unit ("item"; "clip" where items of the cell share clips; a scorer's own unit such as
+        # "recording") and how many there were; null for rows without a CI
+        pa.field("ci_unit", pa.string()),
+        pa.field("clusters", pa.int64()),
+        # paired differences: "mcnemar_exact" (accuracy, 0/1 outcomes) with its p-value, Holm-adjusted over the
+        # run's tests, or "paired_bootstrap" (the CI alone, no p-value)
+        pa.field("test", pa.string()),
+        pa.field("p_value", pa.float64()),
+        pa.field("p_adjusted", pa.float64()),
+        pa.field("correction", pa.string()),
     ]
 )
 

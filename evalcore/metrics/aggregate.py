@@ -1,5 +1,12 @@
 """Aggregates of per-item metric frames with bootstrap confidence intervals, and paired differences between
-conditions (or systems) over the units both scored."""
+conditions (or systems) over the units both scored.
+
+Where the rows carry the item's clip (``clip_id``, :data:`evalcore.schema.SCORE_KEY`) and some items of a cell
+share one, the bootstrap resamples clips (every question of a clip together; both sides of a paired difference
+draw the same clips). Each row names its resampled unit (``ci_unit``: ``item``, ``clip``, or the unit a scorer's
+``item_stats`` indexes by, e.g. ``recording``) and how many there were (``clusters``). A paired difference of
+accuracy whose per-item outcomes are 0/1 on both sides also gets McNemar's exact p-value (``test`` =
+``mcnemar_exact``); other paired differences name ``paired_bootstrap`` (their CI is the test, no p-value)."""
 
 from __future__ import annotations
 
@@ -9,10 +16,37 @@ import numpy as np
 import pandas as pd
 
 from evalcore.metrics.base import Aggregate, mean_item_stats
-from evalcore.metrics.bootstrap import estimate, paired_difference
+from evalcore.metrics.bootstrap import Estimate, estimate, paired_difference
+from evalcore.metrics.mcnemar import MCNEMAR, is_binary, mcnemar
 from evalcore.protocols.seeding import derive_seed
 
 ItemStats = Callable[[pd.DataFrame, list[str], str], pd.DataFrame]
+
+#: the per-item column naming an item's clip (the first item of its dataset playing the same audio file)
+CLIP_COLUMN = "clip_id"
+#: the ``test`` of a paired difference judged by its bootstrap CI alone
+PAIRED_BOOTSTRAP = "paired_bootstrap"
+
+
+def _clusters(g: pd.DataFrame, stats: pd.DataFrame, unit: str) -> np.ndarray | None:
+    """Each unit's clip, aligned with the rows of ``stats`` (None: no clips known, or ``stats`` already
+    resamples a coarser unit of its own)."""
+    if CLIP_COLUMN not in g.columns or stats.index.name != unit:
+        return None
+    clip = g.groupby(unit, sort=True)[CLIP_COLUMN].first()  # a null clip: the item is a cluster of its own
+    return clip.reindex(stats.index).to_numpy(dtype=object)
+
+
+def _unit_of(e: Estimate, stats: pd.DataFrame, unit: str) -> dict[str, Any]:
+    """``ci_unit`` and ``clusters`` of an estimate over ``stats``."""
+    if stats.index.name not in (None, unit):  # the scorer's own unit, e.g. "_recording"
+        return {"ci_unit": str(stats.index.name).lstrip("_"), "clusters": e.clusters}
+    return {"ci_unit": e.unit, "clusters": e.clusters}
+
+
+def is_accuracy(name: str, columns: tuple[str, ...]) -> bool:
+    """The aggregate is an accuracy: the mean of the per-item 0/1 ``correct`` column."""
+    return columns == ("correct",) and name.startswith("accuracy")
 
 
 def _keyed(key: tuple, names: list[str]) -> dict[str, Any]:
@@ -44,11 +78,13 @@ def aggregate(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], 
     out = []
     for key, g in cells(df, by):
         stats = item_stats(g, _columns(aggregates), unit)
+        clusters = _clusters(g, stats, unit)
         for agg in aggregates:
             e = estimate(stats[list(agg.columns)].to_numpy(), agg.fn, resamples=resamples,
-                         confidence=confidence, seed=derive_seed("bootstrap", seed, *_flat(key), agg.name))
+                         confidence=confidence, seed=derive_seed("bootstrap", seed, *_flat(key), agg.name),
+                         clusters=clusters)
             out.append({**_keyed(key, by), "kind": "value", "metric": agg.name, **_estimate(e),
-                        "definition": agg.definition})
+                        **_unit_of(e, stats, unit), "definition": agg.definition})
     return out
 
 
@@ -63,6 +99,8 @@ def contrasts(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], 
         if reference not in sides:
             continue
         stats = {side: item_stats(sdf, _columns(aggregates), unit) for side, sdf in sides.items()}
+        clip_of = (g.groupby(unit, sort=True)[CLIP_COLUMN].first() if CLIP_COLUMN in g.columns
+                   and stats[reference].index.name == unit else None)
         for agg in aggregates:
             cols = list(agg.columns)
             ref = stats[reference][cols]
@@ -71,14 +109,24 @@ def contrasts(df: pd.DataFrame, aggregates: Iterable[Aggregate], by: list[str], 
                     continue
                 st = stats[other][cols]
                 common = ref.index.intersection(st.index)
-                e = paired_difference(ref.loc[common].to_numpy(), st.loc[common].to_numpy(), agg.fn,
-                                      resamples=resamples, confidence=confidence,
-                                      seed=derive_seed("bootstrap-diff", seed, *_flat(key), agg.name, other))
+                x, y = ref.loc[common].to_numpy(), st.loc[common].to_numpy()
+                e = paired_difference(x, y, agg.fn, resamples=resamples, confidence=confidence,
+                                      seed=derive_seed("bootstrap-diff", seed, *_flat(key), agg.name, other),
+                                      clusters=None if clip_of is None else clip_of.reindex(common).to_numpy(
+                                          dtype=object))
                 out.append({**_keyed(key, by), column: f"{reference}-{other}", "kind": "paired_diff",
-                            "metric": agg.name, **_estimate(e),
+                            "metric": agg.name, **_estimate(e), **_unit_of(e, ref, unit), **_test(agg, x, y),
                             "definition": f"paired difference {reference} − {other} over items scored in both; "
                                           + agg.definition})
     return out
+
+
+def _test(agg: Aggregate, x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """``test`` and ``p_value`` of a paired difference: McNemar's exact test for an accuracy whose per-item
+    outcomes are 0/1 on both sides (one option order, or orders that agree), else its bootstrap CI alone."""
+    if len(x) and is_accuracy(agg.name, tuple(agg.columns)) and is_binary(x, y):
+        return {"test": MCNEMAR, "p_value": mcnemar(x, y).p_value}
+    return {"test": PAIRED_BOOTSTRAP, "p_value": float("nan")}
 
 
 def _flat(key: Any) -> tuple:

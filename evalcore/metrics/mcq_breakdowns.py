@@ -11,7 +11,7 @@
   (``options_by_type``, MuChoMusic: correct, IR, CU, IU), the share of responses that chose each
   type (and ``none`` = unanswered), as long-form rows with ``group = "chosen=<type>"`` and metric
   ``chosen_share``: the mean over questions of each question's share of orders choosing that type,
-  with a bootstrap CI over questions.
+  with a bootstrap CI over questions (over clips where questions share one).
 """
 
 from __future__ import annotations
@@ -150,11 +150,13 @@ def chosen_type_rows(df: pd.DataFrame, *, resamples: int, confidence: float, see
     keys = [k for k in group_keys if k in work.columns]
     for key, g in work.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
+        clip = g.groupby("item_id", sort=True)["clip_id"].first() if "clip_id" in g.columns else None
         for t in seen:
             per_q = (g["_type"] == t).astype(float).groupby(g["item_id"], sort=True).mean()
             e = estimate(per_q.to_numpy()[:, None], mean_of(), resamples=resamples, confidence=confidence,
-                         seed=derive_seed("bootstrap-chosen", seed, *key, t))
+                         seed=derive_seed("bootstrap-chosen", seed, *key, t),
+                         clusters=None if clip is None else clip.reindex(per_q.index).to_numpy(dtype=object))
             rows.append({**dict(zip(keys, key)), "group": f"chosen={t}", "kind": "value", "metric": CHOSEN_METRIC,
                          "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n,
-                         "definition": CHOSEN_DEFINITION})
+                         "ci_unit": e.unit, "clusters": e.clusters, "definition": CHOSEN_DEFINITION})
     return rows

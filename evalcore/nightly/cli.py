@@ -98,6 +98,15 @@ def nightly(
         raise typer.Exit(code=result.exit_code)
 
 
+def _tests(rows) -> str:
+    """The tests behind the comparisons' p-values, with how many rows each (e.g. ``McNemar exact (12), paired t
+    (30)``)."""
+    from evalcore.reports.tables_html import TESTS
+
+    counts = rows["test"].value_counts() if len(rows) else {}
+    return ", ".join(f"{TESTS.get(t, t)} ({int(n)})" for t, n in sorted(dict(counts).items())) or "none"
+
+
 def compare(
     run_a: str = typer.Argument(..., metavar="RUN_A", help="The reference run's root (path or s3:// URI)."),
     run_b: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it."),
@@ -107,8 +116,9 @@ def compare(
     min_effect: float = typer.Option(0.05, "--min-effect", min=0.0),
     alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0),
 ) -> None:
-    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs, Holm-adjusted
-    p-values, flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run."""
+    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs (clips resampled
+    where questions share one), Holm-adjusted p-values (McNemar's exact test for 0/1 accuracy, else a paired
+    t-test), flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run."""
     import pyarrow as pa
 
     from evalcore import storage
@@ -127,8 +137,9 @@ def compare(
                                  "the same; only shared items are compared.")
     shown = comparison_rows(rows)  # flagged first, then improved; formatted
     head = (f"# {run_b} vs {run_a}\n\n{int(rows['flagged'].sum())} of {len(rows)} comparisons flagged, "
-            f"{int(rows['improved'].sum())} improved (Holm-adjusted paired t-tests, α={alpha}, minimum effect "
-            f"{min_effect}).{note}\n\n")
+            f"{int(rows['improved'].sum())} improved (Holm-adjusted p-values, α={alpha}, minimum effect "
+            f"{min_effect}). Tests: {_tests(rows)}. CIs resample clips (every question of a clip together) where "
+            f"questions share one, else items (column CI over).{note}\n\n")
     md = f"{head}{table_md(shown)}\n"
     storage.makedirs(out)
     storage.write_text(storage.join(out, "compare.md"), md)

@@ -57,7 +57,7 @@ def cached_comparison(cfg: NightlyConfig, folder: str, cur: dict, ref: dict, lab
     ``<root>/compare/<folder>/`` (file ``<label>--<key>.parquet``; label default ``<cur>--<ref>`` checkpoint
     names) or computed and cached there."""
     st = cfg.stats
-    key = compare.digest([cur.get("suite_fingerprint"), cur.get("identity"), cur.get("finished"),
+    key = compare.digest([compare.VERSION, cur.get("suite_fingerprint"), cur.get("identity"), cur.get("finished"),
                            ref.get("identity"), ref.get("finished"), st.bootstrap_resamples, st.confidence,
                            cfg.seeds.bootstrap])
     label = label or f"{cur['checkpoint']}--{ref['checkpoint']}"
@@ -91,7 +91,7 @@ def regressions(cfg: NightlyConfig, records: list[dict]) -> tuple[pd.DataFrame, 
 def _dtype(column: str) -> str:
     if column in ("flagged", "improved"):
         return "bool"
-    if column == "n":
+    if column in ("n", "clusters"):
         return "int64"
     return "float64" if column in ("reference_value", "value", "delta", "ci_low", "ci_high", "p_value",
                                    "p_adjusted", "min_effect") else "object"

@@ -143,6 +143,7 @@ def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = Non
             clip = (item["dataset"], _clip(item))
             other = exp.partner.get(clip)
             noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], exp.first_id[clip])
+            clip_id = exp.first_id[clip] if item.get("audio_uri") else item["item_id"]  # the item's own clip
             shots = [(k, *_examples(exp.pools, proto, item, k, cfg.seeds.icl)) for k in proto.icl_counts()]
             for model in chosen:
                 tset = set_for_model(proto.templates, model.name)
@@ -153,6 +154,7 @@ def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = Non
                             for order in orders:
                                 req = _request(proto, item, model, condition, variant, template, order,
                                                cfg.seeds.options, vocab, examples)
+                                req["clip_id"] = clip_id
                                 if icl_error:
                                     req.update(error=icl_error, error_stage="expand", error_class=INPUT)
                                 yield _apply_condition(req, condition, other, exp.unpairable, noise_seed)

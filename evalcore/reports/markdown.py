@@ -145,14 +145,16 @@ def _listening(summary: pd.DataFrame, conf: int, min_items: int = verdict.MIN_IT
            f"Paired difference correct − condition over the same items, with its {conf} % CI; "
            "a model that uses the audio scores clearly higher with the correct audio (CI above 0). n = items scored "
            f"in both conditions; under {min_items} items a CI decides nothing (too few items), and a zero-width "
-           "interval is flagged (degenerate at 0, else all items differ by the same amount)."]
+           "interval is flagged (degenerate at 0, else all items differ by the same amount). The CI resamples "
+           "clips (every question of a clip together) where questions share one, else items (CI over); accuracy "
+           "with one answer per item also gets McNemar's exact test, Holm-adjusted over the run's tests."]
     rows = []
     for r in diffs.itertuples():
         rows.append([r.protocol, r.dataset, r.model, r.variant, r.condition, r.metric,
-                     _fmt(r.value, r.ci_low, r.ci_high), r.n,
+                     _fmt(r.value, r.ci_low, r.ci_high), r.n, verdict.ci_over(r), verdict.paired_test_label(r),
                      verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items)])
     out += ["", _md_table(["protocol", "dataset", "model", "variant", "contrast", "metric", "difference", "n",
-                           "verdict"], rows)]
+                           "CI over", "test", "verdict"], rows)]
     return out
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.reports.verdict import MIN_ITEMS, interval_label
+from evalcore.reports.verdict import MIN_ITEMS, ci_over, interval_label, paired_test_label
 
 __all__ = ["ATTENTION_CONDITIONS", "sections", "attention_sections", "breakdown_sections", "chosen_sections"]
 
@@ -124,14 +124,17 @@ def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int, min_items: int)
     prow = []
     for r in sorted(diffs.itertuples(), key=lambda r: (r.model, r.variant, order.get(r.condition, 99))):
         diff = "n/a" if math.isnan(r.value) else f"{100 * r.value:+.1f} [{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}]"
-        prow.append([r.model, r.variant, r.condition, diff, r.n,
+        prow.append([r.model, r.variant, r.condition, diff, r.n, ci_over(r), paired_test_label(r),
                      _verdict(r.value, r.ci_low, r.ci_high, r.n, min_items)])
     if prow:
         out += ["", f"Paired test: accuracy difference correct − condition in percentage points over the same "
-                    f"questions, {conf} % bootstrap CI (questions resampled); under {min_items} questions a CI decides "
+                    f"questions, {conf} % bootstrap CI (clips resampled, every question of a clip together, where "
+                    f"questions share one, else questions: CI over); under {min_items} questions a CI decides "
                     "nothing, and a zero-width interval is flagged (degenerate at 0, else all questions differ by the "
-                    "same amount).", "",
-                _md(["model", "variant", "contrast", "Δ accuracy (pp)", "n", "accuracy drops?"], prow)]
+                    "same amount). With one option order each question's outcome is right or wrong and McNemar's "
+                    "exact test is given too (Holm-adjusted over the run's tests).", "",
+                _md(["model", "variant", "contrast", "Δ accuracy (pp)", "n", "CI over", "test", "accuracy drops?"],
+                    prow)]
     return out
 
 

@@ -62,6 +62,18 @@ def interval(delta: Any, lo: Any, hi: Any) -> str:
     return f"{signed(delta)} [{signed(lo)}, {signed(hi)}]" if not _nan(lo) else signed(delta)
 
 
+#: a comparison's ``test`` as shown
+TESTS = {"mcnemar_exact": "McNemar exact", "paired_t": "paired t"}
+
+
+def _ci_over(r: Any) -> str:
+    """``"44 clips"`` / ``"132 items"``: what the comparison's CI resampled (empty for older cached rows)."""
+    unit, k = getattr(r, "ci_unit", None), getattr(r, "clusters", None)
+    if not isinstance(unit, str) or _nan(k):
+        return ""
+    return f"{int(k)} {unit}{'' if int(k) == 1 else 's'}"
+
+
 def comparison_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
     """Display rows of comparison rows (``evalcore.nightly.compare``): flagged first, then improved, then by key;
     each with a ``_class`` (``flag`` / ``gain`` / ``""``)."""
@@ -76,7 +88,8 @@ def comparison_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
                     "protocol": f"{r.protocol} · {r.dataset}", "condition": str(r.condition),
                     "variant": str(r.variant), "metric": str(r.metric) + ("" if r.group == "all" else f" ({r.group})"),
                     "n": str(int(r.n)), "reference": num(r.reference_value), "value": num(r.value),
-                    "difference [CI]": interval(r.delta, r.ci_low, r.ci_high), "p (Holm)": p_value(r.p_adjusted),
+                    "difference [CI]": interval(r.delta, r.ci_low, r.ci_high), "CI over": _ci_over(r),
+                    "test": TESTS.get(getattr(r, "test", None), ""), "p (Holm)": p_value(r.p_adjusted),
                     "flagged": "▼ flagged" if r.rank_ == 0 else "▲ improved" if r.rank_ == 1 else ""})
     return out
 

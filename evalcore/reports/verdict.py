@@ -37,8 +37,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-__all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "degenerate", "describe", "interval_label", "listening_rows",
-           "section", "verdict", "verdict_lines", "verdicts"]
+__all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "ci_over", "degenerate", "describe", "interval_label",
+           "listening_rows", "section", "paired_test_label", "verdict", "verdict_lines", "verdicts"]
 
 #: default of ``stats.min_items``: the fewest paired items a difference needs to decide a verdict
 MIN_ITEMS = 20
@@ -73,6 +73,23 @@ def interval_label(value: Any, lo: Any, hi: Any, n: Any, min_items: int = MIN_IT
             return f"all items differ by the same amount ({lo:+.3f} each)"
         return f"degenerate [{lo:.3f}, {hi:.3f}] (every resample equal; no difference on any item)"
     return "CI > 0" if lo > 0 else ("CI < 0" if hi < 0 else "CI includes 0")
+
+
+def ci_over(r: Any) -> str:
+    """What a row's CI resampled: ``"44 clips"`` / ``"132 items"`` (``""`` for rows of runs before ``ci_unit``)."""
+    unit, k = getattr(r, "ci_unit", None), getattr(r, "clusters", None)
+    if not isinstance(unit, str) or not unit or _nan(k):
+        return ""
+    return f"{int(k)} {unit}{'' if int(k) == 1 else 's'}"
+
+
+def paired_test_label(r: Any) -> str:
+    """A paired difference's test: ``McNemar exact, p (Holm) 0.012`` or ``paired bootstrap (CI)``."""
+    test = getattr(r, "test", None)
+    if test == "mcnemar_exact":
+        p = getattr(r, "p_adjusted", None)
+        return "McNemar exact, p (Holm) " + ("—" if _nan(p) else "< 0.001" if p < 0.001 else f"{p:.3g}")
+    return "paired bootstrap (CI)" if test == "paired_bootstrap" else ""
 
 
 def _decides(r: Any, min_items: int) -> bool:

@@ -50,9 +50,10 @@ def denominator_rows(scored: pd.DataFrame, errored: list[dict[str, Any]], scorer
     if not scorer.with_errors:
         return out
     columns = sorted({c for a in scorer.with_errors for c in a.columns})
-    filled = pd.DataFrame([{**{k: r.get(k) for k in (*CELL, "item_id", "task")}, **scorer.error_fill(r)}
-                           for r in errored], columns=[*CELL, "item_id", "task", *columns])
-    every = pd.concat([scored[[*CELL, "item_id", "task", *columns]], filled], ignore_index=True)
+    keep = [*CELL, "item_id", "task", *(["clip_id"] if "clip_id" in scored.columns else [])]  # clips resample
+    filled = pd.DataFrame([{**{k: r.get(k) for k in keep}, **scorer.error_fill(r)}
+                           for r in errored], columns=[*keep, *columns])
+    every = pd.concat([scored[[*keep, *columns]], filled], ignore_index=True)
     for group, g in _groups(every):
         out += aggregate(g.assign(group=group), scorer.with_errors, [*CELL[:4], "group", "condition"],
                          item_stats=scorer.item_stats, resamples=resamples, confidence=confidence, seed=seed)

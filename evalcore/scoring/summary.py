@@ -1,5 +1,10 @@
 """The long-form summary table of a run: every protocol's aggregates per cell with bootstrap CIs, paired
-differences between conditions, spreads, scorer-specific rows and explicit denominators."""
+differences between conditions, spreads, scorer-specific rows and explicit denominators.
+
+CIs resample clips where items of a cell share one (``ci_unit``, ``clusters``: :mod:`evalcore.metrics.aggregate`).
+Paired differences of accuracy with 0/1 outcomes carry McNemar's exact p-value (``test = mcnemar_exact``); the
+run's McNemar p-values are one family, Holm-adjusted (``p_adjusted``, ``correction = holm``), as the nightly
+adjusts the comparisons of one checkpoint."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import pyarrow as pa
 
 from evalcore.metrics.aggregate import _keyed, aggregate, cells, contrasts
 from evalcore.metrics.base import Scorer
+from evalcore.metrics.multiplicity import CORRECTION, holm
 from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
 from evalcore.scoring.denominators import denominator_rows
 from evalcore.scoring.requests import ScorerParams, _by, build_scorer
@@ -39,7 +45,15 @@ def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, see
         out += denominator_rows(pdf, errored.get(proto, []), scorer, **stats)
         for row in out[first:]:
             row["protocol_kind"] = kind
+    _adjust(out)
     return pa.Table.from_pylist(out, schema=SUMMARY)
+
+
+def _adjust(rows: list[dict]) -> None:
+    """Holm-adjust every row's ``p_value`` (one family: the run's tests), in place."""
+    tested = [r for r in rows if r.get("p_value") is not None and r["p_value"] == r["p_value"]]
+    for r, adj in zip(tested, holm([r["p_value"] for r in tested]) if tested else []):
+        r.update(p_adjusted=float(adj), correction=CORRECTION)
 
 
 def _scored_rows(pdf: pd.DataFrame, scorer: Scorer, stats: dict[str, Any]) -> list[dict]:

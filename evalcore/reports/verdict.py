@@ -84,12 +84,12 @@ def ci_over(r: Any) -> str:
 
 
 def paired_test_label(r: Any) -> str:
-    """A paired difference's test: ``McNemar exact, p (Holm) 0.012`` or ``paired bootstrap (CI)``."""
+    """A paired difference's test: ``McNemar exact, p (Holm) 0.012`` or ``paired bootstrap`` (its CI decides)."""
     test = getattr(r, "test", None)
     if test == "mcnemar_exact":
         p = getattr(r, "p_adjusted", None)
         return "McNemar exact, p (Holm) " + ("—" if _nan(p) else "< 0.001" if p < 0.001 else f"{p:.3g}")
-    return "paired bootstrap (CI)" if test == "paired_bootstrap" else ""
+    return "paired bootstrap" if test == "paired_bootstrap" else ""
 
 
 def _decides(r: Any, min_items: int) -> bool:

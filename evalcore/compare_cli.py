@@ -60,8 +60,8 @@ def compare(
 ) -> None:
     """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs (clips resampled
     where questions share one), Holm-adjusted p-values (McNemar's exact test for accuracy with 0/1 outcomes, else a
-    paired t-test; the test is named in each row), flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run, or the runs
-    are of different suites (see --shared-items)."""
+    paired t-test; the test is named in each row), flagged drops; the same tables as the nightly. Exit 2 when a
+    run is not a finished run, or the runs are of different suites (see --shared-items)."""
     from evalcore.nightly.cli import compare as compare_runs
 
     try:

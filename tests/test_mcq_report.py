@@ -127,12 +127,14 @@ def test_attention_table_rows_and_cells(summary: pd.DataFrame) -> None:
     assert paired[0].startswith("| m | muchomusic | correct-noise | +66.7 [") and paired[0].endswith(
         "| 3 | 3 items | paired bootstrap | too few items (n=3 < 20) |")
     # m2 answers every question right in both orders (0/1 outcomes): McNemar's exact test, no discordant pair
-    assert paired[1].endswith("| 3 | 3 items | McNemar exact, p (Holm) 1 | too few items (n=3 < 20) |") and "CI" not in lines[-1].split("| m |", 1)[1]
+    assert paired[1].endswith("| 3 | 3 items | McNemar exact, p (Holm) 1 | too few items (n=3 < 20) |")
+    assert "CI" not in lines[-1].split("| m |", 1)[1]
     # with the minimum lowered to 3 the CI decides; m2's [0, 0] (identical answers) is flagged, not "CI includes 0"
     paired = [ln for ln in attention_sections(summary, 95, min_items=3)[-1].splitlines()
               if ln.startswith(("| m |", "| m2 |"))]
     assert paired[0].endswith("| 3 | 3 items | paired bootstrap | yes (CI > 0) |")
-    assert paired[1].endswith("| 3 | 3 items | McNemar exact, p (Holm) 1 | degenerate [0.000, 0.000] (every resample equal; no difference on any item) |")
+    assert paired[1].endswith("| 3 | 3 items | McNemar exact, p (Holm) 1 | degenerate [0.000, 0.000] (every resample "
+                              "equal; no difference on any item) |")
 
 
 def test_breakdown_and_chosen_sections(summary: pd.DataFrame) -> None:

@@ -6,10 +6,10 @@ for every listening gap (correct − random / noise / silence / text_only, per i
 all questions of a clip together, where the items share clips: ``ci_unit``, ``clusters``), a p-value, and the
 p-value adjusted with **Holm**'s step-down method across all comparisons of one checkpoint. The p-value's test
 is named (``test``): McNemar's exact test (``mcnemar_exact``) for accuracy when every item's outcome is 0/1 in
-both runs (one option order), else a paired t-test (``paired_t``) on the per-item differences. A row is *flagged* when its direction is bad (a drop of a ``correct``-condition score or of a
-listening gap; scores under the control conditions themselves have no good direction and are never
-flagged), its adjusted p-value is below ``alpha`` and ``|delta| ≥ min_effect``; the same rule with a gain
-marks it *improved*.
+both runs (one option order), else a paired t-test (``paired_t``) on the per-item differences. A row is
+*flagged* when its direction is bad (a drop of a ``correct``-condition score or of a listening gap; scores under
+the control conditions themselves have no good direction and are never flagged), its adjusted p-value is below
+``alpha`` and ``|delta| ≥ min_effect``; the same rule with a gain marks it *improved*.
 
 Runs are comparable only when their *suite fingerprints* agree: the run config minus the model, storage
 and Ray settings, the hash of the item set (audio locations excluded) and the metric definitions.
@@ -42,8 +42,8 @@ COLUMNS = KEYS + ["direction", "n", "reference_value", "value", "delta", "ci_low
                   "test", "p_value"]
 #: regressions.parquet: every finished checkpoint against its previous checkpoint and the baseline
 REGRESSION_COLUMNS = ["series", "checkpoint", "reference", "reference_role", *KEYS, "direction", "n",
-                      "reference_value", "value", "delta", "ci_low", "ci_high", "ci_unit", "clusters", "test", "p_value",
-                      "p_adjusted", "correction", "min_effect", "flagged", "improved"]
+                      "reference_value", "value", "delta", "ci_low", "ci_high", "ci_unit", "clusters", "test",
+                      "p_value", "p_adjusted", "correction", "min_effect", "flagged", "improved"]
 #: the test of a comparison that is not an accuracy with 0/1 outcomes in both runs
 PAIRED_T = "paired_t"
 #: changes when the rows compare_scores writes change (part of the nightly's cache key)

@@ -6,7 +6,7 @@ texts on the driver; its labels are united over a request's chunks like the firs
 (:func:`evalcore.scoring.requests.merge_chunks`). Per request (``tables/agreement.parquet``): both
 label lists, exact set match, Jaccard and TP/FP/FN of the judge against the agreement judge
 (:func:`evalcore.metrics.factual_agreement.compare`). Summary rows (``agreement_exact``,
-``agreement_jaccard``, ``agreement_f1``, with bootstrap CIs over items) join the run's summary in
+``agreement_jaccard``, ``agreement_f1``, with bootstrap CIs over items, or over clips where items share one) join the run's summary in
 the groups of the other metrics. A judge that picks an option (``parsed_index``) counts the chosen
 option as its label set. Requests whose second judgment failed are left out (and counted in
 ``agreement_errors``).
@@ -26,7 +26,7 @@ from evalcore.metrics.aggregate import aggregate
 
 __all__ = ["second_labels", "agreement"]
 
-KEY = ["request_id", "protocol", "dataset", "item_id", "task", "model", "condition", "variant"]
+KEY = ["request_id", "protocol", "dataset", "item_id", "task", "model", "condition", "variant", "clip_id"]
 COLUMNS = [*KEY, "judge_labels", "agreement_labels", "exact", "jaccard", "tp", "fp", "fn"]
 
 

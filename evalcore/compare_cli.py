@@ -58,10 +58,12 @@ def compare(
     shared_items: bool = typer.Option(False, "--shared-items", help="Compare runs of different suites on the items "
                                       "they share (by default such runs exit 2)."),
 ) -> None:
-    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs (clips resampled
-    where questions share one), Holm-adjusted p-values (McNemar's exact test for accuracy with 0/1 outcomes, else a
-    paired t-test; the test is named in each row), flagged drops; the same tables as the nightly. Exit 2 when a
-    run is not a finished run, or the runs are of different suites (see --shared-items)."""
+    """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs, Holm-adjusted
+    p-values (each row names its test), flagged drops; the same tables as the nightly. Exit 2 when a run is not a
+    finished run, or the runs are of different suites (see --shared-items).
+
+    CIs resample clips where questions share one; accuracy with 0/1 outcomes gets McNemar's exact test, other rows
+    a paired t-test."""
     from evalcore.nightly.cli import compare as compare_runs
 
     try:

@@ -49,7 +49,7 @@ def test_the_rendered_help_keeps_sentences_whole() -> None:
     res = runner.invoke(app, ["compare", "--help"], terminal_width=400, env={"COLUMNS": "400"})
     assert res.exit_code == 0
     text = " ".join(res.output.split())
-    assert "Holm-adjusted p-values, flagged drops" in text
+    assert "Holm-adjusted p-values (each row names its test), flagged drops" in text
     for option in ("--resamples", "--seed", "--min-effect", "--alpha", "--shared-items"):
         line = next(ln for ln in res.output.splitlines() if ln.lstrip("│ ").startswith(option))
         assert len(line.split(option, 1)[1].strip(" │")) > 20, line  # described, not just a type

@@ -16,6 +16,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.schema import CONDITIONS, PROTOCOLS
+from evalcore.vocab.lexicon import LEXICONS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
 assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
@@ -226,7 +227,7 @@ class ProtocolConfig(_Strict):
     datasets: list[str] | None = None
     #: model names to ask (None = every model), e.g. keep reference-rewrite systems to free-form QA
     models: list[str] | None = None
-    #: labels for the {vocabulary} placeholder: a lexicon name (evalcore.judges.lexicon.LEXICONS) or a list
+    #: labels for the {vocabulary} placeholder: a lexicon name (evalcore.vocab.lexicon.LEXICONS) or a list
     vocabulary: str | list[str] | None = None
     #: multiple choice: named prompt template set(s) (evalcore.protocols.templates), one for every model or
     #: model name → set ("default" for the rest); the set's name is the prompt variant. Not with ``variants``.
@@ -281,8 +282,6 @@ class ProtocolConfig(_Strict):
     @classmethod
     def _vocabulary(cls, v: str | list[str] | None) -> str | list[str] | None:
         if isinstance(v, str):
-            from evalcore.judges.lexicon import LEXICONS
-
             if v not in LEXICONS:
                 raise ValueError(f"unknown vocabulary {v!r}; known: {', '.join(sorted(LEXICONS))} (or give a list)")
         return v
@@ -417,12 +416,7 @@ class RunConfig(_Strict):
                              - {m.name for m in self.models} - {"default"})
             if unknown:
                 raise ValueError(f"protocols.{i}.templates: unknown model(s) {unknown}")
-        from evalcore.protocols.vocab_fit import fit_problems
-
-        problems = fit_problems(self)  # e.g. an instrument vocabulary on a genre task
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+        return self  # whether a vocabulary fits its tasks needs the datasets: evalcore.preflight.vocabulary_problems
 
     @property
     def root(self) -> str:

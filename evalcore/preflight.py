@@ -1,8 +1,10 @@
 """What can be checked of a parsed run config before any model runs, without loading weights.
 
 ``parse_config`` already checks every field, every component's ``params`` against the schema its
-class declares (:mod:`evalcore.params`), vocabularies, prompt templates and placeholders. This adds
-what lies outside the config: configured files and ``s3://`` objects exist, a checkpoint directory
+class declares (:mod:`evalcore.params`), vocabulary names, prompt templates and placeholders. This adds
+what needs the registered datasets: each configured vocabulary fits the factual tasks its protocol's datasets
+declare (:func:`vocabulary_problems`, checked even without ``check_paths``); and what lies outside the config:
+configured files and ``s3://`` objects exist, a checkpoint directory
 holds a config its backend recognises, the free-form metrics' tools and model files are there, and each model's,
 judge's and metric's packages import where it will run (:mod:`evalcore.packages`).
 ``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; it also names an
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from evalcore.config import ConfigError, RunConfig
+from evalcore.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.params import path_problems
+from evalcore.protocols.vocab_fit import FACTUAL_KINDS, declared
+from evalcore.vocab.tasks import misfit
 
 
 def _components(cfg: RunConfig) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
@@ -93,7 +97,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     from evalcore import registry, storage
     from evalcore.metrics.freeform import preflight as metric_problems
 
-    out = reproduction_problems(cfg)
+    out = vocabulary_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
     out += key_problems(cfg)
@@ -108,6 +112,36 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
         cls = getattr(registry, package.upper()).get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
     return package_problems(cfg) + out
+
+
+def _vocabularies(proto: ProtocolConfig, i: int) -> Iterator[tuple[str, Any]]:
+    """(field path, value) of every vocabulary the protocol configures that scores: the judge's, and the
+    protocol's ``vocabulary`` for the ``{vocabulary}`` placeholder (not an ``agreement_judge``'s: it only measures
+    agreement, e.g. of two vocabularies, and never scores)."""
+    if proto.vocabulary is not None:
+        yield f"protocols.{i}.vocabulary", proto.vocabulary
+    if proto.judge is not None and proto.judge.params.get("vocabulary") is not None:
+        yield f"protocols.{i}.judge.params.vocabulary", proto.judge.params["vocabulary"]
+
+
+def vocabulary_problems(cfg: RunConfig) -> list[str]:
+    """One line per configured vocabulary that cannot fit a factual task its protocol's datasets declare
+    (:func:`evalcore.vocab.tasks.misfit`: instrument labels for a genre task, a list sharing no label with the
+    task's vocabulary). Datasets that declare nothing (``items_file``) are not checked."""
+    out = []
+    for i, proto in enumerate(cfg.protocols):
+        if proto.kind not in FACTUAL_KINDS:
+            continue
+        tasks = list(declared(cfg, proto))
+        for path, value in _vocabularies(proto, i):
+            for dataset, task, lexicon, _ in tasks:
+                why = misfit(value, task, lexicon)
+                if why is not None:
+                    out.append(f"{path}: cannot fit task {task!r} of dataset {dataset!r} ({why}; its labels are "
+                               f"the {lexicon!r} vocabulary); name that vocabulary, or leave the judge out to get "
+                               "the lexicon of each task")
+                    break
+    return out
 
 
 def reproduction_problems(cfg: RunConfig) -> list[str]:

@@ -14,6 +14,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
+from evalcore import registry
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.schema import CONDITIONS, PROTOCOLS
 from evalcore.vocab.lexicon import LEXICONS
@@ -32,8 +33,6 @@ def _registered(package: str, kind: str) -> str:
     """``kind`` if it is registered in ``evalcore.<package>`` (importing it registers its members)."""
     import importlib
 
-    from evalcore import registry
-
     importlib.import_module(f"evalcore.{package}")
     reg = getattr(registry, package.upper())
     if kind not in reg:
@@ -45,8 +44,6 @@ def _params_fit(package: str):
     """A validator of ``params`` against the schema the registered ``kind`` declares (evalcore.params)."""
 
     def check(cls: type, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        from evalcore import registry
-
         kind = info.data.get("kind")  # absent when the kind itself was wrong: that error is reported
         if kind is not None:
             check_params(getattr(registry, package.upper()).get(kind), v)
@@ -114,8 +111,6 @@ class ModelConfig(_Strict):
     def _fits_resources(self) -> "ModelConfig":
         """A backend's params that depend on its resources (``check_resources``: vllm_audio_lm's tensor
         parallelism against ``num_gpus``)."""
-        from evalcore import registry
-
         hook = getattr(registry.MODELS.get(self.kind), "check_resources", None)
         if callable(hook):
             hook(self.params, self.resources.num_gpus)
@@ -231,6 +226,7 @@ class ProtocolConfig(_Strict):
     vocabulary: str | list[str] | None = None
     #: multiple choice: named prompt template set(s) (evalcore.protocols.templates), one for every model or
     #: model name → set ("default" for the rest); the set's name is the prompt variant. Not with ``variants``.
+    #: The names are checked by the preflight (evalcore.preflight.template_problems)
     templates: str | dict[str, str] | None = None
     #: multiple choice: in-context examples (0–5) before each question; a list is a sweep, one prompt
     #: variant per count ("<variant>-icl<k>", e.g. MuChoMusic's 0–5 shots in one run)
@@ -269,14 +265,6 @@ class ProtocolConfig(_Strict):
     def icl_variant(self, base: str, k: int) -> str:
         """The prompt variant of ``base`` with ``k`` examples: ``base`` itself unless the counts are a sweep."""
         return f"{base}-icl{k}" if isinstance(self.icl_examples, list) else base
-
-    @field_validator("templates")
-    @classmethod
-    def _template_sets(cls, v: str | dict[str, str] | None) -> str | dict[str, str] | None:
-        from evalcore.protocols.templates import check_templates
-
-        check_templates(v)
-        return v
 
     @field_validator("vocabulary")
     @classmethod

@@ -1,12 +1,13 @@
 """What can be checked of a parsed run config before any model runs, without loading weights.
 
 ``parse_config`` already checks every field, every component's ``params`` against the schema its
-class declares (:mod:`evalcore.params`), vocabulary names, prompt templates and placeholders. This adds
-what needs the registered datasets: each configured vocabulary fits the factual tasks its protocol's datasets
-declare (:func:`vocabulary_problems`, checked even without ``check_paths``); and what lies outside the config:
-configured files and ``s3://`` objects exist, a checkpoint directory
-holds a config its backend recognises, the free-form metrics' tools and model files are there, and each model's,
-judge's and metric's packages import where it will run (:mod:`evalcore.packages`).
+class declares (:mod:`evalcore.params`), vocabulary names and prompt placeholders. This adds, even without
+``check_paths``, what needs the protocols and the registered datasets: each configured vocabulary fits the
+factual tasks its protocol's datasets declare (:func:`vocabulary_problems`) and each named prompt template set
+exists (:func:`template_problems`); and what lies outside the config: configured files and ``s3://`` objects
+exist, a checkpoint directory holds a config its backend recognises, the free-form metrics' tools and model
+files are there, and each model's, judge's and metric's packages import where it will run
+(:mod:`evalcore.packages`).
 ``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; it also names an
 endpoint model's or LLM judge's ``api_key_env`` whose variable is not set. :func:`check_endpoints` makes one
 cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unless ``--no-ping``).
@@ -18,6 +19,7 @@ from typing import Any, Iterator
 
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.params import path_problems
+from evalcore.protocols.templates import check_templates
 from evalcore.protocols.vocab_fit import FACTUAL_KINDS, declared
 from evalcore.vocab.tasks import misfit
 
@@ -97,7 +99,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     from evalcore import registry, storage
     from evalcore.metrics.freeform import preflight as metric_problems
 
-    out = vocabulary_problems(cfg) + reproduction_problems(cfg)
+    out = vocabulary_problems(cfg) + template_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
     out += key_problems(cfg)
@@ -141,6 +143,18 @@ def vocabulary_problems(cfg: RunConfig) -> list[str]:
                                f"the {lexicon!r} vocabulary); name that vocabulary, or leave the judge out to get "
                                "the lexicon of each task")
                     break
+    return out
+
+
+def template_problems(cfg: RunConfig) -> list[str]:
+    """One line per protocol whose ``templates`` name an unknown prompt template set
+    (:mod:`evalcore.protocols.templates`)."""
+    out = []
+    for i, proto in enumerate(cfg.protocols):
+        try:
+            check_templates(proto.templates)
+        except ValueError as e:
+            out.append(f"protocols.{i}.templates: {e}")
     return out
 
 

@@ -2,9 +2,9 @@
 
 ``parse_config`` already checks every field, every component's ``params`` against the schema its
 class declares (:mod:`evalcore.params`), vocabulary names and prompt placeholders. This adds, even without
-``check_paths``, what needs the protocols and the registered datasets: each configured vocabulary fits the
-factual tasks its protocol's datasets declare (:func:`vocabulary_problems`) and each named prompt template set
-exists (:func:`template_problems`); and what lies outside the config: configured files and ``s3://`` objects
+``check_paths``, what needs the protocols and the registered datasets (:func:`config_problems`): each configured
+vocabulary fits the factual tasks its protocol's datasets declare and each named prompt template set exists;
+and what lies outside the config: configured files and ``s3://`` objects
 exist, a checkpoint directory holds a config its backend recognises, the free-form metrics' tools and model
 files are there, and each model's, judge's and metric's packages import where it will run
 (:mod:`evalcore.packages`).
@@ -99,7 +99,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     from evalcore import registry, storage
     from evalcore.metrics.freeform import preflight as metric_problems
 
-    out = vocabulary_problems(cfg) + template_problems(cfg) + reproduction_problems(cfg)
+    out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
     out += key_problems(cfg)
@@ -114,6 +114,12 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
         cls = getattr(registry, package.upper()).get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
     return package_problems(cfg) + out
+
+
+def config_problems(cfg: RunConfig) -> list[str]:
+    """The config's own mistakes that need the protocols or the registered datasets to see (the config model
+    imports neither): vocabularies that cannot fit their tasks, unknown prompt template sets. Reads no file."""
+    return vocabulary_problems(cfg) + template_problems(cfg)
 
 
 def _vocabularies(proto: ProtocolConfig, i: int) -> Iterator[tuple[str, Any]]:

@@ -97,3 +97,22 @@ def test_rows_without_a_task_keep_the_former_default() -> None:
     out = judge.judge(["Rock with a piano.", "Rock with a piano."], [None, None], tasks=["genre", None])
     assert [r["extracted"] for r in out] == [["rock"], ["piano"]]
     assert LexiconJudge(vocabulary="auto").judge(["x"], [None], tasks=[None])[0]["error"].startswith("lexicon:")
+
+
+def test_a_nightly_suite_whose_vocabulary_cannot_fit_is_rejected_when_parsed(tmp_path) -> None:
+    """The nightly parses each series as a run config and asks the preflight's config checks (no file read)."""
+    import yaml
+
+    from evalcore.nightly.config import parse_nightly
+    from evalcore.nightly.demo import demo_config_path
+
+    data = yaml.safe_load(demo_config_path().read_text())
+    data["series"][0]["prefix"] = str(tmp_path / "ck")
+    parse_nightly(data)
+    data["protocols"][0]["judge"]["params"]["vocabulary"] = "genre"  # the synthetic demo's task is instrument
+    data["protocols"][1]["templates"] = "nope"
+    with pytest.raises(ConfigError) as e:
+        parse_nightly(data)
+    lines = [x.strip() for x in str(e.value).splitlines()[1:]]
+    assert lines[0].startswith("protocols.0.judge.params.vocabulary: cannot fit task 'instrument' of dataset 'synth'")
+    assert lines[1].startswith("protocols.1.templates: unknown template set 'nope'") and len(lines) == 2

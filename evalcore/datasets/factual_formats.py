@@ -57,14 +57,14 @@ def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, 
                         order: str = "balanced") -> list[dict]:
     """One ``binary_choice`` item per factual item: a ground-truth label vs one distractor, in seeded order.
 
-    For a multi-label item the ground-truth label is drawn at random (seeded). ``options`` holds
-    the two labels in the asked order and ``correct_option`` the truth's index; the question
-    names them in that order ("Between A and B, …"), so use a template like ``{question}``
-    (:data:`evalcore.protocols.factual_prompts.BINARY_VARIANTS`). Labels are drawn from (seed, item id), so
-    adding items does not change others' labels. ``order="balanced"`` puts the truth first for exactly ⌊n/2⌋ of the n items that can be
-    asked (by a seeded permutation of them); ``order="coin"`` flips a seeded coin per item (depending only on
-    (seed, item id)). A factual item without labels, or whose labels cover the vocabulary, yields an
-    item with fewer than two options, which validation reports.
+    For a multi-label item the ground-truth label is drawn at random (seeded). ``options`` holds the two labels in
+    the asked order and ``correct_option`` the truth's index; the question names them in that order ("Between A and
+    B, …"), so use a template like ``{question}`` (:data:`evalcore.protocols.factual_prompts.BINARY_VARIANTS`).
+    Labels are drawn from (seed, item id), so adding items does not change others' labels. ``order="balanced"`` puts
+    the truth first for exactly ⌊n/2⌋ of the n items that can be asked (by a seeded permutation of them);
+    ``order="coin"`` flips a seeded coin per item (depending only on (seed, item id)). A factual item without
+    labels, or whose labels cover the vocabulary, yields an item with fewer than two options, which validation
+    reports.
     """
     if order not in BINARY_ORDERS:
         raise ValueError(f"binary_order must be one of {list(BINARY_ORDERS)}, got {order!r}")

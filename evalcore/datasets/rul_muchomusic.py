@@ -132,10 +132,11 @@ class RulMuchoMusic(Dataset):
         uri, clip = self._audio(qid, entry, clips, released)
         pi = entry.get("PI")
         base = {"rul_id": qid, "released_pi": float(pi) if isinstance(pi, (int, float)) else None, **clip}
-        # one item per left-out distractor; without two distractors the one item left is malformed (an error row)
+        # one item per left-out distractor; with fewer than two distractors no fold has two options: one item with
+        # the correct answer alone, an error row
         folds: list[int | None] = list(range(len(distractors))) if len(distractors) >= 2 else [None]
         for k in folds:
-            kept = [d for j, d in enumerate(distractors) if j != k]
+            kept = [d for j, d in enumerate(distractors) if k is not None and j != k]
             yield {
                 "item_id": qid if k is None else f"{qid}-f{k}",
                 "protocol": "mcq", "task": TASK, "audio_uri": uri, "question": text(entry.get("question")),

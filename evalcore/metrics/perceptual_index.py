@@ -106,8 +106,9 @@ def _question_stats(g: pd.DataFrame) -> pd.DataFrame:
         answers = [_answer(o, p) for o, p in zip(q["options"], q["parsed_index"])]
         correct = [_answer(o, c) for o, c in zip(q["options"], q["correct_index"])]
         parsed = q["parsed_index"].fillna(-1).astype(int)
+        voted = vote(answers)
         rows.append({"_rul_id": qid, "parse_failure_rate": float((parsed < 0).mean()),
-                     "rul_vote_accuracy": float(vote(answers) is not None and vote(answers) == correct[0]),
+                     "rul_vote_accuracy": float(voted is not None and voted == correct[0]),
                      "fold_accuracy": float(np.mean([a is not None and a == c for a, c in zip(answers, correct)])),
                      "released_pi": q["_released_pi"].iloc[0]})
     return pd.DataFrame(rows)

@@ -3,7 +3,7 @@ summary rows, and the fixture end to end through weight-free stand-in models and
 
 Fixture: ``tests/fixtures/rul_muchomusic/RUL-MuchoMusic.json``, in the released format of ``RUL-MuchoMusic.json``
 (github.com/yongyizang/AreYouReallyListening at d3971de18934a283deb41f472d21b34eb19e10c2) with made-up questions;
-the tiny audio files are written here.
+its tiny audio (one generated tone per question) lies beside it; MuChoMusic's layout is written here.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from evalcore.scoring.summary import summary_table
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "rul_muchomusic" / "RUL-MuchoMusic.json"
+AUDIO_DIR = FIXTURE.parent / "audio"  # one file per question, <question id>.mp3, as the released scripts read them
 CONFIG = REPO / "configs" / "benchmarks" / "rul-muchomusic.yaml"
 RELEASED = json.loads(FIXTURE.read_text())
 YTID = "-0Gj8-vB1q4"
@@ -41,13 +42,6 @@ def _clip(path: Path, seconds: float = 0.5, fmt: str = "MP3", freq: float = 220.
     path.parent.mkdir(parents=True, exist_ok=True)
     t = np.arange(int(seconds * sr)) / sr
     sf.write(path, (0.2 * np.sin(2 * np.pi * freq * t)).astype(np.float32), sr, format=fmt)
-
-
-def write_audio_dir(root: Path) -> Path:
-    """One file per question, named as the released evaluation scripts read them: ``<question id>.mp3``."""
-    for i, qid in enumerate(RELEASED):
-        _clip(root / f"{qid}.mp3", freq=220.0 * (i + 1))
-    return root
 
 
 def write_muchomusic(data: Path, *, question_ids: bool = True) -> Path:
@@ -78,12 +72,12 @@ def write_muchomusic(data: Path, *, question_ids: bool = True) -> Path:
 # --------------------------------------------------------------------------------------------------- loader
 
 
-def test_loader_reads_the_released_file_as_leave_one_out_folds(tmp_path: Path) -> None:
-    items = list(RulMuchoMusic(str(FIXTURE), audio_dir=str(write_audio_dir(tmp_path / "a"))).items(None))
+def test_loader_reads_the_released_file_as_leave_one_out_folds() -> None:
+    items = list(RulMuchoMusic(str(FIXTURE), audio_dir=str(AUDIO_DIR)).items(None))
     assert [i["item_id"] for i in items] == [f"{q}-f{k}" for q in RELEASED for k in range(4)]
     fold = {i["item_id"]: i for i in items}["305-f2"]          # distractor 2 ("Banjo") left out
     assert fold["options"] == ["Fiddle", "Tin whistle", "Accordion", "Harmonica"] and fold["correct_option"] == 0
-    assert fold["audio_uri"] == str(tmp_path / "a" / "305.mp3")
+    assert fold["audio_uri"] == str(AUDIO_DIR / "305.mp3")
     assert fold["question"] == "Which instrument carries the main melody?" and fold["task"] == "rul_muchomusic"
     meta = json.loads(fold["metadata"])
     assert meta == {"rul_id": "305", "released_pi": 0.9121, "fold": 2, "excluded_distractor": "Banjo"}
@@ -241,7 +235,7 @@ def test_no_rul_rows_for_other_items() -> None:
 
 def _config(tmp_path: Path) -> dict:
     cfg = yaml.safe_load(CONFIG.read_text())
-    cfg["datasets"][0]["params"] = {"path": str(FIXTURE), "audio_dir": str(write_audio_dir(tmp_path / "audio"))}
+    cfg["datasets"][0]["params"] = {"path": str(FIXTURE), "audio_dir": str(AUDIO_DIR)}
     cfg["models"] = [{"name": "text-prior", "kind": "text_prior"}, {"name": "null", "kind": "null"}]
     cfg["stats"]["bootstrap_resamples"] = 200
     return cfg

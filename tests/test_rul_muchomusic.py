@@ -324,3 +324,21 @@ def test_benchmark_config_runs_on_ray(tmp_path: Path, local_ray) -> None:
     assert len(fails) == 10 and (fails.loc["null"] == 1.0).all() and (fails.loc["text-prior"] == 0.0).all()
     assert ((s.metric == "perceptual_index") & (s.condition == "text_only")).sum() == 2
     assert "perceptual_index" in result.report and "parse_failure_rate" in result.report
+
+
+def test_summary_vote_matches_the_vote_function_on_seeded_answers() -> None:
+    rng = np.random.default_rng(7)
+    rows = []
+    for q in range(40):
+        canon = [f"right {q}", *(f"wrong {q}.{j}" for j in range(4))]
+        for k in range(4):
+            opts = [canon[0], *(d for j, d in enumerate(canon[1:]) if j != k)]
+            rows.append({"item_id": f"{q}-f{k}", "protocol": "rul", "dataset": "d", "model": "m", "variant": "v",
+                         "condition": "correct", "option_order": 0, "task": "rul_muchomusic", "options": opts,
+                         "correct_index": 0, "parsed_index": int(rng.integers(-1, 4)),
+                         "metadata": json.dumps({"rul_id": str(q), "fold": k, "released_pi": 0.5})})
+    df = pd.DataFrame(rows)
+    (vote_row,) = [r for r in rul_rows(df, resamples=10, confidence=0.95, seed=0) if r["metric"] == "rul_vote_accuracy"]
+    expected = np.mean([vote([g.options[p] if p >= 0 else None for g, p in zip(qdf.itertuples(), qdf.parsed_index)])
+                        == f"right {q}" for q, qdf in df.groupby(df["item_id"].str.split("-").str[0].astype(int))])
+    assert vote_row["value"] == pytest.approx(expected) and vote_row["n"] == 40

@@ -99,19 +99,17 @@ def _answer(options: Any, parsed: Any) -> str | None:
 
 
 def _question_stats(g: pd.DataFrame) -> pd.DataFrame:
-    """Per question (``_rul_id``, sorted): parse-failure share, vote correctness, fold accuracy, released PI."""
-    rows = []
-    for qid, q in g.sort_values(["_fold", "option_order"] if "option_order" in g.columns else ["_fold"]).groupby(
-            "_rul_id", sort=True):
-        answers = [_answer(o, p) for o, p in zip(q["options"], q["parsed_index"])]
-        correct = [_answer(o, c) for o, c in zip(q["options"], q["correct_index"])]
-        parsed = q["parsed_index"].fillna(-1).astype(int)
-        voted = vote(answers)
-        rows.append({"_rul_id": qid, "parse_failure_rate": float((parsed < 0).mean()),
-                     "rul_vote_accuracy": float(voted is not None and voted == correct[0]),
-                     "fold_accuracy": float(np.mean([a is not None and a == c for a, c in zip(answers, correct)])),
-                     "released_pi": q["_released_pi"].iloc[0]})
-    return pd.DataFrame(rows)
+    """Per question (index ``_rul_id``, sorted): parse-failure share, vote correctness (:func:`vote`, in
+    columns), share of folds right, released PI. ``g``: one cell's rows with ``_answer``, ``_truth``, ``_pos``."""
+    stats = g.groupby("_rul_id", sort=True).agg(
+        parse_failure_rate=("_failed", "mean"), fold_accuracy=("_right", "mean"), released_pi=("_released_pi", "first"),
+        truth=("_truth", "first"))
+    given = g[g["_answer"].notna()]
+    tally = given.groupby(["_rul_id", "_answer"], sort=False).agg(n=("_pos", "size"), first=("_pos", "min"))
+    top = tally.reset_index().sort_values(["_rul_id", "n", "first"], ascending=[True, False, True])
+    voted = top.drop_duplicates("_rul_id").set_index("_rul_id")["_answer"].reindex(stats.index)
+    stats["rul_vote_accuracy"] = (voted.notna() & (voted == stats["truth"])).astype(float)
+    return stats
 
 
 def _row(key: tuple, metric: str, values: np.ndarray, resamples: int, confidence: float, seed: int) -> dict:
@@ -127,9 +125,16 @@ def rul_rows(df: pd.DataFrame, *, resamples: int, confidence: float, seed: int) 
         return []
     work = df[df["task"] == TASK]
     meta = [_meta(m) for m in work["metadata"]]
+    answers = [_answer(o, p) for o, p in zip(work["options"], work["parsed_index"])]
+    truth = [_answer(o, c) for o, c in zip(work["options"], work["correct_index"])]
     work = work.assign(_rul_id=[str(m.get("rul_id", i)) for m, i in zip(meta, work["item_id"])],
                        _fold=[m.get("fold") if isinstance(m.get("fold"), int) else -1 for m in meta],
-                       _released_pi=[m.get("released_pi") for m in meta])
+                       _released_pi=[m.get("released_pi") for m in meta], _answer=answers, _truth=truth,
+                       _failed=(work["parsed_index"].fillna(-1).astype(int) < 0).astype(float),
+                       _right=[float(a is not None and a == t) for a, t in zip(answers, truth)])
+    # the vote's "first given" is the fold order (then the option order), as the released loop asks the folds
+    work = work.sort_values(["_fold", "option_order"] if "option_order" in work.columns else ["_fold"], kind="stable")
+    work = work.assign(_pos=np.arange(len(work)))
     rows: list[dict[str, Any]] = []
     for key, g in work.groupby(KEYS, sort=True, dropna=False):
         stats = _question_stats(g)

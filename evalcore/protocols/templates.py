@@ -13,7 +13,7 @@ learning, an example block for each example followed by that example's answer. S
 * ``rul-muchomusic`` — RUListening's leave-one-out prompt as its released scripts write it
   (``ExampleAudioEval/qwen_2_audio.py``): an instruction, ``Question:``, the options on one line as
   ``"(A) text (B) text"``, and the request to answer as ``[[Letter]]`` listing ``[[A]]`` to ``[[D]]`` (four
-  options; docs/benchmarks/rul-muchomusic.md says where the dataset card's copy differs).
+  options; docs/rul-muchomusic.md says where the dataset card's copy differs).
 * ``hummusqa-plain`` — HumMusQA appendix, audio-flamingo-3, audsemthinker, gpt-audio and
   music-flamingo: ``f"{question}\n{answer_str}"``. The paper does not print ``answer_str``; we
   write one option a line as "A: text" (the form of its Table 3).

@@ -99,8 +99,9 @@ def _answer(options: Any, parsed: Any) -> str | None:
 
 
 def _question_stats(g: pd.DataFrame) -> pd.DataFrame:
-    """Per question (index ``_rul_id``, sorted): parse-failure share, vote correctness (:func:`vote`, in
-    columns), share of folds right, released PI. ``g``: one cell's rows with ``_answer``, ``_truth``, ``_pos``."""
+    """Per question (index ``_rul_id``, sorted): parse-failure share, whether the vote (:func:`vote`'s rule, on
+    grouped columns) is right, share of folds right, released PI. ``g``: one cell's rows with ``_answer``, ``_truth``
+    and ``_pos`` (the order answers were given)."""
     stats = g.groupby("_rul_id", sort=True).agg(
         parse_failure_rate=("_failed", "mean"), fold_accuracy=("_right", "mean"), released_pi=("_released_pi", "first"),
         truth=("_truth", "first"))

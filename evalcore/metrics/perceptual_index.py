@@ -40,7 +40,7 @@ import pandas as pd
 
 from evalcore.metrics.base import mean_of
 from evalcore.metrics.bootstrap import estimate
-from evalcore.protocols.seeding import derive_seed
+from evalcore.seeding import derive_seed
 
 __all__ = ["perceptual_index", "vote", "rul_rows", "DEFINITIONS", "TASK"]
 

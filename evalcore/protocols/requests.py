@@ -166,7 +166,7 @@ def _examples(pools: IclPools | None, proto: ProtocolConfig, item: dict, k: int,
     """The item's in-context examples as (question, options, correct index) tuples, or the reason there are none."""
     if not k or item["protocol"] != "mcq":
         return (), None
-    if proto.icl_pool == "released" and (k == 1 or pools is None):
+    if proto.icl_pool == "released" and k == 1:
         return (RELEASED_EXAMPLE,), None
     if pools is None:
         return (), None

@@ -232,7 +232,8 @@ class ProtocolConfig(_Strict):
     #: variant per count ("<variant>-icl<k>", e.g. MuChoMusic's 0–5 shots in one run)
     icl_examples: int | list[int] = 0
     #: where in-context examples come from: "dataset" (drawn seeded from the dataset's other questions) or
-    #: "released" (MuChoMusic's released one-shot example, templates muchomusic, at most 1 example)
+    #: "released" (MuChoMusic's rule, templates muchomusic: one fixed list for every question, the released
+    #: example first, then the dataset's questions in one seeded order; k shots = its first k)
     icl_pool: Literal["dataset", "released"] = "dataset"
     #: report only: leave breakdown values holding at most this share of the questions out of the category
     #: breakdown (HumMusQA's Figure 1 leaves out categories with <= 5 % of the questions: 0.05)
@@ -300,9 +301,8 @@ class ProtocolConfig(_Strict):
             raise ValueError("give either variants or templates, not both")
         if (self.templates is not None or any(self.icl_counts())) and self.kind != "mcq":
             raise ValueError("templates and icl_examples apply to the mcq protocol only")
-        if self.icl_pool == "released" and (max(self.icl_counts()) > 1 or self.templates != "muchomusic"):
-            raise ValueError("icl_pool 'released' is MuChoMusic's one released example: templates muchomusic, "
-                             "icl_examples 0 or 1")
+        if self.icl_pool == "released" and self.templates != "muchomusic":
+            raise ValueError("icl_pool 'released' is MuChoMusic's released example and rule: templates muchomusic")
         if self.metrics is not None and self.kind != "freeform":
             raise ValueError("metrics applies to the freeform protocol only")
         if self.breakdown_min_share and self.kind != "mcq":

@@ -173,6 +173,9 @@ def _muchomusic_main(run: dict, names: dict) -> None:
 def _muchomusic_icl(run: dict, names: dict) -> None:
     (protocol,) = names.values()
     assert set(_rows(run, "per_item", protocol)["variant"]) == {f"muchomusic-icl{k}" for k in range(6)}
+    responses = pq.read_table(f"{run['root']}/responses").to_pandas()
+    shots = responses[(responses["protocol"] == protocol) & (responses["variant"] != "muchomusic-icl0")]
+    assert shots["prompt"].str.startswith(RELEASED_EXAMPLE_STRING).all()  # the released example leads every list
 
 
 def _distractors(run: dict, names: dict) -> None:

@@ -98,3 +98,32 @@ def test_run_scoring_stage_reports_jaccard(tmp_path: Path) -> None:
     _check(dict(zip(whole["metric"], whole["value"])))
     assert set(whole[whole["metric"] == "jaccard_any"]["definition"]) == \
         {a.definition for a in TrueFalseScorer.aggregates if a.name == "jaccard_any"}
+
+
+@pytest.mark.ray
+def test_a_run_reports_jaccard_on_the_hand_example(tmp_path: Path, local_ray) -> None:
+    """The whole ``evalcore run`` (items file → model pool → judge → scoring → report) on the hand example: a
+    stand-in model that answers each question's own text ("Yes." / "No."), so the answers are the hand ones."""
+    import numpy as np
+    import soundfile as sf
+
+    from evalcore.pipeline.run import run
+
+    sf.write(tmp_path / "a.wav", np.zeros(1600, dtype=np.float32), 16_000)
+    rows = [{"item_id": f"rec{i}:tf:{label}", "protocol": "true_false", "audio_uri": "a.wav", "question": text,
+             "labels": ["yes" if truth else "no"], "options": [label], "category": label}
+            for i, (label, truth, text) in enumerate(HAND)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = parse_config({
+        "name": "hand",
+        "datasets": [{"name": "d", "kind": "items_file", "params": {"path": str(tmp_path / "items.jsonl")}}],
+        "models": [{"name": "m", "kind": "simulated_gpu_text", "params": {"seconds_per_batch": 0, "answer": "{prompt}"},
+                    "resources": {"num_cpus": 0.5, "batch_size": 16}}],
+        "protocols": [{"name": "true_false", "conditions": ["correct"]}], "storage": {"root": str(tmp_path / "run")},
+        "stats": {"bootstrap_resamples": 100}, "ray": {"progress_bars": False, "decode_num_cpus": 0.5}})
+    res = run(cfg)
+    assert res.counts["requests_scored"] == res.counts["requests_in"] == len(HAND)
+    s = pq.read_table(f"{cfg.root}/tables/summary.parquet").to_pandas()
+    whole = s[(s["kind"] == "value") & (s["group"] == "all")]
+    _check(dict(zip(whole["metric"], whole["value"])))
+    assert "jaccard_any" in (tmp_path / "run" / "report.md").read_text()

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 from evalcore.protocols.derangement import derange
-from evalcore.protocols.icl import IclPools
+from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import DEFAULT_VARIANTS, option_order, render
 from evalcore.protocols.templates import RELEASED_EXAMPLE, set_for_model
 from evalcore.errors import INPUT
@@ -159,16 +159,21 @@ def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = Non
                                 yield _apply_condition(req, condition, other, exp.unpairable, noise_seed)
 
 
+_RELEASED = Example("muchomusic-released-example", RELEASED_EXAMPLE[0], RELEASED_EXAMPLE[1], RELEASED_EXAMPLE[2])
+
+
 def _examples(pools: IclPools | None, proto: ProtocolConfig, item: dict, k: int,
               seed: int) -> tuple[tuple, str | None]:
     """The item's in-context examples as (question, options, correct index) tuples, or the reason there are none."""
     if not k or item["protocol"] != "mcq":
         return (), None
-    if proto.icl_pool == "released":
+    if proto.icl_pool == "released" and k == 1:
         return (RELEASED_EXAMPLE,), None
     if pools is None:
         return (), None
     try:
+        if proto.icl_pool == "released":  # MuChoMusic's one fixed list, the released example first
+            return tuple(e.as_tuple() for e in pools.fixed(item, k, seed, _RELEASED)), None
         return tuple(e.as_tuple() for e in pools.examples(item, k, seed)), None
     except ValueError as e:
         return (), str(e)

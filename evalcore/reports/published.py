@@ -6,8 +6,9 @@ HumMusQA (``hummusqa``) and MuChoMusic (``muchomusic``), keyed the way evalcore'
 run's summary can be set beside the paper's number. ``value`` (and ``sd``, where a table prints "64.3 ± 2.9")
 is the string exactly as printed; ``unit`` is ``%`` where the paper prints percentages (evalcore's accuracy is a
 share); ``note`` says where a cell is not a plain table cell or cannot be read plainly. Tables are named as the
-papers number them (``table8``); MuChoMusic's text prints no table, so its one published number, in the prose,
-is ``muchomusic/text``.
+papers number them (``table8``). MuChoMusic's text at hand prints no table: its number in the prose is
+``muchomusic/text``, and its main results table (accuracy overall, Knowledge, Reasoning, IFR), whose number the
+text does not show, is ``muchomusic/results``, with the values the authors' project page prints for it.
 
 ``python -m evalcore.reports.published --write`` rewrites the published-values blocks of docs/reproduce.md
 (between ``<!-- published:begin PAPER -->`` and ``<!-- published:end PAPER -->``) from the file; ``--check``
@@ -33,7 +34,7 @@ PAPERS: dict[str, str] = {"factual": "Factual and musical metrics for Music LMs"
                           "muchomusic": "MuChoMusic"}
 #: columns that may be empty: ``sd`` (no ± printed), ``unit`` (a share or a score, not a percentage), ``note``
 OPTIONAL = ("sd", "unit", "note")
-TABLE_ID = re.compile(r"table\d+|text")
+TABLE_ID = re.compile(r"table\d+|text|results")
 NUMBER = re.compile(r"\d+(\.\d+)?")
 MAX_PROBLEMS = 5  # problems named in one error; the rest are counted
 
@@ -96,7 +97,7 @@ def _problems(cells: Sequence[Cell]) -> list[str]:
         if c.paper not in PAPERS:
             out.append(f"{where}: paper {c.paper[:40]!r} is not one of {sorted(PAPERS)}")
         if not TABLE_ID.fullmatch(c.table):
-            out.append(f"{where}: table {c.table[:40]!r} is not 'tableN' or 'text'")
+            out.append(f"{where}: table {c.table[:40]!r} is not 'tableN', 'text' or 'results'")
         for name, v in (("value", c.value), ("sd", c.sd)):
             if (v or name == "value") and not NUMBER.fullmatch(v):
                 out.append(f"{where}: {name} {v[:40]!r} is not a number as printed (digits, optional decimals)")
@@ -145,7 +146,8 @@ ROW_KEYS = ("protocol", "dataset", "model", "condition", "variant")
 
 
 def _title(table: str) -> str:
-    return "In the text" if table == "text" else f"Table {table.removeprefix('table')}"
+    named = {"text": "In the text", "results": "Results table"}
+    return named.get(table) or f"Table {table.removeprefix('table')}"
 
 
 def _column(c: Cell) -> str:

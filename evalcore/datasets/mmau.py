@@ -23,7 +23,7 @@ from pydantic import Field
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
-from evalcore.datasets.released_mcq import audio_uri, mcq_item, read_records
+from evalcore.datasets.released_mcq import audio_uri, mcq_item, read_records, record_problem
 from evalcore.params import PathStr
 from evalcore.registry import DATASETS
 
@@ -44,8 +44,8 @@ class MMAU(Dataset):
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | str]:
         root = self.audio_root or storage.parent(self.path)
         for rec in read_records(self.path):
-            if not isinstance(rec, dict):
-                yield rec if isinstance(rec, str) else f"MMAU record is not an object: {str(rec)[:80]}"
+            if (problem := record_problem("MMAU", rec)) is not None:
+                yield problem
                 continue
             if rec.get("task") not in self.tasks:
                 continue  # the subset is chosen by the file's own task field

@@ -20,9 +20,20 @@ from evalcore import storage
 _WORD = re.compile(r"\w")
 
 
+class Unreadable(str):
+    """The reason a line of a released JSON Lines file could not be read (yielded in the record's place)."""
+
+
+def record_problem(bench: str, rec: Any) -> str | None:
+    """Why a released record is not one (an unreadable line, not a JSON object), or None for a record."""
+    if isinstance(rec, Unreadable):
+        return str(rec)
+    return None if isinstance(rec, dict) else f"{bench} record is not an object: {str(rec)[:80]!r}"
+
+
 def read_records(uri: str) -> Iterator[Any]:
     """The records of a released JSON array (``mmau-test-mini.json``, MMAR's ``MMAR-meta.json``) or JSON Lines file
-    (MMAR's ``MMAR-meta.jsonl``); an unreadable line comes back as its reason (a string)."""
+    (MMAR's ``MMAR-meta.jsonl``); an unreadable line comes back as its reason (:class:`Unreadable`)."""
     raw = storage.read_text(uri)
     if raw.lstrip().startswith("["):
         data = json.loads(raw)
@@ -34,7 +45,7 @@ def read_records(uri: str) -> Iterator[Any]:
         try:
             yield json.loads(line)
         except json.JSONDecodeError as e:
-            yield f"line {n} of {uri} is not JSON ({e.msg})"
+            yield Unreadable(f"line {n} of {uri} is not JSON ({e.msg})")
 
 
 def audio_uri(root: str, relative: Any) -> str | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Iterator, Sequence
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext
@@ -34,6 +34,14 @@ from evalcore.registry import DATASETS
 NOT_MCQ = ("open", "instruction following")
 
 
+def mcq_categories(categories: Sequence[str]) -> Sequence[str]:
+    """``categories`` if none is one of the evaluator's non-multiple-choice groups; ValueError otherwise."""
+    bad = [c for c in categories if c in NOT_MCQ]
+    if bad:
+        raise ValueError(f"{bad} are not multiple-choice categories of MMAU-Pro")
+    return categories
+
+
 @DATASETS.register("mmau_pro")
 class MMAUPro(Dataset):
     """``path``: the released ``test.parquet``; ``audio_root``: the folder holding ``data/``, by default the
@@ -42,10 +50,9 @@ class MMAUPro(Dataset):
     path_params = {"path": "file", "audio_root": "dir"}  # must exist (evalcore validate)
 
     def __init__(self, path: PathStr, audio_root: PathStr | None = None,
-                 categories: Annotated[Sequence[str], Field(min_length=1)] = ("music",)) -> None:
-        bad = [c for c in categories if c in NOT_MCQ]
-        if bad:
-            raise ValueError(f"categories: {bad} are not multiple-choice categories of MMAU-Pro")
+                 categories: Annotated[Sequence[str], Field(min_length=1), AfterValidator(mcq_categories)] = ("music",),
+                 ) -> None:
+        mcq_categories(categories)
         self.path, self.audio_root, self.categories = path, audio_root, tuple(categories)
 
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | str]:

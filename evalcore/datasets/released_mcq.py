@@ -36,7 +36,10 @@ def read_records(uri: str) -> Iterator[Any]:
     (MMAR's ``MMAR-meta.jsonl``); an unreadable line comes back as its reason (:class:`Unreadable`)."""
     raw = storage.read_text(uri)
     if raw.lstrip().startswith("["):
-        data = json.loads(raw)
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{uri} is not a JSON list of records ({e.msg} at line {e.lineno})") from None
         yield from data
         return
     for n, line in enumerate(raw.splitlines(), 1):

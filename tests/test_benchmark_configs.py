@@ -107,6 +107,7 @@ EXPECTED = {
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", sorted(FIXTURE))
 def test_benchmark_runs_end_to_end(bench_run: dict, stem: str) -> None:
     c = bench_run["result"].counts
@@ -121,7 +122,8 @@ def test_benchmark_runs_end_to_end(bench_run: dict, stem: str) -> None:
     models = {m.rsplit(".", 1)[-1]: m for m in per_item["model"].unique()}
     assert set(models) == {"qwen2-audio-7b-instruct", "listener", "text-prior"}
     errors = bench_run["errors"]
-    (dataset,) = [d["name"] for d in yaml.safe_load((REPO / "configs" / "benchmarks" / f"{stem}.yaml").read_text())["datasets"]]
+    config = yaml.safe_load((REPO / "configs" / "benchmarks" / f"{stem}.yaml").read_text())
+    (dataset,) = [d["name"] for d in config["datasets"]]
     mine = errors[errors["dataset"] == f"{stem}.{dataset}"]
     assert len(mine[mine["error_stage"] == "load"]) == len(item_errors)
     assert [r for r in item_errors if not mine["error"].str.contains(r).any()] == []

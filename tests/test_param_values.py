@@ -29,6 +29,9 @@ DATASET_CASES: dict[str, tuple[dict, str, str]] = {
     "muchomusic": ({"path": "m.csv", "audio_root": "data", "distractors": []}, "distractors", "must not be empty"),
     "rul_muchomusic": ({"path": "RUL-MuchoMusic.json", "audio_dir": ""}, "audio_dir", "must not be empty"),
     "fma": ({"tracks": "t.csv", "genres": "g.csv", "audio_root": "a", "limit": -3}, "limit", "must be >= 1, got -3"),
+    "mmau": ({"path": "mmau-test-mini.json", "tasks": []}, "tasks", "must not be empty"),
+    "mmar": ({"path": "MMAR-meta.jsonl", "modalities": []}, "modalities", "must not be empty"),
+    "mmau_pro": ({"path": "test.parquet", "categories": ["open"]}, "categories", "not multiple-choice categories"),
 }
 
 LLM = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "rpm": 60, "tpm": 1000}
@@ -47,6 +50,7 @@ COMPONENT_CASES = [
      "must be > 0, got 0"),
     ("judge", {"kind": "llm_extractor", "params": {**LLM, "tpm": 0}}, "tpm", "must be >= 1, got 0"),
     ("judge", {"kind": "mcq_llm", "params": {**LLM, "max_tokens": 0}}, "max_tokens", "must be > 0, got 0"),
+    ("judge", {"kind": "mcq_mmau_pro", "params": {"embedder": "nv-embed"}}, "embedder", "'nv-embed-v2' or 'bag-of-words'"),
 ]
 
 

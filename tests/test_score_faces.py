@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evalcore.judges.lexicon import LEXICONS
 from evalcore.score_cli import factual, factual_formats, mcq, stage
 from evalcore.scoring import requests
+from evalcore.vocab import LEXICONS
 
 
 @pytest.fixture

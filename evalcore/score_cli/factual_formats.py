@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import typer
 
-from evalcore.judges.vocab import lexicon_name, normalize
 from evalcore.judges.yes_no import BinaryChoiceJudge, TrueFalseJudge
 from evalcore.metrics.aggregate import aggregate
 from evalcore.metrics.factual_formats import chunk_answers
@@ -25,6 +24,7 @@ from evalcore.score_cli.io import (SUMMARY_TAIL, InputError, arrow_safe, exit_if
                                    is_missing, read_rows, write_outputs)
 from evalcore.score_cli.stage import score_judged
 from evalcore.scoring.requests import build_scorer
+from evalcore.vocab import lexicon_name, normalize
 
 FORMATS = ("standard", "true_false", "binary_choice")
 _ANSWER = {True: "yes", False: "no", None: None}

@@ -20,7 +20,7 @@ from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
 from evalcore.compare_cli import compare as compare_command
 from evalcore.reproduce_cli import reproduce as reproduce_command
 from evalcore.nightly.cli import nightly as nightly_command
-from evalcore.scoring.cli import load_commands
+from evalcore.score_cli import score_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
                   help="Evaluate Music Language Models: does the model actually listen?")
@@ -260,9 +260,7 @@ app.command("nightly")(nightly_command)
 app.command("compare")(compare_command)
 app.command("reproduce")(reproduce_command)
 
-_score = load_commands()
-if _score.registered_commands:
-    app.add_typer(_score, name="score")
+app.add_typer(score_app, name="score")
 
 
 def unwrapped(doc: str | None) -> str | None:

@@ -6,6 +6,9 @@ Each later table carries the request key columns so tables join on ``request_id`
 
 from __future__ import annotations
 
+import json
+from typing import Any, Mapping
+
 import pyarrow as pa
 
 #: the summary metric counting a cell's errored requests (tables/errors.parquet lists them)
@@ -170,3 +173,31 @@ def protocol_kind(row: dict) -> str:
     instances had names of their own) the protocol's name, which then was its kind."""
     kind = row.get("protocol_kind")
     return kind if isinstance(kind, str) and kind else str(row.get("protocol"))
+
+
+#: the recorded ``model_info`` backend of a reference-rewrite system (:mod:`evalcore.models.reference_rewrite`)
+REWRITE_BACKEND = "ReferenceRewrite"
+#: the roles a reference-rewrite system can play (the skyline's two sides): the names of the rewrite templates
+#: its generation settings record (``models/reference_rewrite.py``; a test keeps the two in step)
+REWRITE_ROLES = ("paraphrase", "adversarial")
+#: the summary's ``model`` of the paired difference paraphrase skyline − adversarial rewrite
+REWRITE_LABEL = "paraphrase-adversarial"
+
+
+def rewrite_roles(model_infos: Mapping[str, Any]) -> dict[str, str]:
+    """model name → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems among ``model_infos``
+    (name → recorded ``model_info``, a dict or its JSON): backend ``ReferenceRewrite``, role = the name of
+    the rewrite template its generation settings record (e.g. ``paraphrase@1``)."""
+    roles = {}
+    for name, info in model_infos.items():
+        if isinstance(info, str):
+            try:
+                info = json.loads(info)
+            except json.JSONDecodeError:
+                continue
+        if not isinstance(info, dict) or info.get("backend") != REWRITE_BACKEND:
+            continue
+        template = str((info.get("generation") or {}).get("template") or "").split("@", 1)[0]
+        if template in REWRITE_ROLES:
+            roles[name] = template
+    return roles

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from evalcore.datasets.items_file import ItemsFile
 from evalcore.datasets.validate import FIELDS, validate_items
 from evalcore.metrics.text_profiles import check_pair
-from evalcore.scoring import factual as score_factual
-from evalcore.scoring import mcq as score_mcq
 from evalcore.schema import ITEM, conform
-from evalcore.scoring.io import read_rows
+from evalcore.score_cli import factual as score_factual
+from evalcore.score_cli import factual_formats
+from evalcore.score_cli import mcq as score_mcq
+from evalcore.score_cli.io import read_rows
 
 FUZZ = settings(max_examples=100, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -104,8 +105,8 @@ def _read_back(tmp_path, row: dict) -> dict:
 @pytest.mark.parametrize("base, check", [
     (MCQ, score_mcq.row_error),
     (FACTUAL, score_factual.row_error),
-    (TRUE_FALSE, lambda r: score_factual._true_false_error(r, "instrument")),
-    (BINARY, lambda r: score_factual._binary_choice_error(r, "instrument")),
+    (TRUE_FALSE, lambda r: factual_formats._true_false_error(r, "instrument")),
+    (BINARY, lambda r: factual_formats._binary_choice_error(r, "instrument")),
     (FREEFORM, lambda r: r["_input_error"] if isinstance(r["_input_error"], str) else check_pair(r["reference"],
                                                                                                  r["candidate"])),
 ], ids=["mcq", "factual", "true_false", "binary_choice", "freeform"])

@@ -12,7 +12,7 @@ A row :func:`score_pairs` cannot score (no reference, a text over its length lim
 or a whole metric failing) gets an ``error``: the pipeline makes it an error row (stage ``score``).
 
 The reference-rewrite systems (:mod:`evalcore.models.reference_rewrite`) are recognised by their
-recorded ``model_info`` (:func:`rewrite_roles`), not by name; :meth:`FreeformScorer.extra_rows` adds
+recorded ``model_info`` (:func:`evalcore.schema.rewrite_roles`), not by name; :meth:`FreeformScorer.extra_rows` adds
 the paired difference paraphrase skyline − adversarial rewrite per metric: ``kind = paired_diff``,
 ``model = paraphrase-adversarial`` (``paraphrase-adversarial:<P>:<A>`` when a run has several of
 either), ``condition`` = the condition both were asked under.
@@ -20,7 +20,6 @@ either), ``condition`` = the condition both were asked under.
 
 from __future__ import annotations
 
-import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
@@ -31,12 +30,9 @@ from evalcore.config import FreeformMetrics
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
 from evalcore.metrics.stage import MODEL_METRICS
 from evalcore.metrics.text_profiles import DEFINITIONS, METRICS, ModelMetrics, library_versions, score_pairs
+# the rewrite roles are read from recorded model info (the schema's); re-exported for the pipeline's scorer params
+from evalcore.schema import REWRITE_BACKEND, REWRITE_LABEL, REWRITE_ROLES, rewrite_roles  # noqa: F401
 
-REWRITE_BACKEND = "ReferenceRewrite"
-#: the roles a reference-rewrite system can play (the skyline's two sides): the names of the rewrite templates
-#: its generation settings record (``models/reference_rewrite.py``; a test keeps the two in step)
-REWRITE_ROLES = ("paraphrase", "adversarial")
-REWRITE_LABEL = "paraphrase-adversarial"
 CIDER_CORPUS = ("dataset", "model", "condition", "variant")
 
 
@@ -99,25 +95,6 @@ def metric_info(cfg: FreeformMetrics, models: ModelMetrics) -> dict[str, Any]:
             defs[m] = (f"{clap_text.definition(models.clap)} (checkpoint path {models.clap.checkpoint}, tokenizer "
                        f"{models.clap.tokenizer}; Ray actors: {models.clap_ray_actors})")
     return {"profile": cfg.profile, "versions": library_versions(cfg.names), "wordnet": wordnet, "definitions": defs}
-
-
-def rewrite_roles(model_infos: Mapping[str, Any]) -> dict[str, str]:
-    """model name → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems among ``model_infos``
-    (name → recorded ``model_info``, a dict or its JSON): backend ``ReferenceRewrite``, role = the name of
-    the rewrite template its generation settings record (e.g. ``paraphrase@1``)."""
-    roles = {}
-    for name, info in model_infos.items():
-        if isinstance(info, str):
-            try:
-                info = json.loads(info)
-            except json.JSONDecodeError:
-                continue
-        if not isinstance(info, dict) or info.get("backend") != REWRITE_BACKEND:
-            continue
-        template = str((info.get("generation") or {}).get("template") or "").split("@", 1)[0]
-        if template in REWRITE_ROLES:
-            roles[name] = template
-    return roles
 
 
 #: metrics scored over all of a run's rows at once: CIDEr-D's value for one answer depends on the others (its

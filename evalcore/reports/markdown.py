@@ -10,7 +10,7 @@ import pandas as pd
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
 from evalcore.reports import verdict
-from evalcore.schema import ERRORED
+from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
 
 #: metrics shown in the listening table (the summary table has them all)
@@ -122,8 +122,6 @@ def _freeform(summary: pd.DataFrame, conf: int, models: dict[str, Any], min_item
     """Free-form results as the paper's Table 2 (the rewrite systems known from the models' recorded info)."""
     if not (summary["protocol_kind"] == "freeform").any():
         return []
-    from evalcore.metrics.freeform import REWRITE_LABEL, rewrite_roles
-
     return freeform_report.run_sections(summary, conf, rewrite_roles(models), REWRITE_LABEL, min_items)
 
 
@@ -131,8 +129,6 @@ def rewrite_models(meta: dict[str, Any]) -> list[str]:
     """The run's reference-rewrite systems (not audio models: no listening verdict), from their recorded info."""
     if not meta.get("models"):
         return []
-    from evalcore.metrics.freeform import rewrite_roles
-
     return list(rewrite_roles(meta["models"]))
 
 

@@ -1,6 +1,7 @@
 """Judged rows to scored requests: chunks merged per request, each protocol's scorer run over its requests
 (failures to score become error rows), and the request counts that reconcile in = scored + errored. The one
-place both ``evalcore run`` (:mod:`evalcore.pipeline.reduce`) and ``evalcore score`` compute per-item scores."""
+place both ``evalcore run`` (:mod:`evalcore.pipeline.reduce`) and ``evalcore score``
+(:mod:`evalcore.score_cli.stage`) compute per-item scores."""
 
 from __future__ import annotations
 
@@ -53,6 +54,10 @@ def error_rows(rows: Iterable[dict]) -> list[dict]:
              "error_class": class_of(r.get("error_stage"), r.get("error_class"))}
             for r in rows if r.get("error") is not None]
 
+
+#: the judged request's columns the per-item table keeps beside :data:`SCORE_KEY` and the scorer's metrics
+PER_ITEM_FIELDS = ("text", "reference", "labels", "extracted", "dropped", "options", "correct_index", "parsed_index",
+                   "judge", "metadata")
 
 ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword arguments of its scorer
 
@@ -108,9 +113,7 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
         if not keep:
             continue
         df = pd.DataFrame([{**{k: r.get(k) for k in SCORE_KEY},
-                            **{k: r.get(k) for k in ("text", "reference", "labels", "extracted", "dropped",
-                                                     "options", "correct_index", "parsed_index", "judge",
-                                                     "metadata")}}
+                            **{k: r.get(k) for k in PER_ITEM_FIELDS}}
                            for r, _ in keep])
         frames.append(pd.concat([df, pd.DataFrame([m for _, m in keep])], axis=1))
     out = [{**r, "error": bounded(failed[id(r)]), "error_stage": "score", "error_class": class_of("score")}

@@ -31,6 +31,18 @@ def is_missing(v: Any) -> bool:
     return v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v))
 
 
+def index_value(v: Any) -> int | None:
+    """An integral value as an int (integral floats too, from columns with nulls); None for anything else, bools
+    included."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return int(v)
+    return None
+
+
 def default_group_by(df: pd.DataFrame, exclude: set[str]) -> list[str]:
     """Every column not in ``exclude`` whose values hold no lists, tuples, dicts, sets or arrays."""
     def scalar(col: str) -> bool:

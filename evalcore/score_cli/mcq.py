@@ -20,12 +20,12 @@ from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
 from evalcore.metrics.mcq_breakdowns import as_labels
 from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
-from evalcore.scoring import llm_options as llm
-from evalcore.scoring.cli import score_app
-from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
 from evalcore.reports.tables_html import fmt
-from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, is_missing,
-                                 read_rows, write_outputs)
+from evalcore.score_cli import llm_options as llm
+from evalcore.score_cli.app import score_app
+from evalcore.score_cli.io import (RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe, default_group_by,
+                                   exit_if_unscored, fail, index_value, is_missing, read_rows, write_outputs)
+from evalcore.score_cli.stage import score_judged
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
 PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {"strict": parse_choice, "muchomusic": parse_muchomusic}
@@ -43,16 +43,6 @@ def _options(v: Any) -> list[str] | None:
     return None
 
 
-def _index(v: Any) -> int | None:
-    if isinstance(v, (bool, np.bool_)):
-        return None
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)) and float(v).is_integer():
-        return int(v)
-    return None
-
-
 def row_error(row: dict[str, Any]) -> str | None:
     """Why a row cannot be scored, or None."""
     if not is_missing(row.get("_input_error")):
@@ -63,7 +53,7 @@ def row_error(row: dict[str, Any]) -> str | None:
     opts = _options(row.get("options"))
     if opts is None:
         return "options is not a list of at least two strings"
-    idx = _index(row.get("correct_index"))
+    idx = index_value(row.get("correct_index"))
     if idx is None or not 0 <= idx < len(opts):
         return f"correct_index {row.get('correct_index')!r} is not an index into {len(opts)} options"
     response = row.get("response")
@@ -75,7 +65,8 @@ def row_error(row: dict[str, Any]) -> str | None:
 
 
 def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame:
-    """Input rows + ``parsed_index`` (-1 = unanswered, null on error), ``correct``, ``error``.
+    """Input rows + ``parsed_index`` (-1 = unanswered, null on error), ``correct``, ``error``; the parsed
+    answers are scored by the scoring stage (:func:`evalcore.score_cli.stage.score_judged`), as in a run.
 
     ``parser`` "llm" needs ``judge`` (an ``mcq_llm`` judge): the valid rows go to it in one call
     and a row whose call failed gets ``error`` = "llm parser: <reason>"."""
@@ -100,8 +91,13 @@ def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame
         for i, (row, err) in enumerate(zip(records, errors)):
             if err is None:
                 parsed[i] = parse(row["response"], _options(row["options"]))  # type: ignore[arg-type]
-    correct = [None if e is not None else p == _index(r["correct_index"])
-               for r, p, e in zip(records, parsed, errors)]
+    # the parsed answers as judged rows, scored by the pipeline's stage (the registered mcq scorer)
+    judged = [{"request_id": str(i), "parsed_index": p, "options": _options(r["options"]),
+               "correct_index": index_value(r["correct_index"])}
+              for i, (r, p, e) in enumerate(zip(records, parsed, errors)) if e is None]
+    stage = score_judged(judged, "mcq")
+    errors = [e if e is not None else stage.errors.get(str(i)) for i, e in enumerate(errors)]
+    correct = [None if e is not None else bool(stage.metrics[str(i)]["correct"]) for i, e in enumerate(errors)]
     parsed = [None if e is not None else p for p, e in zip(parsed, errors)]
     out = df.drop(columns=["_input_error"], errors="ignore").copy()
     out["parsed_index"] = pd.array(parsed, dtype="Int64")

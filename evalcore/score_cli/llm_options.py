@@ -6,7 +6,9 @@ from typing import Any, Optional
 
 import typer
 
-from evalcore.scoring.io import fail
+import evalcore.judges  # noqa: F401  (registers the judges)
+from evalcore.registry import JUDGES
+from evalcore.score_cli.io import fail
 
 BASE_URL: Optional[str] = typer.Option(None, "--llm-base-url", help="LLM judge: OpenAI-compatible endpoint URL.")
 MODEL: Optional[str] = typer.Option(None, "--llm-model", help="LLM judge: model name.")
@@ -28,9 +30,6 @@ def build_judge(command: str, flag: str, kind: str, *, base_url: str | None, mod
         fail(command, f"{flag} (the LLM judge layer) needs {' and '.join(missing)}")
     if rpm < 1 or tpm < 1 or max_retries < 0 or timeout_s <= 0:
         fail(command, "--llm-rpm/--llm-tpm must be at least 1, --llm-max-retries >= 0, --llm-timeout > 0")
-    import evalcore.judges  # noqa: F401  (registers the judges)
-    from evalcore.registry import JUDGES
-
     try:
         return JUDGES.build(kind, base_url=base_url, model=model, api_key_env=key_env, cache_root=cache, rpm=rpm,
                             tpm=tpm, max_retries=max_retries, timeout_s=timeout_s, **params)

@@ -29,13 +29,12 @@ from evalcore.metrics.cider import MetricUnavailable
 from evalcore.metrics.clap_text import ClapTextConfig
 from evalcore.metrics.freeform import aggregates
 from evalcore.metrics.text_profiles import ALL_METRICS, METRICS, PROFILES, ModelMetrics, score_pairs
-from evalcore.reports.freeform import skyline_check, table2
 from evalcore.metrics.aggregate import contrasts
-from evalcore.scoring.cli import score_app
-from evalcore.scoring.io import RESAMPLES_OPTION, SEED_OPTION
+from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
-from evalcore.scoring.io import (InputError, arrow_safe, default_group_by, exit_if_unscored, fail, read_rows,
-                                 summarize, write_outputs)
+from evalcore.score_cli.app import score_app
+from evalcore.score_cli.io import (RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe, default_group_by,
+                                   exit_if_unscored, fail, read_rows, summarize, write_outputs)
 
 _RESERVED = {"candidate", "reference", "_input_error"}
 

@@ -1,0 +1,13 @@
+"""``evalcore score PROTOCOL INPUT --out DIR``: score existing model outputs without running a model.
+
+The command line's faces of the scoring stage: each command reads its input rows, turns them into the judged
+rows a run's judge stage writes and scores them with the stage :mod:`evalcore.scoring` (via
+:mod:`evalcore.score_cli.stage`). Importing the package registers every command on :data:`score_app`.
+"""
+
+from __future__ import annotations
+
+from evalcore.score_cli import mcq, factual, freeform  # noqa: F401, I001  (registration, in the order --help lists)
+from evalcore.score_cli.app import score_app
+
+__all__ = ["score_app"]

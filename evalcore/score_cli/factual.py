@@ -1,0 +1,284 @@
+"""``evalcore score factual``: extract labels from free-text answers and score P/R/F1 against ground truth.
+
+INPUT rows carry ``response`` (the model's text) and ``labels`` (ground-truth strings); every other
+scalar column is a grouping column by default (``item_id``, when present, is instead the bootstrap
+unit). Labels are extracted with the deterministic lexicon extractor (default) or the
+``llm_extractor`` judge (``--extractor llm``) against the task's closed vocabulary
+(:mod:`evalcore.vocab`; the lexicon's labels, or ``--vocab``), ground-truth labels are
+normalised to the same canonical forms, and FMA genre tasks compare them under a hierarchy mode
+(:mod:`evalcore.metrics.factual_modes`): ``genre`` → top, ``genre-tree`` → same-tree,
+``genre-node`` → same-node; instruments and composers are compared exactly.
+
+With ``--extractor llm`` the LLM's out-of-vocabulary terms are dropped (never scored) and counted
+(per-item ``dropped``, total in ``report.md``); a row whose API call fails gets that failure as its
+``error`` (counted, excluded from the metrics). ``--agreement`` then also runs the lexicon extractor
+on the same responses and writes ``agreement.parquet`` (both label lists, exact set match, Jaccard;
+two empty lists agree with Jaccard 1) and a summary line: share of exact matches, mean Jaccard and
+the micro F1 of the LLM labels against the lexicon labels (pooled over rows; undefined when neither
+extractor found any label).
+
+``--format true_false`` / ``--format binary_choice`` score the derived formats with the pipeline's
+readers (the ``true_false`` / ``binary_choice`` judges, lexicon of ``--task``, labels in canonical
+forms) and scorers (:mod:`evalcore.metrics.factual_formats`). Rows: ``response`` + ``label`` (asked)
++ ``truth`` (bool), or ``response`` + ``options`` (two, in presented order) + ``correct_index``
+(0/1). Rows sharing grouping values, ``item_id`` (the recording; without the column each row is its
+own question) and, for true/false, the label are one question's chunks (``chunk_index``), combined
+by any/majority (true/false) or majority (binary choice; the labels named are united over chunks and
+scored by P/R/F1 against the correct option, as the paper reports binary choice). ``per_item.parquet``
+has one row per input row: the chunk's reading (``answer`` yes/no/null, or ``parsed_index`` -1 =
+unanswered and ``named``) and the question's ``answer_<rule>``/``correct_<rule>`` or
+``choice``/``correct``/``tp``/``fp``/``fn``; ``summary.parquet`` the
+pipeline's metric names per ``group`` (``all``, for true/false also ``label=<label>``), bootstrap
+units = ``item_id``. Chunks that repeat a ``chunk_index`` or disagree on the question are error rows.
+"""
+
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import typer
+
+from evalcore import storage
+from evalcore.metrics import factual_agreement as _agreement
+from evalcore.metrics.factual import FactualScorer
+from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
+from evalcore.reports.tables_html import fmt
+from evalcore.score_cli import llm_options as llm
+from evalcore.score_cli.app import score_app
+from evalcore.score_cli.factual_formats import FORMATS, run_derived
+from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
+from evalcore.score_cli.io import (RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe, exit_if_unscored, fail,
+                                   is_missing, read_rows, summarize, write_outputs)
+from evalcore.score_cli.stage import score_judged
+from evalcore.vocab import (LEXICONS, TASKS, Lexicon, extract, lexicon_name, normalize, read_genre_tree,
+                            read_vocab_file, restrict, vocabulary)
+
+MODE_OF_TASK: dict[str, Mode] = {"genre": "top", "genre-tree": "same-tree", "genre-node": "same-node",
+                                 "instrument": "same-node", "composer": "same-node"}
+METRIC_COLUMNS = ["tp", "fp", "fn", "precision", "recall", "f1"]
+_RESERVED = {"response", "labels", "_input_error"}
+
+
+def read_tree(path: Path, task: str) -> dict[str, str]:
+    """Genre tree {genre: top-level genre}, canonical forms, from FMA ``genres.csv`` or a JSON object
+    (:func:`evalcore.vocab.files.read_genre_tree`; genre canonical forms do not depend on the task)."""
+    return read_genre_tree(path)
+
+
+def build_lexicon(task: str, vocab_file: Optional[Path], tree: dict[str, str]) -> Lexicon:
+    """The task's lexicon; ``--vocab`` replaces its vocabulary, a genre tree adds its genres."""
+    base = LEXICONS[lexicon_name(task)]
+    if vocab_file is not None:
+        entries = read_vocab_file(vocab_file)
+        return restrict(base, list(entries), entries, name=f"{base.name}+vocab")
+    if tree and task in ("genre-tree", "genre-node"):
+        labels = list(dict.fromkeys([*vocabulary(task), *tree, *tree.values()]))
+        return restrict(base, labels, name=f"{base.name}+tree")
+    return base
+
+
+def row_error(row: dict[str, Any]) -> str | None:
+    """Why a row cannot be scored, or None."""
+    err = response_error(row)
+    if err is not None:
+        return err
+    labels = row.get("labels")
+    if is_missing(labels):
+        return "labels missing"
+    if label_list(labels) is None:
+        return "labels is not a list of strings"
+    return None
+
+
+def llm_extract(df: pd.DataFrame, judge: Any) -> list[dict | None]:
+    """The LLM judge's result per row (None for rows that are invalid anyway); one batched judge call."""
+    rows = df.to_dict("records")
+    todo = [i for i, row in enumerate(rows) if row_error(row) is None]
+    results = judge.judge([rows[i]["response"] for i in todo], [None] * len(todo)) if todo else []
+    out: list[dict | None] = [None] * len(rows)
+    for i, r in zip(todo, results):
+        out[i] = r
+    return out
+
+
+def score_rows(df: pd.DataFrame, task: str, lexicon: Lexicon, tree: dict[str, str],
+               llm: list[dict | None] | None = None) -> pd.DataFrame:
+    """Input rows + ``truth``, ``extracted``, TP/FP/FN, P/R/F1 and ``error`` (metrics NaN on errors).
+
+    Each valid row is one request: its extracted labels and normalised ground truth, under the task's hierarchy
+    mode, become a judged row that the scoring stage scores (:func:`evalcore.score_cli.stage.score_judged`, the
+    registered factual scorer, as in a run). ``llm`` (one judge result per row, from :func:`llm_extract`)
+    replaces the lexicon extractor and adds the ``dropped`` column; a judge error becomes the row's ``error``.
+    """
+    mode = MODE_OF_TASK[task]
+    out, judged = [], []
+    for i, row in enumerate(df.to_dict("records")):
+        err = row_error(row)
+        result = llm[i] if llm is not None else None
+        if err is None and result is not None and result.get("error") is not None:
+            err = f"llm extractor: {result['error']}"
+        rec: dict[str, Any] = {k: v for k, v in row.items() if k != "_input_error"}
+        if err is not None:
+            if not isinstance(rec.get("response"), str):
+                rec["response"] = None
+            rec["labels"] = label_list(rec.get("labels"))
+            rec.update(truth=None, extracted=None, **{c: float("nan") for c in METRIC_COLUMNS}, error=err)
+            if llm is not None:
+                rec["dropped"] = None
+        else:
+            labels = label_list(row["labels"]) or []
+            truth = list(dict.fromkeys(normalize(x, task) for x in labels))
+            extracted = list(result["extracted"]) if result is not None else extract(row["response"], lexicon)
+            pred, gold = apply_mode(extracted, truth, tree, mode)
+            rec.update(labels=labels, truth=truth, extracted=extracted, **{c: float("nan") for c in METRIC_COLUMNS},
+                       error=None)
+            if llm is not None:
+                rec["dropped"] = int(result.get("dropped", 0)) if result is not None else 0
+            rec["_pred"], rec["_gold"] = pred, gold
+            judged.append({"request_id": str(i), "extracted": pred, "labels": gold})
+        out.append(rec)
+    stage = score_judged(judged, "factual")
+    for i, rec in enumerate(out):
+        if str(i) in stage.errors:
+            rec["error"] = stage.errors[str(i)]
+        elif str(i) in stage.metrics:
+            rec.update({c: float(stage.metrics[str(i)][c]) for c in METRIC_COLUMNS})
+    return pd.DataFrame(out)
+
+
+def per_label_table(scored: pd.DataFrame, group_cols: list[str]) -> pd.DataFrame:
+    """Per-label P/R/F1 per group (over the mode-adjusted label sets that were scored)."""
+    cols = [*group_cols, "label", "support", "tp", "fp", "fn", "precision", "recall", "f1"]
+    rows = []
+    groups = scored.groupby(group_cols, sort=True, dropna=False) if group_cols else [((), scored)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        for lab, m in per_label(zip(g["_pred"], g["_gold"])).items():
+            rows.append({**dict(zip(group_cols, key)), "label": lab, **m})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def agreement_table(scored: pd.DataFrame, lexicon: Lexicon, group_cols: list[str]) -> pd.DataFrame:
+    """Per scored row: LLM and lexicon labels on the same response, exact set match and Jaccard."""
+    keep = [c for c in ("item_id", *group_cols) if c in scored.columns]
+    keep = list(dict.fromkeys(keep))
+    rows = []
+    for row in scored.to_dict("records"):
+        llm_labels = list(row["extracted"])
+        lex_labels = extract(row["response"], lexicon)
+        cmp = _agreement.compare(llm_labels, lex_labels)
+        rows.append({**{c: row[c] for c in keep}, "response": row["response"], "llm_labels": llm_labels,
+                     "lexicon_labels": lex_labels, "exact_match": bool(cmp["exact"]), "jaccard": cmp["jaccard"]})
+    return pd.DataFrame(rows, columns=[*keep, "response", "llm_labels", "lexicon_labels", "exact_match", "jaccard"])
+
+
+def agreement_summary(table: pd.DataFrame) -> dict[str, float]:
+    """n, share of exact matches, mean Jaccard, micro P/R/F1 of the LLM labels vs the lexicon labels."""
+    return _agreement.summarize(zip(table["llm_labels"], table["lexicon_labels"]))
+
+
+@score_app.command("factual")
+def factual(
+    input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `response` and `labels` "
+                                    "(other columns with --format, see there)."),
+    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    task: str = typer.Option(..., "--task", help="genre | genre-tree | genre-node | instrument | composer"),
+    answer_format: str = typer.Option("standard", "--format", help="standard (labels extracted from free text) | "
+                                      "true_false (rows: response, label, truth) | binary_choice (rows: "
+                                      "response, options, correct_index)."),
+    extractor: str = typer.Option("lexicon", "--extractor", help="lexicon (offline, deterministic) | llm"),
+    vocab: Optional[Path] = typer.Option(None, "--vocab", help="JSON or text vocabulary replacing the task's."),
+    tree: Optional[Path] = typer.Option(None, "--tree", help="FMA genres.csv or JSON {genre: top-level} "
+                                        "for the genre tasks."),
+    group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
+                                           "(default: every scalar column but response/labels/item_id)."),
+    seed: int = SEED_OPTION,
+    resamples: int = RESAMPLES_OPTION,
+    llm_base_url: Optional[str] = llm.BASE_URL,
+    llm_model: Optional[str] = llm.MODEL,
+    llm_key_env: str = llm.KEY_ENV,
+    llm_cache: Optional[str] = llm.CACHE,
+    llm_rpm: int = llm.RPM,
+    llm_tpm: int = llm.TPM,
+    llm_max_retries: int = llm.MAX_RETRIES,
+    llm_timeout: float = llm.TIMEOUT,
+    agreement: bool = typer.Option(False, "--agreement", help="With --extractor llm: also run the lexicon "
+                                   "extractor and write agreement.parquet and an agreement line in report.md."),
+) -> None:
+    """Extract labels from each response and score precision/recall/F1 against its ground-truth labels."""
+    if task not in TASKS:
+        fail("factual", f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
+    if extractor not in ("lexicon", "llm"):
+        fail("factual", f"unknown --extractor {extractor!r}; choose lexicon or llm")
+    if extractor != "llm" and agreement:
+        fail("factual", "--agreement compares the LLM extractor with the lexicon extractor; use --extractor llm")
+    if answer_format not in FORMATS:
+        fail("factual", f"unknown --format {answer_format!r}; choose one of {', '.join(FORMATS)}")
+    if answer_format != "standard":
+        if extractor != "lexicon" or vocab is not None or tree is not None:
+            fail("factual", f"--format {answer_format} reads answers with its own judge; --extractor llm, --vocab "
+                            "and --tree apply to --format standard only")
+        return run_derived(input_uri, out, task, answer_format, group_by, seed=seed, resamples=resamples)
+    try:
+        genre_tree = read_tree(tree, task) if tree is not None else {}
+        lexicon = build_lexicon(task, vocab, genre_tree)
+        df = read_rows(input_uri, ["response", "labels"])
+    except (InputError, ValueError, OSError) as e:
+        fail("factual", str(e))
+    if task == "genre-tree" and not genre_tree:
+        typer.echo("note: no --tree given; same-tree credit then only applies to identical top-level genres",
+                   err=True)
+    groups = group_columns(df, group_by, _RESERVED)
+
+    llm_results = None
+    if extractor == "llm":
+        judge = llm.build_judge("factual", "--extractor llm", "llm_extractor", base_url=llm_base_url,
+                                model=llm_model, key_env=llm_key_env, cache=llm_cache, rpm=llm_rpm, tpm=llm_tpm,
+                                max_retries=llm_max_retries, timeout_s=llm_timeout,
+                                vocabulary=list(lexicon.labels), category=lexicon_name(task).rsplit("_", 1)[-1])
+        llm_results = llm_extract(df, judge)
+    per_item = score_rows(df, task, lexicon, genre_tree, llm_results)
+    ok = per_item["error"].isna()
+    scored = per_item[ok].copy()
+    unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
+    scored["_row"] = np.arange(len(scored))
+    summary = summarize(scored, FactualScorer.aggregates, groups, unit=unit, resamples=resamples, seed=seed) \
+        if len(scored) else pd.DataFrame(columns=[*groups, "kind", "metric", "value", "ci_low", "ci_high", "n",
+                                                  "definition"])
+    labels_table = per_label_table(scored if len(scored) else pd.DataFrame(columns=[*groups, "_pred", "_gold"]),
+                                   groups)
+    counts = {"in": len(per_item), "scored": int(ok.sum()), "errored": int((~ok).sum())}
+    dropped = int(scored["dropped"].sum()) if extractor == "llm" and len(scored) else (0 if extractor == "llm"
+                                                                                        else None)
+    agree_table = agree = None
+    if agreement:
+        agree_table = agreement_table(scored, lexicon, groups)
+        agree = agreement_summary(agree_table)
+    report = render_report(task, extractor, counts, summary, groups, labels_table, dropped, agree)
+    per_item = arrow_safe(per_item.drop(columns=["_pred", "_gold"], errors="ignore"), int_columns=["dropped"])
+    write_outputs(out, per_item, summary, report)
+    storage.write_parquet(pa.Table.from_pandas(labels_table, preserve_index=False),
+                          storage.join(out, "per_label.parquet"))
+    written = "per_item.parquet, summary.parquet, per_label.parquet, report.md"
+    if agree_table is not None:
+        storage.write_parquet(pa.Table.from_pandas(arrow_safe(agree_table), preserve_index=False),
+                              storage.join(out, "agreement.parquet"))
+        written += ", agreement.parquet"
+        typer.echo(f"agreement llm vs lexicon: exact {fmt(agree['exact'])}, mean Jaccard {fmt(agree['jaccard'])}, "
+                   f"micro F1 {fmt(agree['f1'])}", err=True)
+    if dropped:
+        typer.echo(f"note: {dropped} out-of-vocabulary label(s) dropped by the LLM extractor", err=True)
+
+    vocab_set = set(lexicon.labels)
+    outside = sum(t not in vocab_set for ts in scored["truth"] for t in ts) if len(scored) else 0
+    if outside:
+        typer.echo(f"note: {outside} ground-truth label(s) outside the vocabulary (they can only be misses)",
+                   err=True)
+    typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
+    typer.echo(f"wrote {out}/{written}", err=True)
+    exit_if_unscored("factual", per_item["error"], counts["scored"])

@@ -480,13 +480,8 @@ METRIC_ACTOR_CPUS = 0.25
 def metric_gpus(cfg: RunConfig) -> float:
     """GPUs the stream's model-based metric actors hold: ``ray.metric_actors`` when a free-form protocol runs
     BERTScore or CLAPText on a cuda device, else 0."""
-    for p in (p for p in cfg.protocols if p.kind == "freeform"):
-        m = p.freeform_metrics()
-        devices = [m.bertscore.device if m.bertscore and "bertscore" in m.names else "",
-                   m.clap.device if m.clap and "claptext" in m.names else ""]
-        if any(d.startswith("cuda") for d in devices):
-            return float(cfg.ray.metric_actors)
-    return 0.0
+    freeform = [p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"]
+    return float(cfg.ray.metric_actors) if any(ModelScorer.uses_gpu(m) for m in freeform) else 0.0
 
 
 def score(batch: pa.Table, plan: Any) -> pa.Table:

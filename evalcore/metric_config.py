@@ -16,7 +16,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evalcore.params import ParamsError, did_you_mean
+from evalcore.params import ParamsError, did_you_mean, value_reason
 from evalcore.registry import METRICS
 
 Profile = Literal["mullama", "standard"]
@@ -32,6 +32,13 @@ def registered() -> list[str]:
     """The registered metric names, in registration order (importing ``evalcore.metrics`` registers them)."""
     importlib.import_module("evalcore.metrics")
     return METRICS.in_order()
+
+
+def _reason(err: Any, params: type[BaseModel]) -> str:
+    """A settings mistake in the project's words: "did you mean" for an unknown field, bounds as ``must be >= 1``."""
+    if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+        return did_you_mean(err["loc"][0], params.model_fields)
+    return value_reason(err) or err["msg"]
 
 
 def default_names() -> list[str]:
@@ -65,7 +72,8 @@ class FreeformMetrics(BaseModel):
                 try:
                     out[key] = sections[key].Params.model_validate(value)
                 except ValidationError as e:
-                    problems += [(".".join(str(p) for p in (key, *err["loc"])), err["msg"]) for err in e.errors()]
+                    problems += [(".".join(str(p) for p in (key, *err["loc"])), _reason(err, sections[key].Params))
+                                 for err in e.errors()]
         if problems:
             raise ParamsError(problems)
         return out
@@ -85,6 +93,9 @@ class FreeformMetrics(BaseModel):
     def _settings_present(self) -> "FreeformMetrics":
         for name in self.names:
             cls = METRICS.get(name)
+            if not cls.higher_is_better:
+                raise ValueError(f"names: {name} is lower-is-better, and the report's paired differences and verdicts "
+                                 "read a difference above 0 as better: only higher-is-better metrics run for now")
             if cls.Params is None:
                 continue
             params = self.settings(name)

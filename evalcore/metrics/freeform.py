@@ -56,11 +56,13 @@ def aggregates(metrics: Sequence[str], info: Mapping[str, Any]) -> list[Aggregat
 
 
 def metric_info(cfg: FreeformMetrics, models: ModelMetrics) -> dict[str, Any]:
-    """Profile, library versions, WordNet version (with a lexical metric) and one definition per metric, as the
-    run states it (e.g. models by id and path)."""
+    """Profile, library versions, WordNet version (with a lexical metric), one definition per metric as the run
+    states it (e.g. models by id and path) and each metric's direction (for run.json)."""
     wordnet = f"WordNet {wordnet_version()}" if lexical_names(cfg.names) else None
     defs = {m: models.metric(m, cfg.profile).run_definition() for m in cfg.names}
-    return {"profile": cfg.profile, "versions": library_versions(cfg.names), "wordnet": wordnet, "definitions": defs}
+    directions = {m: "higher is better" if metric_class(m).higher_is_better else "lower is better" for m in cfg.names}
+    return {"profile": cfg.profile, "versions": library_versions(cfg.names), "wordnet": wordnet, "definitions": defs,
+            "directions": directions}
 
 
 def rewrite_roles(model_infos: Mapping[str, Any]) -> dict[str, str]:

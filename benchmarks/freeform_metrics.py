@@ -211,7 +211,7 @@ def model_metrics(n_total: int, n: int) -> int:
     refs, cands = refs[:n], cands[:n]
     print(f"model metrics on the first {n} of {n_total} pairs ({len(set(zip(refs, cands)))} distinct, "
           f"{len(set(refs) | set(cands))} distinct texts); CPU only, offline; CPUs: {os.cpu_count()}, "
-          f"torch threads: {torch.get_num_threads()}; versions: {tp.library_versions(["bertscore", "cider", "claptext"])}")
+          f"torch threads: {torch.get_num_threads()}; versions: {tp.library_versions(['bertscore', 'cider', 'claptext'])}")
     _, ok_b = bench_bertscore(refs, cands)
     with tempfile.TemporaryDirectory(prefix="evalcore-clap-bench-") as d:
         _, ok_c = bench_claptext(refs, cands, d)

@@ -90,6 +90,11 @@ def needs_all_rows(names: Sequence[str]) -> bool:
     return any(metric_class(n).corpus for n in names)
 
 
+def uses_ray(cfg: FreeformMetrics) -> bool:
+    """Whether the run's scorer runs a configured metric on Ray actors of its own (CLAPText with ``clap.actors``)."""
+    return any(m.ray_actors() > 0 for m in cfg.built().values())
+
+
 def streamed(names: Sequence[str]) -> list[str]:
     """The metrics among ``names`` the pipeline scores per pair in the stream (:mod:`evalcore.metrics.stage`)."""
     return [n for n in names if metric_class(n).stream is not None]

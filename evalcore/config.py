@@ -171,7 +171,7 @@ class ProtocolConfig(_Strict):
     #: report only: leave breakdown values holding at most this share of the questions out of the category
     #: breakdown (HumMusQA's Figure 1 leaves out categories with <= 5 % of the questions: 0.05)
     breakdown_min_share: float = Field(0.0, ge=0.0, lt=1.0)
-    #: free-form only: metric profile, registered metric names and their settings (evalcore.metrics.freeform_metric;
+    #: free-form only: metric profile, registered metric names and their settings (evalcore.metric_config;
     #: None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
 

@@ -24,7 +24,7 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 from pydantic import Field
 
-from evalcore import storage
+from evalcore import cluster, storage
 from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, Scored, guarded, scoreable, spread
 from evalcore.registry import METRICS
 
@@ -224,8 +224,6 @@ def embed_texts(texts: Sequence[str], cfg: ClapTextConfig, *, ray_actors: int = 
     if ray_actors <= 0:
         return (embedder or ClapTextEmbedder(cfg)).embed_distinct(distinct), stats
     import ray
-
-    from evalcore import cluster
 
     cluster.start(None, log_to_driver=False, configure_logging=False)  # $RAY_ADDRESS, else a local cluster
     actor_cls = ray.remote(num_cpus=actor_cpus)(ClapTextEmbedder)

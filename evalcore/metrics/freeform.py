@@ -1,6 +1,6 @@
 """Free-form QA in the pipeline: the paper's text metrics per request, via :func:`score_pairs`.
 
-The protocol's ``metrics`` config (:class:`evalcore.metrics.freeform_metric.FreeformMetrics`) picks a profile
+The protocol's ``metrics`` config (:class:`evalcore.metric_config.FreeformMetrics`) picks a profile
 (``mullama`` | ``standard``) and registered metric names (BLEU, BLEU-4, METEOR, ROUGE; BERTScore, CIDEr-D and
 CLAPText with their models; any metric registered with ``METRICS``); the default is the ``mullama`` lexical
 metrics, which need no model file. All free-form rows of a run are scored in one :func:`score_pairs` call, so a

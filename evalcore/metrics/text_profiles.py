@@ -44,6 +44,7 @@ from typing import Any, Hashable, Mapping, Sequence
 
 from evalcore.metrics.freeform_metric import (FreeformMetric, FreeformMetrics, MetricParams, metric_class, ordered,
                                               registered)
+from evalcore.metrics.wordnet import ensure_wordnet
 
 PROFILES = ("mullama", "standard")
 #: what the lexical engine computes per pair, in the order :meth:`_Plain.pair` returns it (the engine's layout,
@@ -146,8 +147,6 @@ class _Plain:
 
     def __init__(self, profile: str) -> None:
         from rouge_score.rouge_scorer import RougeScorer
-
-        from evalcore.metrics.wordnet import ensure_wordnet
 
         ensure_wordnet()
         self.profile = profile
@@ -260,8 +259,6 @@ def _score_unique(profile: str, pairs: list[tuple[str, str]], workers: int) -> l
     if workers <= 1 or len(pairs) < PARALLEL_MIN:
         return _work((profile, pairs))
     import nltk
-
-    from evalcore.metrics.wordnet import ensure_wordnet
 
     ensure_wordnet()  # provision once here, not racing in every worker
     n_chunks = workers * 4

@@ -1,6 +1,10 @@
 """A toy free-form metric, registered here and nowhere else: the proof that a metric is one file plus its
-registration (tests/test_metric_registry.py). Word recall: the share of the reference's distinct words (of at
-least ``min_length`` characters) that the answer contains."""
+registration (tests/test_metric_registry.py imports it; ``evalcore.metrics`` does not, so no run lists it unless
+its process imports this module). Word recall: the share of the reference's distinct words (of at least
+``min_length`` characters) that the answer contains.
+
+It lives in the package, not in tests/, because a run's Ray workers unpickle the config they are handed, and
+with it this module's settings class: they import it by its module path."""
 
 from __future__ import annotations
 

@@ -14,9 +14,11 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
+from evalcore import registry
 from evalcore.metric_config import FreeformMetrics
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.schema import CONDITIONS, PROTOCOLS
+from evalcore.vocab.lexicon import LEXICONS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
 assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
@@ -32,8 +34,6 @@ def _registered(package: str, kind: str) -> str:
     """``kind`` if it is registered in ``evalcore.<package>`` (importing it registers its members)."""
     import importlib
 
-    from evalcore import registry
-
     importlib.import_module(f"evalcore.{package}")
     reg = getattr(registry, package.upper())
     if kind not in reg:
@@ -45,8 +45,6 @@ def _params_fit(package: str):
     """A validator of ``params`` against the schema the registered ``kind`` declares (evalcore.params)."""
 
     def check(cls: type, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        from evalcore import registry
-
         kind = info.data.get("kind")  # absent when the kind itself was wrong: that error is reported
         if kind is not None:
             check_params(getattr(registry, package.upper()).get(kind), v)
@@ -114,8 +112,6 @@ class ModelConfig(_Strict):
     def _fits_resources(self) -> "ModelConfig":
         """A backend's params that depend on its resources (``check_resources``: vllm_audio_lm's tensor
         parallelism against ``num_gpus``)."""
-        from evalcore import registry
-
         hook = getattr(registry.MODELS.get(self.kind), "check_resources", None)
         if callable(hook):
             hook(self.params, self.resources.num_gpus)
@@ -157,10 +153,11 @@ class ProtocolConfig(_Strict):
     datasets: list[str] | None = None
     #: model names to ask (None = every model), e.g. keep reference-rewrite systems to free-form QA
     models: list[str] | None = None
-    #: labels for the {vocabulary} placeholder: a lexicon name (evalcore.judges.lexicon.LEXICONS) or a list
+    #: labels for the {vocabulary} placeholder: a lexicon name (evalcore.vocab.lexicon.LEXICONS) or a list
     vocabulary: str | list[str] | None = None
     #: multiple choice: named prompt template set(s) (evalcore.protocols.templates), one for every model or
     #: model name → set ("default" for the rest); the set's name is the prompt variant. Not with ``variants``.
+    #: The names are checked by the preflight (evalcore.preflight.template_problems)
     templates: str | dict[str, str] | None = None
     #: multiple choice: in-context examples (0–5) before each question; a list is a sweep, one prompt
     #: variant per count ("<variant>-icl<k>", e.g. MuChoMusic's 0–5 shots in one run)
@@ -201,20 +198,10 @@ class ProtocolConfig(_Strict):
         """The prompt variant of ``base`` with ``k`` examples: ``base`` itself unless the counts are a sweep."""
         return f"{base}-icl{k}" if isinstance(self.icl_examples, list) else base
 
-    @field_validator("templates")
-    @classmethod
-    def _template_sets(cls, v: str | dict[str, str] | None) -> str | dict[str, str] | None:
-        from evalcore.protocols.templates import check_templates
-
-        check_templates(v)
-        return v
-
     @field_validator("vocabulary")
     @classmethod
     def _vocabulary(cls, v: str | list[str] | None) -> str | list[str] | None:
         if isinstance(v, str):
-            from evalcore.judges.lexicon import LEXICONS
-
             if v not in LEXICONS:
                 raise ValueError(f"unknown vocabulary {v!r}; known: {', '.join(sorted(LEXICONS))} (or give a list)")
         return v
@@ -349,12 +336,7 @@ class RunConfig(_Strict):
                              - {m.name for m in self.models} - {"default"})
             if unknown:
                 raise ValueError(f"protocols.{i}.templates: unknown model(s) {unknown}")
-        from evalcore.protocols.vocab_fit import fit_problems
-
-        problems = fit_problems(self)  # e.g. an instrument vocabulary on a genre task
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+        return self  # whether a vocabulary fits its tasks needs the datasets: evalcore.preflight.vocabulary_problems
 
     @property
     def root(self) -> str:

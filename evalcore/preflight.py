@@ -1,10 +1,13 @@
 """What can be checked of a parsed run config before any model runs, without loading weights.
 
 ``parse_config`` already checks every field, every component's ``params`` against the schema its
-class declares (:mod:`evalcore.params`), vocabularies, prompt templates and placeholders. This adds
-what lies outside the config: configured files and ``s3://`` objects exist, a checkpoint directory
-holds a config its backend recognises, the free-form metrics' tools and model files are there, and each model's,
-judge's and metric's packages import where it will run (:mod:`evalcore.packages`).
+class declares (:mod:`evalcore.params`), vocabulary names and prompt placeholders. This adds, even without
+``check_paths``, what needs the protocols and the registered datasets (:func:`config_problems`): each configured
+vocabulary fits the factual tasks its protocol's datasets declare and each named prompt template set exists;
+and what lies outside the config: configured files and ``s3://`` objects
+exist, a checkpoint directory holds a config its backend recognises, the free-form metrics' tools and model
+files are there, and each model's, judge's and metric's packages import where it will run
+(:mod:`evalcore.packages`).
 ``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; it also names an
 endpoint model's or LLM judge's ``api_key_env`` whose variable is not set. :func:`check_endpoints` makes one
 cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unless ``--no-ping``).
@@ -14,8 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from evalcore.config import ConfigError, RunConfig
+from evalcore.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.params import path_problems
+from evalcore.protocols.templates import check_templates
+from evalcore.protocols.vocab_fit import FACTUAL_KINDS, declared
+from evalcore.vocab.tasks import misfit
 
 
 def _components(cfg: RunConfig) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
@@ -93,7 +99,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     from evalcore import registry, storage
     from evalcore.metrics.freeform import preflight as metric_problems
 
-    out = reproduction_problems(cfg)
+    out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
     out += key_problems(cfg)
@@ -108,6 +114,54 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
         cls = getattr(registry, package.upper()).get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
     return package_problems(cfg) + out
+
+
+def config_problems(cfg: RunConfig) -> list[str]:
+    """The config's own mistakes that need the protocols or the registered datasets to see (the config model
+    imports neither): vocabularies that cannot fit their tasks, unknown prompt template sets. Reads no file."""
+    return vocabulary_problems(cfg) + template_problems(cfg)
+
+
+def _vocabularies(proto: ProtocolConfig, i: int) -> Iterator[tuple[str, Any]]:
+    """(field path, value) of every vocabulary the protocol configures that scores: the judge's, and the
+    protocol's ``vocabulary`` for the ``{vocabulary}`` placeholder (not an ``agreement_judge``'s: it only measures
+    agreement, e.g. of two vocabularies, and never scores)."""
+    if proto.vocabulary is not None:
+        yield f"protocols.{i}.vocabulary", proto.vocabulary
+    if proto.judge is not None and proto.judge.params.get("vocabulary") is not None:
+        yield f"protocols.{i}.judge.params.vocabulary", proto.judge.params["vocabulary"]
+
+
+def vocabulary_problems(cfg: RunConfig) -> list[str]:
+    """One line per configured vocabulary that cannot fit a factual task its protocol's datasets declare
+    (:func:`evalcore.vocab.tasks.misfit`: instrument labels for a genre task, a list sharing no label with the
+    task's vocabulary). Datasets that declare nothing (``items_file``) are not checked."""
+    out = []
+    for i, proto in enumerate(cfg.protocols):
+        if proto.kind not in FACTUAL_KINDS:
+            continue
+        tasks = list(declared(cfg, proto))
+        for path, value in _vocabularies(proto, i):
+            for dataset, task, lexicon, _ in tasks:
+                why = misfit(value, task, lexicon)
+                if why is not None:
+                    out.append(f"{path}: cannot fit task {task!r} of dataset {dataset!r} ({why}; its labels are "
+                               f"the {lexicon!r} vocabulary); name that vocabulary, or leave the judge out to get "
+                               "the lexicon of each task")
+                    break
+    return out
+
+
+def template_problems(cfg: RunConfig) -> list[str]:
+    """One line per protocol whose ``templates`` name an unknown prompt template set
+    (:mod:`evalcore.protocols.templates`)."""
+    out = []
+    for i, proto in enumerate(cfg.protocols):
+        try:
+            check_templates(proto.templates)
+        except ValueError as e:
+            out.append(f"protocols.{i}.templates: {e}")
+    return out
 
 
 def reproduction_problems(cfg: RunConfig) -> list[str]:

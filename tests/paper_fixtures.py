@@ -125,7 +125,7 @@ def localize(cfg: dict, root: Path, out: Path, base_url: str, key_env: str, metr
 def llm_answer(messages: list[dict]) -> str:
     """A scripted LLM for every LLM call of the paper configs: label extraction (the lexicon extractor over the
     vocabulary shown), MCQ matching (the letter in the answer) and the two reference rewrites."""
-    from evalcore.judges.lexicon import Lexicon, extract
+    from evalcore.vocab import Lexicon, extract
 
     system, user = messages[0]["content"], messages[-1]["content"]
     text = re.search(r'"""\n(.*)\n"""', user, re.DOTALL)

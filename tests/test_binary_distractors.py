@@ -13,7 +13,7 @@ from pathlib import Path
 
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.fma import FMA
-from evalcore.judges.vocab import FMA_GENRES, normalize
+from evalcore.vocab import FMA_GENRES, normalize
 from paper_text import flat, paper
 
 SENTENCE = ("we use the FMA-Small subset of FMA, consisting of 8,000 thirty-second clips evenly distributed across "

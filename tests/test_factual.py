@@ -7,14 +7,13 @@ import math
 
 import pytest
 
-from evalcore.judges.lexicon import LEXICONS, extract
-from evalcore.judges.vocab import (
-    FMA_GENRES, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, lexicon_name, normalize, read_vocab_file, restrict,
-    vocabulary,
-)
 from evalcore.metrics.factual import set_scores
 from evalcore.metrics.factual_modes import (
     aggregate_answers, apply_mode, mode_scores, per_label, true_false_labels, union_labels,
+)
+from evalcore.vocab import (
+    FMA_GENRES, LEXICONS, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, extract, lexicon_name, normalize, read_vocab_file,
+    restrict, vocabulary,
 )
 
 # (task, model answer, hand labels in order of first mention) — labelled by the paper's rules

@@ -13,12 +13,12 @@ import pytest
 import soundfile as sf
 
 from evalcore.config import CHUNK_SECONDS_PAPER, ModelConfig, parse_config
+from evalcore.datasets import factual_formats as ff
 from evalcore.datasets.validate import validate_items
 from evalcore.judges.yes_no import read_choice, read_yes_no
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer, combine_choices, recording_id
 from evalcore.pipeline.run import chunk_window, finish
 from evalcore.pipeline.stages import Decoder, judge_batch
-from evalcore.protocols import factual_prompts as fp
 from evalcore.protocols.requests import expand_requests
 from evalcore.registry import JUDGES
 from evalcore.scoring.requests import merge_chunks
@@ -192,14 +192,14 @@ def _source(n: int = 2) -> list[dict]:
 
 def test_derived_items_validate_and_keep_their_option_order():
     vocab = ["piano", "violin", "flute"]
-    items = fp.derive_formats(_source(), ["standard", "binary_choice", "true_false"], vocab, seed=1)
+    items = ff.derive_formats(_source(), ["standard", "binary_choice", "true_false"], vocab, seed=1)
     good, bad = validate_items("d", items)
     assert not bad and [i["protocol"] for i in good].count("true_false") == 6
     assert {i["protocol"] for i in good} == {"factual", "binary_choice", "true_false"}
     tf = next(i for i in good if i["item_id"] == "s0:tf:violin")
     assert tf["options"] == ["violin"] and tf["labels"] == ["yes"]
     with pytest.raises(ValueError):
-        fp.derive_formats(_source(), ["multiple"], vocab, 0)
+        ff.derive_formats(_source(), ["multiple"], vocab, 0)
     bad_tf = {**{k: v for k, v in tf.items() if k != "dataset"}, "labels": ["maybe"]}
     assert "yes" in validate_items("d", [bad_tf])[1][0]["error"]
     cfg = parse_config({"name": "t", "datasets": [{"name": "d", "kind": "synthetic"}],

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.judges.lexicon import LEXICONS, extract
 from evalcore.judges.llm_judges import validate_labels
-from evalcore.judges.vocab import FMA_GENRES, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, lexicon_name, normalize
+from evalcore.vocab import (FMA_GENRES, LEXICONS, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, extract, lexicon_name,
+                            normalize)
 
 
 def _x(task: str, text: str) -> list[str]:

@@ -9,15 +9,16 @@ from collections import Counter
 import pytest
 
 from evalcore.config import ProtocolConfig
+from evalcore.datasets import factual_formats as ff
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.fma import FMA, audio_path
 from evalcore.datasets.musicnet import MusicNet
 from evalcore.datasets.validate import validate_items
-from evalcore.judges.vocab import FMA_GENRES, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, normalize
 from evalcore.metrics.factual_modes import aggregate_answers
 from evalcore.protocols import factual_prompts as fp
 from evalcore.protocols.prompts import render
 from evalcore.registry import DATASETS
+from evalcore.vocab import FMA_GENRES, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, normalize
 
 # --- FMA: tracks.csv as released (two header rows, then the ``track_id,,,…`` index-name row) ---
 TRACKS_CSV = """\
@@ -242,7 +243,7 @@ def _factual(n, task="genre", vocab=FMA_GENRES):
 
 def test_binary_choice_balance_and_reproducibility():
     items = _factual(2000)
-    out = fp.binary_choice_items(items, FMA_GENRES, seed=7, order="coin")
+    out = ff.binary_choice_items(items, FMA_GENRES, seed=7, order="coin")
     good, bad = validate_items("fma", out)
     assert len(good) == 2000 and not bad
     firsts = [json.loads(o["metadata"])["correct_first"] for o in out]
@@ -255,23 +256,23 @@ def test_binary_choice_balance_and_reproducibility():
         assert o["question"] == (f"Between {o['options'][0]} and {o['options'][1]}, "
                                  "what is a better description of the genre of this piece?")
         assert o["protocol"] == "binary_choice" and o["audio_uri"] == src["audio_uri"]
-    assert fp.binary_choice_items(items, FMA_GENRES, seed=7, order="coin") == out
-    assert fp.binary_choice_items(items, FMA_GENRES, seed=8, order="coin") != out
+    assert ff.binary_choice_items(items, FMA_GENRES, seed=7, order="coin") == out
+    assert ff.binary_choice_items(items, FMA_GENRES, seed=8, order="coin") != out
     # per-item draws: a sub-list gets the same questions
-    assert fp.binary_choice_items(items[5:9], FMA_GENRES, seed=7, order="coin") == out[5:9]
+    assert ff.binary_choice_items(items[5:9], FMA_GENRES, seed=7, order="coin") == out[5:9]
     # distractors spread over the vocabulary
     assert len(Counter(o["options"][1 - o["correct_option"]] for o in out)) == len(FMA_GENRES)
     # the default (the paper's "correct answer first in 50 % of the prompts"): exactly half, same labels
-    balanced = fp.binary_choice_items(items[:301], FMA_GENRES, seed=7)
+    balanced = ff.binary_choice_items(items[:301], FMA_GENRES, seed=7)
     assert sum(json.loads(o["metadata"])["correct_first"] for o in balanced) == 150
     assert [set(o["options"]) for o in balanced] == [set(o["options"]) for o in out[:301]]
     with pytest.raises(ValueError, match="binary_order"):
-        fp.binary_choice_items(items, FMA_GENRES, seed=7, order="alternate")
+        ff.binary_choice_items(items, FMA_GENRES, seed=7, order="alternate")
 
 
 def test_binary_choice_multilabel_and_errors():
     items = _factual(30, task="instrument", vocab=MUSICNET_INSTRUMENTS)
-    out = fp.binary_choice_items(items, MUSICNET_INSTRUMENTS, seed=0)
+    out = ff.binary_choice_items(items, MUSICNET_INSTRUMENTS, seed=0)
     for src, o in zip(items, out):
         truth = o["options"][o["correct_option"]]
         assert truth in src["labels"] and o["options"][1 - o["correct_option"]] not in src["labels"]
@@ -280,7 +281,7 @@ def test_binary_choice_multilabel_and_errors():
                  {"item_id": "y", "protocol": "factual", "task": "composer", "audio_uri": "/a", "question": "q",
                   "labels": ["bach", "mozart"]},
                  {"item_id": "z", "protocol": "mcq", "options": ["a", "b"], "correct_option": 0}]
-    out = fp.binary_choice_items(bad_items, ["bach", "mozart"], seed=0)
+    out = ff.binary_choice_items(bad_items, ["bach", "mozart"], seed=0)
     good, bad = validate_items("m", out)
     assert len(out) == 2 and not good and all("2 options" in b["error"] for b in bad)
 
@@ -289,7 +290,7 @@ def test_binary_choice_multilabel_and_errors():
 def test_true_false_expansion():
     items = _factual(3, task="instrument", vocab=MUSICNET_INSTRUMENTS)  # 1, 2 and 3 true labels
     items.append({**items[0], "item_id": "nolabels", "labels": None})
-    out = fp.true_false_items(items, MUSICNET_INSTRUMENTS)
+    out = ff.true_false_items(items, MUSICNET_INSTRUMENTS)
     assert len(out) == 4 * len(MUSICNET_INSTRUMENTS)
     good, bad = validate_items("musicnet", out)
     assert len(good) == 3 * 11 and len(bad) == 11

@@ -138,7 +138,7 @@ def test_score_mcq_rows_are_scored_or_errored(changes):
 @FUZZ
 @given(st.dictionaries(st.sampled_from(list(FACTUAL)), JSON, min_size=1, max_size=2))
 def test_score_factual_rows_are_scored_or_errored(changes):
-    from evalcore.judges.lexicon import LEXICONS
+    from evalcore.vocab import LEXICONS
 
     df = pd.DataFrame([{**FACTUAL, **changes, "_input_error": None}])
     out = score_factual.score_rows(df, "instrument", LEXICONS["musicnet_instrument"], {})

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from evalcore import preflight
 from evalcore.config import ConfigError, parse_config
 from evalcore.datasets.muchomusic import MuChoMusic
 from evalcore.protocols import expand_requests
@@ -130,8 +131,9 @@ def test_templates_per_model_become_the_variant() -> None:
 
 
 def test_template_config_errors() -> None:
-    with pytest.raises(ConfigError, match="unknown template set"):
-        _cfg(templates="nope")
+    for templates in ("nope", {"m1": "nope", "default": "muchomusic"}):  # the preflight checks the set names
+        with pytest.raises(ConfigError, match=r"\n  protocols\.0\.templates: unknown template set 'nope'"):
+            preflight.check(_cfg(templates=templates), check_paths=False)
     with pytest.raises(ConfigError, match="either variants or templates"):
         _cfg(templates="muchomusic", variants={"v": "{question}"})
     with pytest.raises(ConfigError, match="unknown model"):

@@ -15,7 +15,9 @@ import yaml
 
 from evalcore.judges.llm_judges import EXTRACTION_PROMPTS
 from evalcore.llm.prompts import LABEL_EXTRACTION, LABEL_EXTRACTION_PAPER, PAPER_EXTRACTION_RULES
-from evalcore.protocols.factual_prompts import BINARY_QUESTIONS, PAPER_PROMPTS, PROMPTS, TRUE_FALSE_QUESTIONS, _family
+from evalcore.datasets.factual_formats import BINARY_QUESTIONS, TRUE_FALSE_QUESTIONS
+from evalcore.protocols.factual_prompts import PAPER_PROMPTS, PROMPTS
+from evalcore.vocab.labels import family as task_family
 from paper_text import flat, paper, squash
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +78,7 @@ def test_paper_configs_use_the_paper_templates(path: Path) -> None:
         task = next((d["params"].get("task") for d in cfg["datasets"]
                      if d["name"] in protocol.get("datasets", [d["name"] for d in cfg["datasets"]])), None)
         for name, template in (protocol.get("variants") or {}).items():
-            assert template == PAPER_PROMPTS[_family(task)][name], (protocol["name"], name)
+            assert template == PAPER_PROMPTS[task_family(task)][name], (protocol["name"], name)
         judge = protocol.get("judge") or {}
         if judge.get("kind") == "llm_extractor":
             assert judge["params"]["prompt"] == "paper", protocol["name"]

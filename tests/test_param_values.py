@@ -27,6 +27,7 @@ DATASET_CASES: dict[str, tuple[dict, str, str]] = {
     "musicnet": ({"metadata": "m.csv", "audio_root": ["a", ""], "labels_root": ["l", "k"]}, "audio_root.1",
                  "must not be empty"),
     "muchomusic": ({"path": "m.csv", "audio_root": "data", "distractors": []}, "distractors", "must not be empty"),
+    "rul_muchomusic": ({"path": "RUL-MuchoMusic.json", "audio_dir": ""}, "audio_dir", "must not be empty"),
     "fma": ({"tracks": "t.csv", "genres": "g.csv", "audio_root": "a", "limit": -3}, "limit", "must be >= 1, got -3"),
 }
 

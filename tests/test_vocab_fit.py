@@ -1,14 +1,17 @@
 """A factual protocol without a judge extracts its tasks' labels (genres for a genre task, not instruments), and
-a configured vocabulary that cannot fit the task is a config error naming the field."""
+a configured vocabulary that cannot fit the task is a config error of the preflight (before any model runs), one
+line naming the field."""
 
 from __future__ import annotations
 
 import pytest
 
+from evalcore import preflight
 from evalcore.config import ConfigError, parse_config
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.fma import FMA
 from evalcore.datasets.validate import validate_items
+from evalcore.judges.lexicon import LexiconJudge
 from evalcore.pipeline.run import protocol_judges
 from evalcore.pipeline.stages import judge_batch
 from evalcore.protocols import expand_requests
@@ -69,9 +72,11 @@ def test_genre_tree_task_without_a_judge_gets_the_tree(tmp_path) -> None:
     ({"vocabulary": ["piano", "violin"]}, "protocols.0.vocabulary"),
 ])
 def test_a_vocabulary_that_cannot_fit_the_task_is_a_config_error(tmp_path, protocol, field) -> None:
+    cfg = _config(tmp_path, protocol)  # the config parses: the fit needs the datasets' declared tasks
     with pytest.raises(ConfigError) as e:
-        _config(tmp_path, protocol)
-    assert field in str(e.value) and "'genre'" in str(e.value) and "'fma'" in str(e.value)
+        preflight.check(cfg, check_paths=False)
+    lines = str(e.value).splitlines()[1:]
+    assert len(lines) == 1 and lines[0].strip().startswith(f"{field}: cannot fit task 'genre' of dataset 'fma'")
 
 
 @pytest.mark.parametrize("protocol", [
@@ -84,13 +89,30 @@ def test_a_vocabulary_that_cannot_fit_the_task_is_a_config_error(tmp_path, proto
 ])
 def test_vocabularies_that_fit(tmp_path, protocol) -> None:
     mine = {"name": "mine", "kind": "items_file", "params": {"path": "items.jsonl"}}  # declares no task: unchecked
-    _config(tmp_path, protocol, extra_datasets=(mine,))
+    assert preflight.vocabulary_problems(_config(tmp_path, protocol, extra_datasets=(mine,))) == []
 
 
 def test_rows_without_a_task_keep_the_former_default() -> None:
-    from evalcore.judges.lexicon import LexiconJudge
-
     judge = LexiconJudge(vocabulary="auto", tasks={"genre": "genre"}, fallback="instrument")
     out = judge.judge(["Rock with a piano.", "Rock with a piano."], [None, None], tasks=["genre", None])
     assert [r["extracted"] for r in out] == [["rock"], ["piano"]]
     assert LexiconJudge(vocabulary="auto").judge(["x"], [None], tasks=[None])[0]["error"].startswith("lexicon:")
+
+
+def test_a_nightly_suite_whose_vocabulary_cannot_fit_is_rejected_when_parsed(tmp_path) -> None:
+    """The nightly parses each series as a run config and asks the preflight's config checks (no file read)."""
+    import yaml
+
+    from evalcore.nightly.config import parse_nightly
+    from evalcore.nightly.demo import demo_config_path
+
+    data = yaml.safe_load(demo_config_path().read_text())
+    data["series"][0]["prefix"] = str(tmp_path / "ck")
+    parse_nightly(data)
+    data["protocols"][0]["judge"]["params"]["vocabulary"] = "genre"  # the synthetic demo's task is instrument
+    data["protocols"][1]["templates"] = "nope"
+    with pytest.raises(ConfigError) as e:
+        parse_nightly(data)
+    lines = [x.strip() for x in str(e.value).splitlines()[1:]]
+    assert lines[0].startswith("protocols.0.judge.params.vocabulary: cannot fit task 'instrument' of dataset 'synth'")
+    assert lines[1].startswith("protocols.1.templates: unknown template set 'nope'") and len(lines) == 2

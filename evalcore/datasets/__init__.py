@@ -1,3 +1,3 @@
 """Datasets: sources of item rows, registered by kind (see ``evalcore.registry.DATASETS``)."""
 
-from evalcore.datasets import fma, hummusqa, items_file, muchomusic, musicnet, musicqa, synthetic  # noqa: F401  (registration)
+from evalcore.datasets import fma, hummusqa, items_file, muchomusic, musicnet, musicqa, rul_muchomusic, synthetic  # noqa: F401  (registration)

@@ -19,7 +19,7 @@ class DatasetContext:
 @dataclass(frozen=True)
 class FactualVocabulary:
     """What a dataset's factual items are labelled with, known from its config params alone: task → the name
-    of its lexicon (``evalcore.judges.lexicon.LEXICONS``), and the genre tree file of its genre tasks."""
+    of its lexicon (``evalcore.vocab.lexicon.LEXICONS``), and the genre tree file of its genre tasks."""
 
     tasks: Mapping[str, str] = field(default_factory=dict)
     tree: str | None = None

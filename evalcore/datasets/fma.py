@@ -11,11 +11,11 @@ title, top_level`` (``parent`` 0 = a top-level genre). Audio is at
 
 Tasks: ``genre`` (and ``genre-tree``, scored against the tree) → labels = [the top-level genre],
 ``genre-node`` → labels = the titles of the track's ``genres``; labels are canonical
-(:func:`evalcore.judges.vocab.normalize`). A track without a usable genre gets no labels, so
+(:func:`evalcore.vocab.normalize.normalize`). A track without a usable genre gets no labels, so
 validation turns it into an error row.
 
 ``formats`` adds the derived formats of every item (``binary_choice``, ``true_false``; see
-:func:`evalcore.protocols.factual_prompts.derive_formats`) over the task's vocabulary — the 16
+:func:`evalcore.datasets.factual_formats.derive_formats`) over the task's vocabulary — the 16
 top-level genres, or every title of ``genres.csv`` for ``genre-node`` — seeded by ``format_seed``.
 A binary-choice distractor is drawn only from the vocabulary labels that some track of the chosen
 subset (and split; ``limit`` aside) has as its label: FMA-small holds 8 of the 16 top-level genres
@@ -34,11 +34,11 @@ import pandas as pd
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.datasets.tabular import read_table, string_list, text
-from evalcore.judges.vocab import normalize, vocabulary
 from evalcore.params import Count, PathStr
-from evalcore.protocols.factual_prompts import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.registry import DATASETS
+from evalcore.vocab import normalize, vocabulary
 
 SUBSETS = ("small", "medium", "large", "full")
 SPLITS = ("training", "validation", "test")

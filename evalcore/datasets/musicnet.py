@@ -16,7 +16,7 @@ validation turns it into an error row (``metadata.labels_error`` says why). Reco
 whole; models with a shorter window are chunked by the pipeline.
 
 ``formats`` adds the derived formats of every item (``binary_choice``, ``true_false``; see
-:func:`evalcore.protocols.factual_prompts.derive_formats`) over the task's vocabulary (the 11
+:func:`evalcore.datasets.factual_formats.derive_formats`) over the task's vocabulary (the 11
 instruments or the 10 composers), seeded by ``format_seed``.
 """
 
@@ -27,11 +27,11 @@ from typing import Any, Iterator, Literal, Sequence
 
 from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.datasets.tabular import number, read_table, text
-from evalcore.judges.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
 from evalcore.params import Count, PathStr
-from evalcore.protocols.factual_prompts import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.registry import DATASETS
+from evalcore.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
 
 TASKS = ("instrument", "composer")
 QUESTIONS = {

@@ -51,10 +51,12 @@ from pydantic import BaseModel
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient
 from evalcore.llm.prompts import (LABEL_EXTRACTION, LABEL_EXTRACTION_PAPER, MCQ_MATCH, MCQ_MATCH_JSON, McqChoice,
                                   PromptTemplate, parse_letter)
-from evalcore.judges.lexicon import LexiconName, VocabularyName
 from evalcore.llm.runner import CACHE_ENV, DEFAULT_CACHE_ROOT, LLMRunner, default_cache_root
 from evalcore.packages import CORE
 from evalcore.registry import JUDGES
+from evalcore.vocab.files import read_genre_tree
+from evalcore.vocab.labels import FMA_GENRES, GENRE_TREE_TASKS, lexicon_name
+from evalcore.vocab.lexicon import LEXICONS, LexiconName, VocabularyName, restrict
 
 __all__ = ["LLMExtractorJudge", "McqLLMJudge", "validate_labels", "default_cache_root", "CACHE_ENV",
            "DEFAULT_CACHE_ROOT"]
@@ -65,7 +67,7 @@ _NONE_ANSWERS = {"", "none", "no labels", "n/a", "empty", "nothing", '""', "''"}
 def validate_labels(output: str | None, vocabulary: Sequence[str],
                     variants: Any = None) -> tuple[list[str], int]:
     """(in-vocabulary labels deduped in order, number of distinct out-of-vocabulary terms). ``variants``: a
-    :class:`~evalcore.judges.lexicon.Lexicon` whose surface forms map a whole term to its canonical label first."""
+    :class:`~evalcore.vocab.lexicon.Lexicon` whose surface forms map a whole term to its canonical label first."""
     canon = {v.lower(): v for v in vocabulary}
     text = (output or "").strip()
     if text.strip(".\"'` ").lower() in _NONE_ANSWERS:
@@ -170,9 +172,6 @@ class LLMExtractorJudge(_LLMJudge):
                  canonicalize: Literal["paper", "lexicon", "none"] = "paper", tree: str | None = None,
                  tasks: dict[str, LexiconName] | None = None, prompt: Literal["evalcore", "paper"] = "evalcore",
                  **params: Any) -> None:
-        from evalcore.judges import vocab as _vocab
-        from evalcore.judges.lexicon import LEXICONS
-
         if canonicalize not in ("paper", "lexicon", "none"):
             raise ValueError(f"canonicalize must be paper, lexicon or none, not {canonicalize!r}")
         if prompt not in EXTRACTION_PROMPTS:
@@ -194,37 +193,29 @@ class LLMExtractorJudge(_LLMJudge):
         self.labels = list(labels)
         self.category = category or default_category
         self.canonicalize, self.tasks = canonicalize, dict(tasks or {})
-        self.tree = _vocab.read_genre_tree(tree) if tree else {}
+        self.tree = read_genre_tree(tree) if tree else {}
         self._params.update(vocabulary=self.vocabulary, category=category, canonicalize=canonicalize, tree=tree,
                             tasks=tasks, prompt=prompt)
 
     def _lexicon_name(self, task: str | None) -> str | None:
         """The named lexicon behind a row's vocabulary (None for an explicit list)."""
-        from evalcore.judges import vocab as _vocab
-
         if not isinstance(self.vocabulary, str):
             return None
         if self.vocabulary != "auto":
             return self.vocabulary
         base = re.sub(r"-(?:binary|true-false)$", "", str(task))  # a derived format's task: its source task
-        return self.tasks.get(str(task)) or self.tasks.get(base) or _vocab.lexicon_name(base)
+        return self.tasks.get(str(task)) or self.tasks.get(base) or lexicon_name(base)
 
     def _variants(self, name: str | None, labels: Sequence[str]) -> Any:
         """The lexicon whose variants post-processing maps for a row (None: lowercase only)."""
-        from evalcore.judges import vocab as _vocab
-        from evalcore.judges.lexicon import LEXICONS
-
         if name is None or self.canonicalize == "none":
             return None
         if self.canonicalize == "paper" and name not in ("instrument", "musicnet_instrument"):
             return None  # §4.1: no normalisation for genres, nor composers
-        return _vocab.restrict(LEXICONS[name], list(labels))
+        return restrict(LEXICONS[name], list(labels))
 
     def row_vocabulary(self, task: str | None, options: Sequence[str] | None) -> tuple[list[str], Any, dict]:
         """(labels shown and accepted, variants lexicon, genre → top-level map) of one row."""
-        from evalcore.judges import vocab as _vocab
-        from evalcore.judges.lexicon import GENRE_TREE_TASKS, LEXICONS
-
         if options:
             try:
                 name = self._lexicon_name(task)
@@ -233,7 +224,7 @@ class LLMExtractorJudge(_LLMJudge):
             return list(options), self._variants(name, options), {}
         name = self._lexicon_name(task)
         if task in GENRE_TREE_TASKS and self.tree and name == "genre":
-            labels = list(dict.fromkeys([*_vocab.FMA_GENRES, *self.tree, *self.tree.values()]))
+            labels = list(dict.fromkeys([*FMA_GENRES, *self.tree, *self.tree.values()]))
             return labels, self._variants(name, labels), self.tree if task == "genre-tree" else {}
         labels = self.labels if self.vocabulary != "auto" else LEXICONS[str(name)].labels
         return list(labels), self._variants(name, labels), {}

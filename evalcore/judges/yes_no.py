@@ -14,7 +14,7 @@ Both readers return "unanswered" rather than guess: nothing is ever filled in at
 4. Without a leading answer word, the asked label (the request's single option) decides when the
    answer names it: affirmatively ("A piano is clearly used") → yes; only negated ("There is no
    piano", "more like a viola than a violin" asked about violin) → no — read with the closed-
-   vocabulary lexicon extractor (:func:`evalcore.judges.lexicon.extract`), so synonyms, plurals
+   vocabulary lexicon extractor (:func:`evalcore.vocab.extract.extract`), so synonyms, plurals
    and negation follow its rules. An answer that names neither (e.g. other instruments only) is
    unanswered.
 
@@ -44,9 +44,9 @@ import re
 from functools import lru_cache
 from typing import Sequence
 
-from evalcore.judges.lexicon import LEXICONS, Lexicon, VocabularyName, extract
-from evalcore.judges.vocab import restrict
 from evalcore.registry import JUDGES
+from evalcore.vocab.extract import extract
+from evalcore.vocab.lexicon import LEXICONS, Lexicon, VocabularyName, restrict
 
 __all__ = ["HEDGES", "read_yes_no", "read_choice", "named_labels", "lexicon_for", "TrueFalseJudge", "BinaryChoiceJudge"]
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from evalcore.metrics.base import Aggregate, mean_item_stats
 from evalcore.metrics.bootstrap import estimate, paired_difference
-from evalcore.protocols.seeding import derive_seed
+from evalcore.seeding import derive_seed
 
 ItemStats = Callable[[pd.DataFrame, list[str], str], pd.DataFrame]
 

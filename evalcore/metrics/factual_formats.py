@@ -1,7 +1,7 @@
 """Scorers of the derived factual formats (paper App. B.2): true/false per label and binary choice.
 
 **True/false** (protocol ``true_false``; items from
-:func:`evalcore.protocols.factual_prompts.true_false_items`, one per (recording, label), ground
+:func:`evalcore.datasets.factual_formats.true_false_items`, one per (recording, label), ground
 truth ``["yes"]``/``["no"]``). Each chunk's answer (the ``true_false`` judge: yes, no or
 unanswered) is aggregated over the chunks of the recording by **any** (yes if a chunk says yes)
 and by **majority** (yes if more than half of the chunks that answered say yes; a tie is no),

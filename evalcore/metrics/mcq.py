@@ -10,6 +10,7 @@ import pandas as pd
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
 from evalcore.metrics.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type_rows
+from evalcore.metrics.perceptual_index import rul_rows
 
 
 class MCQScorer(Scorer):
@@ -56,8 +57,10 @@ class MCQScorer(Scorer):
         return breakdown_groups(df)
 
     def extra_rows(self, df: pd.DataFrame, *, resamples: int, confidence: float, seed: int) -> list[dict[str, Any]]:
-        """``chosen_share`` rows: which option type (correct / distractor type / none) the answers chose."""
-        return chosen_type_rows(df, resamples=resamples, confidence=confidence, seed=seed)
+        """``chosen_share`` rows: which option type (correct / distractor type / none) the answers chose; for
+        RUL-MuchoMusic items, parse failures, the leave-one-out vote and the Perceptual Index (``perceptual_index``)."""
+        return (chosen_type_rows(df, resamples=resamples, confidence=confidence, seed=seed)
+                + rul_rows(df, resamples=resamples, confidence=confidence, seed=seed))  # RUL-MuchoMusic items only
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
         out = []

@@ -24,7 +24,7 @@ import pandas as pd
 
 from evalcore.metrics.base import mean_of
 from evalcore.metrics.bootstrap import estimate
-from evalcore.protocols.seeding import derive_seed
+from evalcore.seeding import derive_seed
 
 __all__ = ["BREAKDOWNS", "as_labels", "breakdown_values", "breakdown_groups", "chosen_type", "chosen_type_rows",
            "CHOSEN_METRIC", "CHOSEN_DEFINITION"]

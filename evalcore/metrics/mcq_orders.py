@@ -15,7 +15,7 @@ import pandas as pd
 
 from evalcore.metrics.base import mean_of, safe_ratio
 from evalcore.metrics.bootstrap import estimate
-from evalcore.protocols.seeding import derive_seed
+from evalcore.seeding import derive_seed
 
 __all__ = ["DEFINITIONS", "METRICS", "agreement", "chosen_option", "accuracy_per_order",
            "question_stats", "summarize_orders"]

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from evalcore import preflight
 from evalcore.config import (ConfigError, DatasetConfig, ProtocolConfig, RayConfig, Resources, RunConfig, Seeds,
                              Stats, StorageConfig, _registered, _Strict, error_lines, parse_config, read_yaml)
 
@@ -160,9 +161,11 @@ def series_problems(cfg: NightlyConfig, uris: dict[str, str] | None = None) -> l
     for i, s in enumerate(cfg.series):
         uri = (uris or {}).get(s.name, s.prefix)
         try:
-            RunConfig.model_validate(run_config_dict(cfg, s, "checkpoint", uri, cfg.root))
+            rcfg = RunConfig.model_validate(run_config_dict(cfg, s, "checkpoint", uri, cfg.root))
         except ValidationError as e:
             out += [x for x in (as_series_field(line, i) for line in error_lines(e)) if x not in out]
+            continue
+        out += [x for x in (as_series_field(line, i) for line in preflight.config_problems(rcfg)) if x not in out]
     return out
 
 

@@ -18,6 +18,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from evalcore.errors import INPUT
+from evalcore.vocab.lexicon import LEXICONS
+from evalcore.vocab.tasks import TaskLexicons
 
 #: labels shown per warning (the rest counted)
 SHOWN = 8
@@ -40,11 +42,9 @@ def look_alike_ids(items: list[dict]) -> list[tuple[str, list[str]]]:
 
 def judge_labels(kind: str, params: dict[str, Any]):
     """A function task → the labels the judge can extract (None: not known), or None for judges not checked."""
-    from evalcore.judges.lexicon import LEXICONS, LexiconJudge
-
     try:
         if kind == "lexicon":
-            judge = LexiconJudge(**params)
+            judge = TaskLexicons(**params)  # the lexicon judge's choice of each row's lexicon
 
             def labels(task: str | None) -> frozenset[str] | None:
                 try:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from evalcore.protocols.seeding import rng
+from evalcore.seeding import rng
 
 __all__ = ["MAX_EXAMPLES", "Example", "IclPools", "draw_examples"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 from typing import Sequence, Union
 
-from evalcore.protocols.seeding import rng
+from evalcore.seeding import rng
 from evalcore.protocols.templates import TemplateSet
 
 #: default prompt variants per protocol (config ``variants`` replaces them)

@@ -19,9 +19,10 @@ from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import IclPools
 from evalcore.protocols.prompts import DEFAULT_VARIANTS, option_order, render
 from evalcore.protocols.templates import RELEASED_EXAMPLE, set_for_model
-from evalcore.protocols.seeding import derive_seed, stable_id
 from evalcore.errors import INPUT
 from evalcore.schema import REQUEST_KEY
+from evalcore.seeding import derive_seed, stable_id
+from evalcore.vocab.lexicon import LEXICONS
 
 
 def _clip(item: dict) -> str:
@@ -57,8 +58,6 @@ def _random_partners(clips: dict[str, dict[str, dict]], seed: int) -> tuple[dict
 def vocabulary(proto: ProtocolConfig) -> list[str]:
     """The labels a protocol's {vocabulary} placeholder lists."""
     if isinstance(proto.vocabulary, str):
-        from evalcore.judges.lexicon import LEXICONS
-
         return list(LEXICONS[proto.vocabulary].labels)
     return list(proto.vocabulary or [])
 

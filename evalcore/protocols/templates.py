@@ -10,6 +10,10 @@ learning, an example block for each example followed by that example's answer. S
   (``muchomusic_eval/configs/default.yaml``): ``"Question: " + question + " \n Options: " + options +
   "\n The correct answer is: " + letter`` — it ends in the bare letter. :data:`RELEASED_EXAMPLE` is that
   released one-shot example (config ``icl_pool: released``).
+* ``rul-muchomusic`` — RUListening's leave-one-out prompt as its released scripts write it
+  (``ExampleAudioEval/qwen_2_audio.py``): an instruction, ``Question:``, the options on one line as
+  ``"(A) text (B) text"``, and the request to answer as ``[[Letter]]`` listing ``[[A]]`` to ``[[D]]`` (four
+  options; docs/rul-muchomusic.md says where the dataset card's copy differs).
 * ``hummusqa-plain`` — HumMusQA appendix, audio-flamingo-3, audsemthinker, gpt-audio and
   music-flamingo: ``f"{question}\n{answer_str}"``. The paper does not print ``answer_str``; we
   write one option a line as "A: text" (the form of its Table 3).
@@ -114,11 +118,17 @@ _QWEN_HEADER = (
     "question based on what you hear.\n\n"
 )
 
+# RUListening's leave-one-out prompt (ExampleAudioEval/qwen_2_audio.py at d3971de; four options A-D)
+_RUL_BLOCK = ("Provide your best guess of this question. Think step by step.\n\nQuestion: {question}\n\n"
+              "Options: {options}\n\nWrite out your guess in the format of [[Letter]], such as [[A]], [[B]], [[C]], "
+              "[[D]].")
+
 TEMPLATE_SETS: dict[str, TemplateSet] = {t.name: t for t in (
     TemplateSet("muchomusic", block="Question: {question}\n Options: {options}\n The correct answer is: ",
                 example_block="Question: {question} \n Options: {options}\n The correct answer is: ",
                 option_line="({letter}) {text} ", option_sep="", answer="{letter}", example_sep=" ",
                 examples_end="\n "),
+    TemplateSet("rul-muchomusic", block=_RUL_BLOCK, option_line="({letter}) {text}", option_sep=" "),
     TemplateSet("hummusqa-plain", block="{question}\n{options}", option_line="{letter}: {text}",
                 answer="\nAnswer: {letter}"),
     TemplateSet("hummusqa-gemini", block="{question}\n{options}", option_line="{letter}: {text}",

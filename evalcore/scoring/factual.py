@@ -4,7 +4,7 @@ INPUT rows carry ``response`` (the model's text) and ``labels`` (ground-truth st
 scalar column is a grouping column by default (``item_id``, when present, is instead the bootstrap
 unit). Labels are extracted with the deterministic lexicon extractor (default) or the
 ``llm_extractor`` judge (``--extractor llm``) against the task's closed vocabulary
-(:mod:`evalcore.judges.vocab`; the lexicon's labels, or ``--vocab``), ground-truth labels are
+(:mod:`evalcore.vocab`; the lexicon's labels, or ``--vocab``), ground-truth labels are
 normalised to the same canonical forms, and FMA genre tasks compare them under a hierarchy mode
 (:mod:`evalcore.metrics.factual_modes`): ``genre`` → top, ``genre-tree`` → same-tree,
 ``genre-node`` → same-node; instruments and composers are compared exactly.
@@ -44,9 +44,6 @@ import pyarrow as pa
 import typer
 
 from evalcore import storage
-from evalcore.judges.lexicon import LEXICONS, Lexicon, extract
-from evalcore.judges.vocab import (TASKS, lexicon_name, normalize, read_genre_tree, read_vocab_file, restrict,
-                                   vocabulary)
 from evalcore.judges.yes_no import BinaryChoiceJudge, TrueFalseJudge
 from evalcore.metrics import factual_agreement as _agreement
 from evalcore.metrics.base import Scorer
@@ -61,6 +58,8 @@ from evalcore.reports.tables_html import fmt
 from evalcore.scoring.io import (SUMMARY_TAIL, InputError, arrow_safe, default_group_by, exit_if_unscored, fail,
                                  is_missing, read_rows, summarize, write_outputs)
 from evalcore.scoring.mcq import _index as index_value
+from evalcore.vocab import (LEXICONS, TASKS, Lexicon, extract, lexicon_name, normalize, read_genre_tree,
+                            read_vocab_file, restrict, vocabulary)
 
 MODE_OF_TASK: dict[str, Mode] = {"genre": "top", "genre-tree": "same-tree", "genre-node": "same-node",
                                  "instrument": "same-node", "composer": "same-node"}
@@ -70,7 +69,7 @@ _RESERVED = {"response", "labels", "_input_error"}
 
 def read_tree(path: Path, task: str) -> dict[str, str]:
     """Genre tree {genre: top-level genre}, canonical forms, from FMA ``genres.csv`` or a JSON object
-    (:func:`evalcore.judges.vocab.read_genre_tree`; genre canonical forms do not depend on the task)."""
+    (:func:`evalcore.vocab.files.read_genre_tree`; genre canonical forms do not depend on the task)."""
     return read_genre_tree(path)
 
 

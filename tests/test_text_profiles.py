@@ -170,7 +170,8 @@ def test_model_metrics_need_their_models_and_known_names():
         tp.score_pairs(["a"], ["a"], metrics=["claptext"])
     from evalcore.metrics.freeform_metric import registered
 
-    assert registered() == [*tp.lexical_names(), "bertscore", "cider", "claptext"]
+    # evalcore.metrics registers these, in this order (a test may register more after them: toy_recall)
+    assert registered()[:7] == [*tp.lexical_names()[:4], "bertscore", "cider", "claptext"]
     assert tp.lexical_names() == ["bleu", "bleu4", "meteor", "rouge"]
 
 

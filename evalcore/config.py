@@ -15,6 +15,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
                       model_validator)
 
 from evalcore import registry
+from evalcore.metric_config import FreeformMetrics
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.schema import CONDITIONS, PROTOCOLS
 from evalcore.vocab.lexicon import LEXICONS
@@ -125,76 +126,6 @@ class JudgeConfig(_Strict):
     _fits = _params_fit("judges")
 
 
-#: free-form metric names (= evalcore.metrics.text_profiles.ALL_METRICS, not imported here: that package
-#: imports this module) and the cheap offline default, the lexical ones (no model files)
-FREEFORM_METRICS = ("bleu", "bleu4", "meteor", "rouge", "bertscore", "cider", "claptext")
-FREEFORM_DEFAULT = ("bleu", "bleu4", "meteor", "rouge")
-
-
-class BertScoreMetric(_Strict):
-    """BERTScore's model: a local HF model directory (never downloaded)."""
-
-    model: str = Field(min_length=1)
-    #: published name, e.g. roberta-large (default: the directory's name); picks bert_score's default layer
-    model_id: str | None = None
-    num_layers: int | None = Field(None, ge=1)
-    batch_size: int = Field(64, ge=1)
-    device: str = "cpu"
-    #: rescaling baseline .tsv (standard profile; default: bert_score's file for model_id, if any)
-    baseline: str | None = None
-
-
-class ClapMetric(_Strict):
-    """CLAPText's laion checkpoint and roberta tokenizer directory, local or s3://."""
-
-    checkpoint: str = Field(min_length=1)
-    tokenizer: str = Field(min_length=1)
-    #: Ray actors embedding the texts (0 = in the driver process)
-    actors: int = Field(0, ge=0)
-    device: str = "cpu"
-    batch_size: int = Field(32, ge=1)
-
-
-class FreeformMetrics(_Strict):
-    """Free-form metrics of a run (evalcore.metrics.freeform): a profile and metric names, plus the models
-    of the model-based ones. The default (mullama BLEU, BLEU-4, METEOR, ROUGE) needs no model files."""
-
-    profile: Literal["mullama", "standard"] = "mullama"
-    names: list[str] = Field(default_factory=lambda: list(FREEFORM_DEFAULT), min_length=1)
-    bertscore: BertScoreMetric | None = None
-    clap: ClapMetric | None = None
-
-    @field_validator("names")
-    @classmethod
-    def _known_names(cls, v: list[str]) -> list[str]:
-        unknown = [n for n in v if n not in FREEFORM_METRICS]
-        if unknown:
-            raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(FREEFORM_METRICS)}")
-        if len(set(v)) != len(v):
-            raise ValueError("metric names must not repeat")
-        return v
-
-    @model_validator(mode="after")
-    def _models_present(self) -> "FreeformMetrics":
-        if "bertscore" in self.names and self.bertscore is None:
-            raise ValueError("names has bertscore but bertscore.model is not set (a local model directory, "
-                             "e.g. a copy of roberta-large)")
-        if "claptext" in self.names and self.clap is None:
-            raise ValueError("names has claptext but clap.checkpoint and clap.tokenizer are not set")
-        if "bertscore" in self.names and self.bertscore is not None and self.bertscore.num_layers is None:
-            from evalcore.packages import importable
-
-            if not importable("bert_score"):
-                return self  # the preflight names the missing package and its install command
-            from bert_score.utils import model2layers
-
-            name = self.bertscore.model_id or Path(self.bertscore.model.rstrip("/")).name
-            if name not in model2layers:
-                raise ValueError(f"bertscore.num_layers: no default layer for model {name!r}; set num_layers "
-                                 "(or model_id to a published name)")
-        return self
-
-
 ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
 assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]
 
@@ -238,7 +169,8 @@ class ProtocolConfig(_Strict):
     #: report only: leave breakdown values holding at most this share of the questions out of the category
     #: breakdown (HumMusQA's Figure 1 leaves out categories with <= 5 % of the questions: 0.05)
     breakdown_min_share: float = Field(0.0, ge=0.0, lt=1.0)
-    #: free-form only: metric profile, names and models (None = FreeformMetrics(): mullama lexical metrics)
+    #: free-form only: metric profile, registered metric names and their settings (evalcore.metric_config;
+    #: None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
 
     @model_validator(mode="before")

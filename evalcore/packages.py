@@ -8,7 +8,8 @@ A registered model or judge says what it needs with two class attributes, checke
 
 A component that runs in another interpreter defines ``packages_problem(params) -> str | None`` instead
 (``vllm_audio_lm``: vLLM in the interpreter :func:`evalcore.models.vllm_audio.vllm_python` finds, checked in a
-subprocess). The free-form metrics declare theirs in :data:`METRIC_REQUIRES`. ``evalcore validate`` and
+subprocess). A registered free-form metric declares its modules the same way (``requires``,
+:class:`evalcore.metrics.freeform_metric.FreeformMetric`), all in the ``[metrics]`` extra. ``evalcore validate`` and
 ``evalcore run``'s preflight (before Ray starts) report each gap as one line naming the component and the command.
 """
 
@@ -23,13 +24,6 @@ from typing import Any, Iterable
 MODELS_EXTRA = 'pip install -e ".[models]"'
 METRICS_EXTRA = 'pip install -e ".[metrics]"'
 CORE = "pip install -e ."
-
-#: free-form metric name → modules it imports (evalcore.metrics.bertscore, clap_text, cider), all in [metrics]
-METRIC_REQUIRES: dict[str, tuple[str, ...]] = {
-    "bertscore": ("bert_score", "torch", "transformers"),
-    "claptext": ("torch", "transformers"),
-    "cider": ("pycocoevalcap",),
-}
 
 
 def importable(module: str) -> bool:
@@ -75,7 +69,8 @@ def component_problem(cls: type, params: dict[str, Any]) -> str | None:
     return f"needs {', '.join(gone)}, which do not import here; install: {getattr(cls, 'install_hint', CORE)}"
 
 
-def metric_problem(name: str) -> str | None:
-    """Why the free-form metric ``name`` cannot run here (its modules and the install command), else None."""
-    gone = missing(METRIC_REQUIRES.get(name, ()))
+def metric_problem(requires: Iterable[str]) -> str | None:
+    """Why a free-form metric that imports ``requires`` cannot run here (the modules and the install command),
+    else None."""
+    gone = missing(requires)
     return f"needs {', '.join(gone)}, which do not import here; install: {METRICS_EXTRA}" if gone else None

@@ -32,6 +32,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._factories)
 
+    def in_order(self) -> list[str]:
+        """The names in the order they were registered."""
+        return list(self._factories)
+
     def __contains__(self, name: str) -> bool:
         return name in self._factories
 
@@ -50,3 +54,5 @@ class Registry(Generic[T]):
 DATASETS: Registry[Any] = Registry("dataset")
 MODELS: Registry[Any] = Registry("model")
 JUDGES: Registry[Any] = Registry("judge")
+#: free-form metrics (evalcore.metrics.freeform_metric.FreeformMetric subclasses), by the name a config lists
+METRICS: Registry[Any] = Registry("metric")

@@ -43,7 +43,7 @@ def direct(cands, refs, **kw):
 
 def test_mullama_recall_equals_direct_call(pairs):
     refs, cands = pairs
-    got = tp.score_pairs(refs, cands, "mullama", metrics=["bertscore"], models=tp.ModelMetrics(bertscore=cfg()))
+    got = tp.score_pairs(refs, cands, "mullama", metrics=["bertscore"], models=tp.ModelMetrics({"bertscore": cfg()}))
     _, recall, f1 = direct(cands, refs)
     assert got.errors == [None] * len(refs)
     for i, (g, w) in enumerate(zip(got.values["bertscore"], recall.tolist())):
@@ -57,13 +57,13 @@ def test_mullama_recall_equals_direct_call(pairs):
 
 def test_standard_f1_without_and_with_a_baseline(pairs, tmp_path):
     refs, cands = pairs[0][:10], pairs[1][:10]
-    raw = tp.score_pairs(refs, cands, "standard", metrics=["bertscore"], models=tp.ModelMetrics(bertscore=cfg()))
+    raw = tp.score_pairs(refs, cands, "standard", metrics=["bertscore"], models=tp.ModelMetrics({"bertscore": cfg()}))
     assert "NOT rescaled (no baseline file" in raw.info["definitions"]["bertscore"]
     assert raw.values["bertscore"] == pytest.approx(direct(cands, refs)[2].tolist(), abs=1e-9)
     base = tmp_path / "minilm.tsv"  # bert_score's format: one row per layer, columns LAYER,P,R,F
     base.write_text("LAYER,P,R,F\n" + "".join(f"{k},0.{30 + k},0.{40 + k},0.{35 + k}\n" for k in range(7)))
     scaled = tp.score_pairs(refs, cands, "standard", metrics=["bertscore"],
-                            models=tp.ModelMetrics(bertscore=cfg(baseline_path=str(base))))
+                            models=tp.ModelMetrics({"bertscore": cfg(baseline=str(base))}))
     want = direct(cands, refs, rescale_with_baseline=True, baseline_path=str(base))[2].tolist()
     assert scaled.values["bertscore"] == pytest.approx(want, abs=1e-9)
     assert scaled.values["bertscore"][1] < raw.values["bertscore"][1]

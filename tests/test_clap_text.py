@@ -80,7 +80,7 @@ def test_claptext_pairs_are_cosines_and_bad_rows_documented(cfg, embedder):
     want = np.array(GOLDENS["embeddings"], dtype=np.float64)
     refs = [texts[0], texts[1], texts[3], texts[0], None, texts[0], "x" * 1_000_000]
     cands = [texts[1], texts[1], texts[5], "", texts[0], 7, texts[0]]
-    got = tp.score_pairs(refs, cands, "mullama", metrics=["claptext"], models=tp.ModelMetrics(clap=cfg))
+    got = tp.score_pairs(refs, cands, "mullama", metrics=["claptext"], models=tp.ModelMetrics({"claptext": cfg}))
     v, e = got.values["claptext"], got.errors
     assert v[0] == pytest.approx(float(want[0] @ want[1]), abs=1e-5)
     assert v[1] == pytest.approx(1.0, abs=1e-6) and v[2] == pytest.approx(float(want[3] @ want[5]), abs=1e-5)
@@ -115,6 +115,6 @@ def test_ray_actor_embeds_each_distinct_text_once(cfg, embedder, local_ray):
     assert stats["distinct"] == distinct == len(emb) and stats["embedded_by_actors"] == distinct
     local = embedder.embed(list(emb))
     np.testing.assert_allclose(np.stack(list(emb.values())), local, atol=1e-6, rtol=0)
-    ray_scores = tp.score_pairs(refs, cands, metrics=["claptext"], models=tp.ModelMetrics(clap=cfg, clap_ray_actors=1))
-    plain = tp.score_pairs(refs, cands, metrics=["claptext"], models=tp.ModelMetrics(clap=cfg))
+    ray_scores = tp.score_pairs(refs, cands, metrics=["claptext"], models=tp.ModelMetrics({"claptext": cfg.model_copy(update={"actors": 1})}))
+    plain = tp.score_pairs(refs, cands, metrics=["claptext"], models=tp.ModelMetrics({"claptext": cfg}))
     np.testing.assert_allclose(ray_scores.values["claptext"], plain.values["claptext"], atol=1e-6)

@@ -127,8 +127,8 @@ def finished(tmp_path_factory, local_ray):
     with LLMServer(answer=rewriter) as srv:
         cfg = parse_config(_config(tmp, srv, ckpt, str(cf.FIXTURE_DIR / "tokenizer"), minilm))
         result = run(cfg)
-    models = ModelMetrics(bertscore=BertScoreConfig(model=minilm, model_id="all-MiniLM-L6-v2", num_layers=4),
-                          clap=ClapTextConfig(checkpoint=str(ckpt), tokenizer=str(cf.FIXTURE_DIR / "tokenizer")))
+    models = ModelMetrics({"bertscore": BertScoreConfig(model=minilm, model_id="all-MiniLM-L6-v2", num_layers=4),
+                           "claptext": ClapTextConfig(checkpoint=str(ckpt), tokenizer=str(cf.FIXTURE_DIR / "tokenizer"))})
     return cfg, result, models, minilm, ckpt
 
 

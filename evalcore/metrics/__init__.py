@@ -1,7 +1,9 @@
-"""Metrics: one scorer per protocol, registered by protocol name."""
+"""Metrics: one scorer per protocol, registered by protocol name; importing this package registers the free-form
+metrics with ``METRICS`` (in this order: the order their versions and definitions are stated in)."""
 
 from __future__ import annotations
 
+from evalcore.metrics import bleu, bleu4, meteor, rouge, bertscore, cider, clap_text  # noqa: F401 (registrations)
 from evalcore.metrics.base import Aggregate, Scorer
 from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer

@@ -2,7 +2,7 @@
 
 Profiles: ``mullama`` = recall with no idf and no rescaling (the MU-LLaMA script: roberta-large,
 layer 17); ``standard`` = F1, rescaled with bert_score's baseline when a baseline file exists for the
-model (``baseline_path``, else the file bert_score ships for ``model_id``), raw F1 otherwise, as the
+model (``baseline``, else the file bert_score ships for ``model_id``), raw F1 otherwise, as the
 definition says. Distinct (reference, candidate) pairs are scored with one ``BERTScorer`` (model loaded
 once) in calls of ``chunk_pairs`` pairs; inside a call bert_score embeds each distinct sentence once.
 Values equal ``bert_score.score`` called on the same chunk of pairs with the same options.
@@ -12,24 +12,31 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any, Sequence
+from typing import Any, Hashable, Sequence
+
+from pydantic import Field
+
+from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, Scored, guarded, scoreable, spread
+from evalcore.packages import importable
+from evalcore.registry import METRICS
 
 PUBLISHED = ("roberta-large", 17)  # bert_score's English default = the MU-LLaMA script's model
 
 
-@dataclass(frozen=True)
-class BertScoreConfig:
-    """A local HF model directory and the layer whose embeddings are matched."""
+class BertScoreConfig(MetricParams):
+    """BERTScore's settings, as a protocol's ``metrics.bertscore`` config and as the library takes them: a local
+    HF model directory (never downloaded) and the layer whose embeddings are matched."""
 
-    model: str
-    num_layers: int | None = None  # None: bert_score's tuned layer for model_id (17 for roberta-large)
-    model_id: str | None = None  # published name, e.g. "roberta-large" (default: the directory's name)
-    batch_size: int = 64
+    model: str = Field(min_length=1)
+    #: published name, e.g. roberta-large (default: the directory's name); picks bert_score's default layer
+    model_id: str | None = None
+    num_layers: int | None = Field(None, ge=1)  # None: bert_score's tuned layer for model_id (17 for roberta-large)
+    batch_size: int = Field(64, ge=1)
     device: str = "cpu"
-    baseline_path: str | None = None
-    chunk_pairs: int = 2048  # bounds memory: bert_score keeps every distinct sentence's embeddings per call
+    #: rescaling baseline .tsv (standard profile; default: bert_score's file for model_id, if any)
+    baseline: str | None = None
+    chunk_pairs: int = Field(2048, ge=1)  # bounds memory: bert_score keeps every distinct sentence's embeddings per call
     lang: str = "en"
 
     @property
@@ -45,10 +52,10 @@ class BertScoreConfig:
             raise ValueError(f"BERTScore: no default layer for {self.name!r}; give num_layers")
         return model2layers[self.name]
 
-    def baseline(self) -> str | None:
+    def baseline_file(self) -> str | None:
         """The rescaling baseline file for this model, if one exists."""
-        if self.baseline_path:
-            return self.baseline_path if os.path.isfile(self.baseline_path) else None
+        if self.baseline:
+            return self.baseline if os.path.isfile(self.baseline) else None
         import bert_score
 
         path = os.path.join(os.path.dirname(bert_score.__file__), "rescale_baseline", self.lang, f"{self.name}.tsv")
@@ -78,7 +85,7 @@ def definition(cfg: BertScoreConfig, profile: str) -> str:
     if profile == "mullama":
         scale = "no baseline rescaling"
     else:
-        base = cfg.baseline()
+        base = cfg.baseline_file()
         scale = f"rescaled with baseline {os.path.basename(base)}" if base else f"NOT rescaled (no baseline file for {cfg.name})"
     label = (f"model {cfg.name}" if cfg.is_published()
              else f"model {cfg.name} -- NOT the published roberta-large layer 17")
@@ -94,7 +101,7 @@ class BertScore:
 
         check_model(cfg)
         self.cfg, self.profile = cfg, profile
-        base = cfg.baseline() if profile == "standard" else None
+        base = cfg.baseline_file() if profile == "standard" else None
         self.rescale = base is not None
         self.scorer = BERTScorer(model_type=cfg.model, num_layers=cfg.layers(), idf=False, device=cfg.device,
                                  batch_size=cfg.batch_size, lang=cfg.lang, rescale_with_baseline=self.rescale,
@@ -112,3 +119,60 @@ class BertScore:
             vals = r if self.profile == "mullama" else f
             got.update(zip(chunk, (float(v) for v in vals.tolist())))
         return [got[p] for p in zip(refs, cands)]
+
+
+@METRICS.register("bertscore")
+class BertScoreMetric(FreeformMetric):
+    """BERTScore per pair on the configured model (settings: :class:`BertScoreConfig` under ``bertscore``);
+    scored in the stream's metric actors, on ``device``."""
+
+    Params = BertScoreConfig
+    section = "bertscore"
+    settings_hint = "bertscore.model is not set (a local model directory, e.g. a copy of roberta-large)"
+    requires = ("bert_score", "torch", "transformers")
+    libraries = ("bert-score", "torch", "transformers")
+    stream = "model"
+    value_fields = ("model", "model_id", "num_layers", "baseline")
+
+    @classmethod
+    def check(cls, params: BertScoreConfig) -> None:
+        """A model without a default layer needs ``num_layers`` (checked where bert_score imports; else the
+        preflight names the missing package)."""
+        if params.num_layers is None and importable("bert_score"):
+            from bert_score.utils import model2layers
+
+            if params.name not in model2layers:
+                raise ValueError(f"bertscore.num_layers: no default layer for model {params.name!r}; set num_layers "
+                                 "(or model_id to a published name)")
+
+    def _cfg(self) -> BertScoreConfig:
+        if self.params is None:
+            raise ValueError("bertscore needs a BertScoreConfig (a local model directory)")
+        return self.params  # type: ignore[return-value]
+
+    def definition(self) -> str:
+        return definition(self._cfg(), self.profile)
+
+    def device(self) -> str | None:
+        return self._cfg().device
+
+    def problems(self) -> list[tuple[str, str]]:
+        cfg = self._cfg()
+        if not os.path.isfile(os.path.join(cfg.model, "config.json")):
+            return [("bertscore.model", f"{cfg.model!r} is not a local model directory with config.json "
+                                        "(models are never downloaded)")]
+        return []
+
+    def score(self, references: Sequence[Any], candidates: Sequence[Any], checks: Sequence[str | None],
+              corpora: Sequence[Hashable] | None, loaded: dict) -> Scored:
+        cfg = self._cfg()
+        scorer = loaded.get(("bertscore", self.profile))
+        if scorer is None:
+            scorer = loaded[("bertscore", self.profile)] = BertScore(cfg, self.profile)
+        rows = scoreable(checks)
+        meta = {"definition": definition(cfg, self.profile), "path": cfg.model, "model_id": cfg.name,
+                "num_layers": cfg.layers(), "rescaled": scorer.rescale, "config": model_info(cfg)}
+        vals, errs = guarded(self.name, len(rows), lambda: scorer.score([references[i] for i in rows],
+                                                                        [candidates[i] for i in rows]))
+        values, errors = spread(checks, rows, vals, errs)
+        return values, errors, meta

@@ -17,7 +17,10 @@ from __future__ import annotations
 import re
 import shutil
 from importlib.metadata import version
-from typing import Hashable, Sequence
+from typing import Any, Hashable, Sequence
+
+from evalcore.metrics.freeform_metric import FreeformMetric, Scored, scoreable, spread
+from evalcore.registry import METRICS
 
 _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00]")
 JAVA_FIX = "CIDEr-D's PTB tokenizer needs a Java runtime: apt-get install -y --no-install-recommends default-jre-headless"
@@ -73,3 +76,31 @@ def cider_scores(refs: Sequence[str], cands: Sequence[str], corpora: Sequence[Ha
             for i in rows:
                 errors[i] = f"cider: {type(e).__name__}: {e}"[:300]
     return values, errors
+
+
+@METRICS.register("cider")
+class CiderD(FreeformMetric):
+    """CIDEr-D per row, IDF over its corpus: the rows sharing ``corpus`` (one dataset × model × condition ×
+    prompt variant in a run), so it is scored over all of a run's rows at once, never in the stream."""
+
+    requires = ("pycocoevalcap",)
+    libraries = ("pycocoevalcap",)
+    corpus = ("dataset", "model", "condition", "variant")
+
+    def definition(self) -> str:
+        return definition()
+
+    def run_definition(self) -> str:
+        return f"{definition()} (corpus = one {' x '.join(self.corpus)})"
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if shutil.which("java") is not None else [("names", f"{self.name}: {JAVA_FIX}")]
+
+    def score(self, references: Sequence[Any], candidates: Sequence[Any], checks: Sequence[str | None],
+              corpora: Sequence[Hashable] | None, loaded: dict) -> Scored:
+        rows = scoreable(checks, empty_too=True)  # an empty candidate stays in its corpus (pycocoevalcap gives 0)
+        labels = [corpora[i] for i in rows] if corpora is not None else None
+        vals, errs = cider_scores([references[i] for i in rows], [candidates[i] for i in rows], labels)
+        values, errors = spread(checks, rows, vals, errs)
+        return values, errors, {"definition": definition(),
+                                "corpora": "rows sharing a label" if corpora is not None else "all rows"}

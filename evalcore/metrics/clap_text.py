@@ -18,11 +18,15 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from dataclasses import asdict, dataclass
 from importlib.metadata import version
-from typing import Any, Sequence
+from typing import Any, Hashable, Sequence
 
 import numpy as np
+from pydantic import Field
+
+from evalcore import cluster, storage
+from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, Scored, guarded, scoreable, spread
+from evalcore.registry import METRICS
 
 CONTEXT_LENGTH = 77
 _TEXT_PREFIXES = ("text_branch.", "text_projection.")
@@ -30,18 +34,21 @@ _BUFFERS = ("text_branch.embeddings.position_ids", "text_branch.embeddings.token
 PAPER_CHECKPOINT = "music_audioset_epoch_15_esc_90.14.pt"
 
 
-@dataclass(frozen=True)
-class ClapTextConfig:
-    """Where the laion checkpoint and the roberta tokenizer files (vocab.json, merges.txt) are."""
+class ClapTextConfig(MetricParams):
+    """CLAPText's settings, as a protocol's ``metrics.clap`` config and as the embedder takes them: where the laion
+    checkpoint and the roberta tokenizer files (vocab.json, merges.txt) are, local or s3://."""
 
-    checkpoint: str
-    tokenizer: str
+    checkpoint: str = Field(min_length=1)
+    tokenizer: str = Field(min_length=1)
     device: str = "cpu"
-    batch_size: int = 32
-    num_attention_heads: int | None = None  # None: hidden size / 64 (roberta's convention)
+    batch_size: int = Field(32, ge=1)
+    num_attention_heads: int | None = Field(None, ge=1)  # None: hidden size / 64 (roberta's convention)
     cache_dir: str | None = None  # local copies of s3:// inputs (default: a temp dir)
     weights_only: bool = True  # torch.load(weights_only=...); False only for a trusted pickle
-    s3: dict | None = None  # evalcore.storage.S3Options fields, for Ray workers reading s3://
+    #: evalcore.storage.S3Options fields, for Ray workers reading s3:// (the run's, set when the metric is built)
+    s3: dict | None = Field(None, exclude=True)
+    #: Ray actors embedding the texts in the run's scorer (0 = in the scorer's process)
+    actors: int = Field(0, ge=0)
 
     def label(self) -> str:
         name = os.path.basename(self.checkpoint.rstrip("/"))
@@ -55,8 +62,6 @@ def _cache_root(cfg: ClapTextConfig) -> str:
 
 def localize(uri: str, cache_dir: str) -> str:
     """A local path for ``uri``: itself when local, else a copy of the s3 object (or prefix) under ``cache_dir``."""
-    from evalcore import storage
-
     if not storage.is_s3(uri):
         return storage.resolve(uri)[1]
     fs, path = storage.resolve(uri)
@@ -162,8 +167,6 @@ class ClapTextEmbedder:
         import torch
         from transformers import RobertaTokenizer
 
-        from evalcore import storage
-
         if cfg.s3:
             storage.configure_s3(storage.S3Options(**cfg.s3))
         self.cfg = cfg
@@ -222,8 +225,6 @@ def embed_texts(texts: Sequence[str], cfg: ClapTextConfig, *, ray_actors: int = 
         return (embedder or ClapTextEmbedder(cfg)).embed_distinct(distinct), stats
     import ray
 
-    from evalcore import cluster
-
     cluster.start(None, log_to_driver=False, configure_logging=False)  # $RAY_ADDRESS, else a local cluster
     actor_cls = ray.remote(num_cpus=actor_cpus)(ClapTextEmbedder)
     actors = [actor_cls.remote(cfg) for _ in range(min(ray_actors, len(distinct)))]
@@ -251,5 +252,62 @@ def definition(cfg: ClapTextConfig) -> str:
 
 def describe(cfg: ClapTextConfig) -> dict[str, Any]:
     """Provenance for the output tables (paths, not credentials)."""
-    d = {k: v for k, v in asdict(cfg).items() if k != "s3"}
+    d = cfg.model_dump(exclude={"s3", "actors"})
     return {**d, "checkpoint_name": cfg.label(), "context_length": CONTEXT_LENGTH}
+
+
+@METRICS.register("claptext")
+class ClapText(FreeformMetric):
+    """CLAPText per pair (settings: :class:`ClapTextConfig` under ``clap``); scored in the stream's metric actors,
+    on ``device``, and by the run's scorer on ``clap.actors`` Ray actors when > 0."""
+
+    Params = ClapTextConfig
+    section = "clap"
+    settings_hint = "clap.checkpoint and clap.tokenizer are not set"
+    requires = ("torch", "transformers")
+    libraries = ("torch", "transformers")
+    stream = "model"
+    value_fields = ("checkpoint", "tokenizer")
+
+    def _cfg(self) -> ClapTextConfig:
+        if self.params is None:
+            raise ValueError("claptext needs a ClapTextConfig (laion checkpoint and tokenizer paths)")
+        return self.params.model_copy(update={"s3": self.s3}) if self.s3 else self.params  # type: ignore[return-value]
+
+    def definition(self) -> str:
+        return definition(self._cfg())
+
+    def run_definition(self) -> str:
+        cfg = self._cfg()
+        return (f"{definition(cfg)} (checkpoint path {cfg.checkpoint}, tokenizer {cfg.tokenizer}; "
+                f"Ray actors: {self.ray_actors()})")
+
+    def device(self) -> str | None:
+        return self._cfg().device
+
+    def ray_actors(self) -> int:
+        return self._cfg().actors if self.ray else 0
+
+    def problems(self) -> list[tuple[str, str]]:
+        cfg = self._cfg()
+        return [(f"clap.{name}", f"{uri!r} does not exist") for name in ("checkpoint", "tokenizer")
+                if not storage.is_s3(uri := getattr(cfg, name)) and not os.path.exists(uri)]
+
+    def score(self, references: Sequence[Any], candidates: Sequence[Any], checks: Sequence[str | None],
+              corpora: Sequence[Hashable] | None, loaded: dict) -> Scored:
+        cfg, actors = self._cfg(), self.ray_actors()
+        embedder = loaded.get("claptext")
+        if embedder is None and actors <= 0:
+            embedder = loaded["claptext"] = ClapTextEmbedder(cfg)
+        rows = scoreable(checks)
+        stats: dict[str, Any] = {}
+
+        def run() -> list[float]:
+            texts = [references[i] for i in rows] + [candidates[i] for i in rows]
+            emb, st = embed_texts(texts, cfg, ray_actors=actors, embedder=embedder)
+            stats.update(st)
+            return [cosine(emb[candidates[i]], emb[references[i]]) for i in rows]
+
+        vals, errs = guarded(self.name, len(rows), run)
+        values, errors = spread(checks, rows, vals, errs)
+        return values, errors, {"definition": definition(cfg), **describe(cfg), "embedding": stats}

@@ -1,12 +1,12 @@
 """Free-form QA in the pipeline: the paper's text metrics per request, via :func:`score_pairs`.
 
-The protocol's ``metrics`` config (:class:`evalcore.config.FreeformMetrics`) picks a profile
-(``mullama`` | ``standard``) and metric names (BLEU, BLEU-4, METEOR, ROUGE; BERTScore, CIDEr-D and
-CLAPText with their models); the default is the ``mullama`` lexical metrics, which need no model file.
-All free-form rows of a run are scored in one :func:`score_pairs` call, so CIDEr-D's IDF corpus is
-one dataset × model × condition × prompt variant and BERTScore/CLAPText embed each distinct text once
-(CLAPText on ``clap.actors`` Ray actors when > 0). The answer text is the candidate, the item's
-reference the reference.
+The protocol's ``metrics`` config (:class:`evalcore.metric_config.FreeformMetrics`) picks a profile
+(``mullama`` | ``standard``) and registered metric names (BLEU, BLEU-4, METEOR, ROUGE; BERTScore, CIDEr-D and
+CLAPText with their models; any metric registered with ``METRICS``); the default is the ``mullama`` lexical
+metrics, which need no model file. All free-form rows of a run are scored in one :func:`score_pairs` call, so a
+corpus metric's IDF corpus (CIDEr-D's ``corpus``: one dataset × model × condition × prompt variant) is the run's
+and BERTScore/CLAPText embed each distinct text once (CLAPText on ``clap.actors`` Ray actors when > 0). The answer
+text is the candidate, the item's reference the reference.
 
 A row :func:`score_pairs` cannot score (no reference, a text over its length limit, a library error,
 or a whole metric failing) gets an ``error``: the pipeline makes it an error row (stage ``score``).
@@ -26,14 +26,15 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from evalcore.config import FreeformMetrics
+from evalcore.metrics.aggregate import contrasts
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
-from evalcore.metrics.stage import MODEL_METRICS
-from evalcore.metrics.text_profiles import DEFINITIONS, METRICS, ModelMetrics, library_versions, score_pairs
+from evalcore.metrics.freeform_metric import FreeformMetrics, metric_class, models_key
+from evalcore.metrics.stage import decode
+from evalcore.metrics.text_profiles import ModelMetrics, library_versions, lexical_names, model_metrics, score_pairs
+from evalcore.metrics.wordnet import wordnet_version
+from evalcore.packages import metric_problem
 # the rewrite roles are read from recorded model info (the schema's); re-exported for the pipeline's scorer params
 from evalcore.schema import REWRITE_BACKEND, REWRITE_LABEL, REWRITE_ROLES, rewrite_roles  # noqa: F401
-
-CIDER_CORPUS = ("dataset", "model", "condition", "variant")
 
 
 def _join(a: str | None, b: str | None) -> str | None:
@@ -49,59 +50,30 @@ def aggregates(metrics: Sequence[str], info: Mapping[str, Any]) -> list[Aggregat
                                           f"{versions}{tail}]") for m in metrics]
 
 
-def model_metrics(cfg: FreeformMetrics, s3: Mapping[str, Any] | None = None) -> ModelMetrics:
-    """The :class:`ModelMetrics` of the configured model-based metrics (``s3``: the run's S3 options)."""
-    from evalcore.metrics.bertscore import BertScoreConfig
-    from evalcore.metrics.clap_text import ClapTextConfig
-
-    bert = clap = None
-    if "bertscore" in cfg.names and cfg.bertscore is not None:
-        b = cfg.bertscore
-        bert = BertScoreConfig(model=b.model, num_layers=b.num_layers, model_id=b.model_id, batch_size=b.batch_size,
-                               device=b.device, baseline_path=b.baseline)
-    actors = 0
-    if "claptext" in cfg.names and cfg.clap is not None:
-        c = cfg.clap
-        clap = ClapTextConfig(checkpoint=c.checkpoint, tokenizer=c.tokenizer, device=c.device,
-                              batch_size=c.batch_size, s3=dict(s3) if s3 else None)
-        actors = c.actors
-    return ModelMetrics(bertscore=bert, clap=clap, clap_ray_actors=actors)
-
-
 def metric_info(cfg: FreeformMetrics, models: ModelMetrics) -> dict[str, Any]:
-    """Profile, library versions, WordNet version and one definition per metric (models by id and path)."""
-    defs: dict[str, str] = {}
-    wordnet = None
-    if any(m in METRICS for m in cfg.names):
-        from evalcore.metrics.wordnet import wordnet_version
-
-        wordnet = f"WordNet {wordnet_version()}"
-    for m in cfg.names:
-        if m in METRICS:
-            defs[m] = DEFINITIONS[cfg.profile][m]
-        elif m == "bertscore":
-            from evalcore.metrics import bertscore
-
-            assert models.bertscore is not None  # FreeformMetrics validated it
-            defs[m] = bertscore.definition(models.bertscore, cfg.profile)
-        elif m == "cider":
-            from evalcore.metrics import cider
-
-            defs[m] = f"{cider.definition()} (corpus = one {' x '.join(CIDER_CORPUS)})"
-        else:
-            from evalcore.metrics import clap_text
-
-            assert models.clap is not None
-            defs[m] = (f"{clap_text.definition(models.clap)} (checkpoint path {models.clap.checkpoint}, tokenizer "
-                       f"{models.clap.tokenizer}; Ray actors: {models.clap_ray_actors})")
-    return {"profile": cfg.profile, "versions": library_versions(cfg.names), "wordnet": wordnet, "definitions": defs}
+    """Profile, library versions, WordNet version (with a lexical metric), one definition per metric as the run
+    states it (e.g. models by id and path) and each metric's direction (for run.json)."""
+    wordnet = f"WordNet {wordnet_version()}" if lexical_names(cfg.names) else None
+    defs = {m: models.metric(m, cfg.profile).run_definition() for m in cfg.names}
+    directions = {m: "higher is better" if metric_class(m).higher_is_better else "lower is better" for m in cfg.names}
+    return {"profile": cfg.profile, "versions": library_versions(cfg.names), "wordnet": wordnet, "definitions": defs,
+            "directions": directions}
 
 
-#: metrics scored over all of a run's rows at once: CIDEr-D's value for one answer depends on the others (its
-#: IDF corpus)
-GROUPED_METRICS = frozenset({"cider"})
-#: metrics the pipeline scores per pair in the stream (:mod:`evalcore.metrics.stage`)
-STREAMED = (*METRICS, *MODEL_METRICS)
+def needs_all_rows(names: Sequence[str]) -> bool:
+    """Whether a metric among ``names`` is scored over all of a run's rows at once (a corpus metric: CIDEr-D's
+    value for one answer depends on the others, its IDF corpus)."""
+    return any(metric_class(n).corpus for n in names)
+
+
+def uses_ray(cfg: FreeformMetrics) -> bool:
+    """Whether the run's scorer runs a configured metric on Ray actors of its own (CLAPText with ``clap.actors``)."""
+    return any(m.ray_actors() > 0 for m in cfg.built().values())
+
+
+def streamed(names: Sequence[str]) -> list[str]:
+    """The metrics among ``names`` the pipeline scores per pair in the stream (:mod:`evalcore.metrics.stage`)."""
+    return [n for n in names if metric_class(n).stream is not None]
 
 
 class FreeformScorer(Scorer):
@@ -114,6 +86,7 @@ class FreeformScorer(Scorer):
                  rewrites: Mapping[str, str] | None = None, s3: Mapping[str, Any] | None = None) -> None:
         self.cfg = metrics if isinstance(metrics, FreeformMetrics) else FreeformMetrics.model_validate(metrics or {})
         self.models = model_metrics(self.cfg, s3)
+        self.corpus = tuple(dict.fromkeys(k for m in self.cfg.names for k in metric_class(m).corpus)) or ("dataset",)
         self.rewrites = dict(rewrites or {})
         self.info = metric_info(self.cfg, self.models)
         self.columns = tuple(self.cfg.names)
@@ -124,27 +97,25 @@ class FreeformScorer(Scorer):
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Metric values per row, plus ``error`` (None, or why the row could not be scored).
 
-        The metrics the pipeline scores per pair (:data:`STREAMED`) are taken from a row's ``scores`` when it
-        has them all; the rest of the rows get them here, and CIDEr-D is scored over all rows at once (its
-        IDF corpus). The same function on the same pair, so the same values."""
-        from evalcore.metrics.stage import decode, models_key
-
+        The metrics the pipeline scores per pair (:func:`streamed`) are taken from a row's ``scores`` when it
+        has them all; the rest of the rows get them here, and the others (e.g. CIDEr-D, its IDF corpus) are scored
+        over all rows at once. The same function on the same pair, so the same values."""
         if not rows:
             return []
         n = len(rows)
         refs, cands = [r.get("reference") for r in rows], [r.get("text") for r in rows]
-        corpora = [tuple(str(r.get(k)) for k in CIDER_CORPUS) for r in rows]
-        streamed = [m for m in self.columns if m in STREAMED]
+        corpora = [tuple(str(r.get(k)) for k in self.corpus) for r in rows]
+        in_stream = streamed(self.columns)
         key = models_key(self.cfg.model_dump())
-        pre = [decode(r.get("scores"), self.cfg.profile, streamed, key) if streamed else None for r in rows]
+        pre = [decode(r.get("scores"), self.cfg.profile, in_stream, key) if in_stream else None for r in rows]
         values = {m: [math.nan] * n for m in self.columns}
         errors: list[str | None] = [None] * n
         for i, p in enumerate(pre):
             for m, v in (p or {}).items():
                 values[m][i] = v
-        self.streamed = {m: self.streamed.get(m, 0) + sum(p is not None for p in pre) for m in streamed}
-        todo = [i for i, p in enumerate(pre) if p is None] if streamed else []
-        for part, metrics in ((todo, streamed), (range(n), [m for m in self.columns if m not in STREAMED])):
+        self.streamed = {m: self.streamed.get(m, 0) + sum(p is not None for p in pre) for m in in_stream}
+        todo = [i for i, p in enumerate(pre) if p is None] if in_stream else []
+        for part, metrics in ((todo, in_stream), (range(n), [m for m in self.columns if m not in in_stream])):
             if not part or not metrics:
                 continue
             part = list(part)
@@ -160,7 +131,7 @@ class FreeformScorer(Scorer):
                   ) -> tuple[dict[str, list[float]], list[str | None]]:
         """:meth:`_pairs` for ``metrics``; with CLAPText on Ray actors, its call runs in a thread while this
         process computes the others, and a row's errors from both calls are joined."""
-        remote = [m for m in metrics if m == "claptext" and self.models.clap_ray_actors > 0]
+        remote = [m for m in metrics if self.models.metric(m, self.cfg.profile).ray_actors() > 0]
         local = [m for m in metrics if m not in remote]
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(self._pairs, refs, cands, corpora, remote) if remote else None
@@ -192,8 +163,6 @@ class FreeformScorer(Scorer):
     def extra_rows(self, pdf: pd.DataFrame, resamples: int, confidence: float, seed: int) -> list[dict]:
         """Paired differences paraphrase skyline − adversarial rewrite per metric, over the items both scored,
         per dataset × variant × condition, overall and per task when there are several."""
-        from evalcore.metrics.aggregate import contrasts  # (metrics.aggregate imports this package)
-
         present = set(pdf["model"])
         paras = sorted(m for m, r in self.rewrites.items() if r == "paraphrase" and m in present)
         advs = sorted(m for m, r in self.rewrites.items() if r == "adversarial" and m in present)
@@ -219,35 +188,11 @@ class FreeformScorer(Scorer):
 
 
 def preflight(cfg: FreeformMetrics, where: str) -> list[str]:
-    """What would make every free-form row fail, checked before any model runs (each message names the
-    config field ``where``): the metrics' packages, WordNet for METEOR, Java for CIDEr-D, local model files that
-    are missing."""
-    import os
-    import shutil
-
-    from evalcore import storage
-
-    from evalcore.packages import metric_problem
-
-    problems = [f"{where}.names: {name}: {gap}" for name in cfg.names if (gap := metric_problem(name)) is not None]
-    if "meteor" in cfg.names:
-        from evalcore.metrics.wordnet import check_wordnet
-
-        try:
-            check_wordnet()  # found (or provisioned), not loaded: loading takes seconds
-        except Exception as e:  # WordNetUnavailable, with the fix in its message
-            problems.append(f"{where}.names: meteor: {e}")
-    if "cider" in cfg.names and shutil.which("java") is None:
-        from evalcore.metrics.cider import JAVA_FIX
-
-        problems.append(f"{where}.names: cider: {JAVA_FIX}")
-    if "bertscore" in cfg.names and cfg.bertscore is not None:
-        if not os.path.isfile(os.path.join(cfg.bertscore.model, "config.json")):
-            problems.append(f"{where}.bertscore.model: {cfg.bertscore.model!r} is not a local model directory with "
-                            "config.json (models are never downloaded)")
-    if "claptext" in cfg.names and cfg.clap is not None:
-        for name in ("checkpoint", "tokenizer"):
-            uri = getattr(cfg.clap, name)
-            if not storage.is_s3(uri) and not os.path.exists(uri):
-                problems.append(f"{where}.clap.{name}: {uri!r} does not exist")
-    return problems
+    """What would make every free-form row fail, checked before any model runs, one line per problem naming the
+    field under ``where`` (the protocol's ``metrics``): each metric's packages (its ``requires``), then what it
+    says itself (:meth:`~evalcore.metrics.freeform_metric.FreeformMetric.problems`: WordNet for METEOR, Java for
+    CIDEr-D, local model files that are missing)."""
+    problems = [f"{where}.names: {name}: {gap}" for name in cfg.names
+                if (gap := metric_problem(metric_class(name).requires)) is not None]
+    built = cfg.built()
+    return problems + [f"{where}.{field}: {reason}" for name in cfg.names for field, reason in built[name].problems()]

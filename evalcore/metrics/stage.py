@@ -8,20 +8,23 @@ value per metric) and are committed with it; the run's scorer (:class:`evalcore.
 takes them as they are and computes only what is missing (a chunked request, a row committed by an older
 version, a row ``score_pairs`` gave an error): the same function on the same pair, so the same values.
 
-The model-based metrics that score one pair at a time (:data:`MODEL_METRICS`: BERTScore, CLAPText) follow
-in a stage of their own, :class:`ModelScorer`, run by a pool of actors that load the models once (on a GPU
-where the metric's ``device`` is cuda); their values join the same ``scores``. CIDEr-D is not scored in the
-stream: its value for one answer depends on the others (its IDF corpus).
+The model-based metrics that score one pair at a time (registered with ``stream = "model"``: BERTScore,
+CLAPText) follow in a stage of their own, :class:`ModelScorer`, run by a pool of actors that load the models
+once (on a GPU where the metric's ``device`` is cuda); their values join the same ``scores``. A metric with
+``stream = None`` (CIDEr-D: its value for one answer depends on the others, its IDF corpus) is not scored in
+the stream. Which metric goes where is the registry's (:mod:`evalcore.metrics.freeform_metric`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
+
+from evalcore.metrics.freeform_metric import FreeformMetrics, model_devices, models_key, of_stream
+from evalcore.metrics.text_profiles import model_metrics, score_pairs
 
 #: (profile, metrics, reference, answer) → the values, per worker process; cleared when it grows past CACHE_MAX
 _CACHE: dict[tuple, dict[str, float]] = {}
@@ -29,12 +32,11 @@ CACHE_MAX = 200_000
 
 
 def lexical_plan(protocols: Mapping[str, tuple[str, Sequence[str]]]) -> dict[str, tuple[str, list[str]]]:
-    """protocol instance → (profile, its lexical metric names) for the instances that have some."""
-    from evalcore.metrics.text_profiles import METRICS
-
+    """protocol instance → (profile, its metric names scored in the lexical stream) for the instances that have
+    some."""
     plan = {}
     for name, (profile, names) in protocols.items():
-        lexical = [m for m in names if m in METRICS]
+        lexical = of_stream(names, "lexical")
         if lexical:
             plan[name] = (profile, lexical)
     return plan
@@ -53,14 +55,12 @@ def decode(scores: str | None, profile: str, metrics: Sequence[str], models: str
     got = json.loads(scores)
     if got.get("profile") != profile or any(m not in got for m in metrics):
         return None
-    if any(m in MODEL_METRICS for m in metrics) and got.get("models") != models:
+    if of_stream(metrics, "model") and got.get("models") != models:
         return None
     return {m: float(got[m]) for m in metrics}
 
 
 def _score(profile: str, metrics: list[str], pairs: list[tuple[Any, Any]]) -> list[dict[str, float] | None]:
-    from evalcore.metrics.text_profiles import score_pairs
-
     keys = [(profile, tuple(metrics), r, c) for r, c in pairs]
     todo = list(dict.fromkeys(k for k in keys if k not in _CACHE))
     if todo:
@@ -90,29 +90,11 @@ def score_batch(batch: pa.Table, plan: Mapping[str, tuple[str, list[str]]]) -> p
                             pa.array(scores, pa.string()))
 
 
-#: model-based free-form metrics scored one pair at a time, in the stream by :class:`ModelScorer`
-MODEL_METRICS = ("bertscore", "claptext")
-
-
-def model_plan(protocols: Mapping[str, Any]) -> dict[str, tuple[str, list[str], dict[str, Any]]]:
-    """protocol instance → (profile, its :data:`MODEL_METRICS`, its metrics config as a dict) for the
-    instances that have some; ``protocols``: name → :class:`evalcore.config.FreeformMetrics`."""
-    return {name: (m.profile, [n for n in m.names if n in MODEL_METRICS], m.model_dump())
-            for name, m in protocols.items() if any(n in MODEL_METRICS for n in m.names)}
-
-
-#: what a model-based metric's value depends on beyond the profile: its models, not where or in what batches
-#: they ran
-MODEL_FIELDS = {"bertscore": ("model", "model_id", "num_layers", "baseline"), "clap": ("checkpoint", "tokenizer")}
-
-
-def models_key(metrics: Mapping[str, Any]) -> str:
-    """The models of a protocol's model-based metrics (``metrics``: a FreeformMetrics as a dict), as stored with
-    their values in a row's ``scores``: a scorer configured with other models computes its own."""
-    names = metrics.get("names") or []
-    used = {"bertscore": "bertscore" in names, "clap": "claptext" in names}
-    return json.dumps({k: {f: (metrics.get(k) or {}).get(f) for f in fields}
-                       for k, fields in MODEL_FIELDS.items() if used[k]}, sort_keys=True)
+def model_plan(protocols: Mapping[str, FreeformMetrics]) -> dict[str, tuple[str, list[str], dict[str, Any]]]:
+    """protocol instance → (profile, its metrics of the model stream, its metrics config as a dict) for the
+    instances that have some; ``protocols``: name → :class:`FreeformMetrics`."""
+    return {name: (m.profile, names, m.model_dump()) for name, m in protocols.items()
+            if (names := of_stream(m.names, "model"))}
 
 
 def merge(scores: str | None, profile: str, values: Mapping[str, float], models: str) -> str:
@@ -124,7 +106,7 @@ def merge(scores: str | None, profile: str, values: Mapping[str, float], models:
 
 
 class ModelScorer:
-    """The :data:`MODEL_METRICS` of every protocol instance in ``plan`` (:func:`model_plan`) on judged
+    """The model-stream metrics of every protocol instance in ``plan`` (:func:`model_plan`) on judged
     batches, their models loaded at the first batch and kept; each distinct pair scored once per scorer.
 
     A pair the metrics cannot score, or a batch whose models fail to load, is left without these values:
@@ -132,12 +114,9 @@ class ModelScorer:
 
     def __init__(self, plan: Mapping[str, tuple[str, list[str], dict[str, Any]]],
                  s3: Mapping[str, Any] | None = None) -> None:
-        from evalcore.config import FreeformMetrics
-        from evalcore.metrics.freeform import model_metrics
-
         self.plan = dict(plan)
         # the models embed here, not on actors of their own
-        self.models = {p: replace(model_metrics(FreeformMetrics.model_validate(cfg), s3), clap_ray_actors=0)
+        self.models = {p: model_metrics(FreeformMetrics.model_validate(cfg), s3, ray=False)
                        for p, (_, _, cfg) in self.plan.items()}
         self.keys = {p: models_key(cfg) for p, (_, _, cfg) in self.plan.items()}
         self.cache: dict[tuple, dict[str, float] | None] = {}
@@ -167,8 +146,6 @@ class ModelScorer:
 
     def _score(self, profile: str, metrics: list[str], models: Any, todo: list[tuple]) -> bool:
         """Scores ``todo`` into the cache; False when the metrics could not run at all."""
-        from evalcore.metrics.text_profiles import score_pairs
-
         if len(self.cache) + len(todo) > CACHE_MAX:
             self.cache.clear()
         try:
@@ -179,3 +156,8 @@ class ModelScorer:
         for i, k in enumerate(todo):
             self.cache[k] = None if got.errors[i] is not None else {m: got.values[m][i] for m in metrics}
         return True
+
+    @staticmethod
+    def uses_gpu(metrics: FreeformMetrics) -> bool:
+        """Whether a protocol's ``metrics`` put a model of this stage on a cuda device (its actors then hold a GPU)."""
+        return any(d.startswith("cuda") for d in model_devices(metrics))

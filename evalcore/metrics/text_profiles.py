@@ -17,13 +17,11 @@ non-string reference, or a text longer than ``max_chars`` gives NaN in every met
 an error string; an empty (or whitespace-only) candidate scores 0.0 in every metric
 with no error; a library exception on a row becomes that row's error.
 
-Model-based metrics (``metrics=`` any of ``MODEL_METRICS``, models configured by :class:`ModelMetrics`):
-``bertscore`` (:mod:`evalcore.metrics.bertscore`: recall in ``mullama``, F1 rescaled where a baseline
-exists in ``standard``), ``cider`` (:mod:`evalcore.metrics.cider`: pycocoevalcap CIDEr-D with the PTB
-tokenizer in both profiles; IDF per corpus = rows sharing a ``corpora`` label) and ``claptext``
-(:mod:`evalcore.metrics.clap_text`, both profiles). They follow the same row rules (an empty candidate
-scores 0.0; for CIDEr it stays in its corpus, where pycocoevalcap also gives it 0); a metric failing
-on rows gives NaN in that metric and its message in the row's error.
+Other registered metrics (:mod:`evalcore.metrics.freeform_metric`; e.g. ``bertscore``, ``cider``,
+``claptext``, their settings in :class:`ModelMetrics`) score through their own :meth:`~evalcore.metrics.
+freeform_metric.FreeformMetric.score`, after the same row checks (an empty candidate scores 0.0; a corpus
+metric keeps it in its corpus); a metric failing on rows gives NaN in that metric and its message in the
+row's error. The lexical ones are :class:`LexicalMetric` registrations scored together here.
 
 ``score_pairs(..., fast=True)`` scores each distinct (reference, candidate) pair once,
 caches tokenisations, stems and WordNet lookups through the libraries' own parameters
@@ -42,38 +40,48 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any, Hashable, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
-if TYPE_CHECKING:
-    from evalcore.metrics.bertscore import BertScoreConfig
-    from evalcore.metrics.clap_text import ClapTextConfig
+from evalcore.metrics.freeform_metric import (FreeformMetric, FreeformMetrics, MetricParams, metric_class, ordered,
+                                              registered)
+from evalcore.metrics.wordnet import ensure_wordnet
 
 PROFILES = ("mullama", "standard")
-METRICS = ("bleu", "bleu4", "meteor", "rouge")
-MODEL_METRICS = ("bertscore", "cider", "claptext")
-ALL_METRICS = METRICS + MODEL_METRICS
+#: what the lexical engine computes per pair, in the order :meth:`_Plain.pair` returns it (the engine's layout,
+#: not a list of configurable metrics: those are the :class:`LexicalMetric` registrations)
+_OUTPUTS = ("bleu", "bleu4", "meteor", "rouge")
 MAX_CHARS = 50_000
 PARALLEL_MIN = 2000  # fewer distinct pairs than this are scored in-process
 W_BLEU = (0.25, 0.25, 0.25, 0.25)
 W_BLEU4 = (0.0, 0.0, 0.0, 1.0)
-_NAN = (math.nan,) * len(METRICS)
-_ZERO = (0.0,) * len(METRICS)
+_NAN = (math.nan,) * len(_OUTPUTS)
+_ZERO = (0.0,) * len(_OUTPUTS)
+#: the standard profile's corpus aggregate (not a per-pair metric)
+CORPUS_BLEU = "sacrebleu corpus BLEU/100 over scored rows, tokenize=13a, smooth=exp"
+#: the libraries of the lexical engine (both profiles: nltk or sacrebleu BLEU, nltk METEOR, rouge-score ROUGE)
+LEXICAL_LIBRARIES = ("nltk", "rouge-score", "sacrebleu")
 
-DEFINITIONS = {
-    "mullama": {
-        "bleu": "nltk sentence_bleu([ref], cand) on raw strings (character n-grams), weights 0.25x4, no smoothing",
-        "bleu4": "nltk sentence_bleu([ref], cand) on raw strings, weights (0, 0, 0, 1), no smoothing",
-        "meteor": "nltk meteor_score([wordpunct_tokenize(ref)], wordpunct_tokenize(cand)), defaults",
-        "rouge": "rouge-score ROUGE-L recall, use_stemmer=True",
-    },
-    "standard": {
-        "bleu": "sacrebleu sentence BLEU/100, tokenize=13a, smooth=exp, effective_order=True",
-        "bleu4": "sacrebleu sentence BLEU-4/100, tokenize=13a, smooth=none, effective_order=False",
-        "meteor": "nltk meteor_score on wordpunct tokens of the lowercased texts, defaults",
-        "rouge": "rouge-score ROUGE-L F-measure, use_stemmer=True",
-        "corpus_bleu": "sacrebleu corpus BLEU/100 over scored rows, tokenize=13a, smooth=exp",
-    },
-}
+
+class LexicalMetric(FreeformMetric):
+    """A per-pair lexical metric of the profile engine here (its value: the engine's output of its name);
+    ``definitions``: profile → what it computes. Scored in the stream's scoring tasks, no model, no settings."""
+
+    definitions: dict[str, str] = {}
+    libraries = LEXICAL_LIBRARIES
+    stream = "lexical"
+    default = True
+
+    def definition(self) -> str:
+        return self.definitions[self.profile]
+
+
+def is_lexical(name: str) -> bool:
+    return issubclass(metric_class(name), LexicalMetric)
+
+
+def lexical_names(names: Sequence[str] | None = None) -> list[str]:
+    """The lexical metrics among ``names`` (default: all registered), in registration order."""
+    return [n for n in ordered(registered() if names is None else names) if is_lexical(n)]
 
 
 @dataclass
@@ -89,24 +97,31 @@ class PairScores:
 
 @dataclass(frozen=True)
 class ModelMetrics:
-    """Models for the model-based metrics (required only for the metrics asked for)."""
+    """The settings of the metrics that take them (metric name → its ``Params``, e.g. ``{"bertscore":
+    BertScoreConfig(...)}``), the run's S3 options, whether a metric may use Ray actors of its own (``ray``), and
+    the models once loaded (kept for the next call)."""
 
-    bertscore: BertScoreConfig | None = None
-    clap: ClapTextConfig | None = None
-    clap_ray_actors: int = 0  # > 0: CLAP embeddings on that many Ray actors
-    #: the models once loaded (BERTScorer per profile, the CLAP text embedder), kept for the next call
+    settings: Mapping[str, MetricParams] = field(default_factory=dict)
+    s3: dict | None = None
+    ray: bool = True
     loaded: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def metric(self, name: str, profile: str) -> FreeformMetric:
+        """Metric ``name`` built with its settings."""
+        return metric_class(name)(name, profile, self.settings.get(name), self.s3, ray=self.ray)
 
-def library_versions(metrics: Sequence[str] = METRICS) -> dict[str, str]:
-    """Versions of the libraries the metrics come from."""
-    names = ["nltk", "rouge-score", "sacrebleu"] if any(m in METRICS for m in metrics) else []
-    if "bertscore" in metrics:
-        names += ["bert-score", "torch", "transformers"]
-    if "cider" in metrics:
-        names += ["pycocoevalcap"]
-    if "claptext" in metrics:
-        names += ["torch", "transformers"]
+
+def model_metrics(cfg: FreeformMetrics, s3: Mapping[str, Any] | None = None, ray: bool = True) -> ModelMetrics:
+    """The :class:`ModelMetrics` of a protocol's configured metrics (``s3``: the run's S3 options; ``ray=False``:
+    no Ray actors of a metric's own, e.g. inside the stream's metric actors)."""
+    settings = {n: p for n in cfg.names if (p := cfg.settings(n)) is not None}
+    return ModelMetrics(settings=settings, s3=dict(s3) if s3 else None, ray=ray)
+
+
+def library_versions(metrics: Sequence[str] | None = None) -> dict[str, str]:
+    """Versions of the libraries the metrics come from (default: the lexical ones), in registration order."""
+    names = [lib for m in ordered(lexical_names() if metrics is None else metrics)
+             for lib in metric_class(m).libraries]
     return {p: version(p) for p in dict.fromkeys(names)}
 
 
@@ -132,8 +147,6 @@ class _Plain:
 
     def __init__(self, profile: str) -> None:
         from rouge_score.rouge_scorer import RougeScorer
-
-        from evalcore.metrics.wordnet import ensure_wordnet
 
         ensure_wordnet()
         self.profile = profile
@@ -165,7 +178,7 @@ class _Plain:
         return s.fmeasure if self.profile == "standard" else s.recall
 
     def pair(self, ref: str, cand: str) -> tuple[tuple[float, ...], str | None]:
-        """Metric values in ``METRICS`` order and an error (None when fine)."""
+        """The engine's values in ``_OUTPUTS`` order and an error (None when fine)."""
         try:
             with warnings.catch_warnings():  # nltk warns on zero n-gram overlap; values unaffected
                 warnings.simplefilter("ignore")
@@ -247,8 +260,6 @@ def _score_unique(profile: str, pairs: list[tuple[str, str]], workers: int) -> l
         return _work((profile, pairs))
     import nltk
 
-    from evalcore.metrics.wordnet import ensure_wordnet
-
     ensure_wordnet()  # provision once here, not racing in every worker
     n_chunks = workers * 4
     size = -(-len(pairs) // n_chunks)
@@ -272,33 +283,36 @@ def score_pairs(
 ) -> PairScores:
     """Score candidate/reference pairs with ``profile``; see the module docstring for row rules.
 
-    ``metrics`` defaults to the lexical ``METRICS``; ``corpora`` labels rows sharing CIDEr's IDF.
+    ``metrics`` defaults to the lexical metrics; ``corpora`` labels rows sharing a corpus metric's IDF.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; one of {PROFILES}")
     if len(references) != len(candidates):
         raise ValueError(f"{len(references)} references but {len(candidates)} candidates")
-    wanted = list(METRICS if metrics is None else metrics)
-    unknown = [m for m in wanted if m not in ALL_METRICS]
+    wanted = list(lexical_names() if metrics is None else metrics)
+    known = registered()
+    unknown = [m for m in wanted if m not in known]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; one of {ALL_METRICS}")
+        raise ValueError(f"unknown metric(s) {unknown}; one of {tuple(known)}")
+    lexical = lexical_names(wanted)
     checks = [check_pair(r, c, max_chars) for r, c in zip(references, candidates)]
     values: dict[str, list[float]] = {}
     errors: list[str | None] = [None if e in (None, "") else e for e in checks]
-    if any(m in METRICS for m in wanted):
-        lexical, lex_errors = _score_lexical(references, candidates, checks, profile, fast, workers)
-        values.update({m: lexical[m] for m in METRICS if m in wanted})
+    if lexical:
+        got, lex_errors = _score_lexical(references, candidates, checks, profile, fast, workers)
+        values.update({m: got[m] for m in lexical})
         errors = [_join(a, b) for a, b in zip(errors, lex_errors)]
     lexical_errors = list(errors)
     info = _info(profile, max_chars, wanted)
-    for m in (m for m in MODEL_METRICS if m in wanted):
-        vals, errs, meta = _score_model(m, references, candidates, checks, profile, models or ModelMetrics(), corpora)
+    models = models or ModelMetrics()
+    for m in ordered([m for m in wanted if m not in lexical]):
+        vals, errs, meta = models.metric(m, profile).score(references, candidates, checks, corpora, models.loaded)
         values[m] = vals
         errors = [_join(a, b) for a, b in zip(errors, errs)]
         info["definitions"][m] = meta.pop("definition")
         info.setdefault("models", {})[m] = meta
     out = PairScores(profile, values, errors, info=info)
-    if profile == "standard" and any(m in METRICS for m in wanted):
+    if profile == "standard" and lexical:
         out.corpus["corpus_bleu"] = _corpus_bleu(references, candidates, lexical_errors)
     return out
 
@@ -319,75 +333,15 @@ def _score_lexical(references: Sequence[Any], candidates: Sequence[Any], checks:
     else:
         plain = _Plain(profile)
         results = [plain.pair(r, c) for r, c in todo]
-    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    values: dict[str, list[float]] = {m: [] for m in _OUTPUTS}
     errors: list[str | None] = []
     it = iter(results)
     for e in checks:
         vals, err = next(it) if e is None else ((_ZERO, None) if e == "" else (_NAN, None))
-        for m, v in zip(METRICS, vals):
+        for m, v in zip(_OUTPUTS, vals):
             values[m].append(v)
         errors.append(err)  # a library exception on a row (check errors are the caller's)
     return values, errors
-
-
-def _score_model(metric: str, references: Sequence[Any], candidates: Sequence[Any], checks: list[str | None],
-                 profile: str, models: ModelMetrics, corpora: Sequence[Hashable] | None
-                 ) -> tuple[list[float], list[str | None], dict[str, Any]]:
-    """(values, per-row errors, provenance incl. ``definition``) of one model-based metric."""
-    n = len(checks)
-    values = [math.nan if e not in (None, "") else 0.0 for e in checks]
-    errors: list[str | None] = [None] * n
-    rows = [i for i, e in enumerate(checks) if e is None]
-    if metric == "cider":
-        from evalcore.metrics import cider
-
-        rows = [i for i, e in enumerate(checks) if e in (None, "")]  # an empty candidate stays in its corpus
-        labels = [corpora[i] for i in rows] if corpora is not None else None
-        vals, errs = cider.cider_scores([references[i] for i in rows], [candidates[i] for i in rows], labels)
-        meta = {"definition": cider.definition(), "corpora": "rows sharing a label" if corpora is not None else "all rows"}
-    elif metric == "bertscore":
-        from evalcore.metrics import bertscore
-
-        if models.bertscore is None:
-            raise ValueError("bertscore needs a BertScoreConfig (a local model directory)")
-        scorer = models.loaded.get(("bertscore", profile))
-        if scorer is None:
-            scorer = models.loaded[("bertscore", profile)] = bertscore.BertScore(models.bertscore, profile)
-        meta = {"definition": bertscore.definition(models.bertscore, profile), "path": models.bertscore.model,
-                "model_id": models.bertscore.name, "num_layers": models.bertscore.layers(),
-                "rescaled": scorer.rescale, "config": bertscore.model_info(models.bertscore)}
-        vals, errs = _guarded(metric, len(rows), lambda: scorer.score([references[i] for i in rows],
-                                                                      [candidates[i] for i in rows]))
-    else:
-        from evalcore.metrics import clap_text
-
-        if models.clap is None:
-            raise ValueError("claptext needs a ClapTextConfig (laion checkpoint and tokenizer paths)")
-        cfg = models.clap
-        embedder = models.loaded.get("claptext")
-        if embedder is None and models.clap_ray_actors <= 0:
-            embedder = models.loaded["claptext"] = clap_text.ClapTextEmbedder(cfg)
-        stats: dict[str, Any] = {}
-
-        def run() -> list[float]:
-            texts = [references[i] for i in rows] + [candidates[i] for i in rows]
-            emb, st = clap_text.embed_texts(texts, cfg, ray_actors=models.clap_ray_actors, embedder=embedder)
-            stats.update(st)
-            return [clap_text.cosine(emb[candidates[i]], emb[references[i]]) for i in rows]
-
-        vals, errs = _guarded(metric, len(rows), run)
-        meta = {"definition": clap_text.definition(cfg), **clap_text.describe(cfg), "embedding": stats}
-    for i, v, e in zip(rows, vals, errs):
-        values[i], errors[i] = (math.nan, e) if e else (v, None)
-    return values, errors, meta
-
-
-def _guarded(metric: str, n: int, fn: Any) -> tuple[list[float], list[str | None]]:
-    """``fn()``'s values with no errors, or NaN and the exception as every row's error."""
-    try:
-        return fn(), [None] * n
-    except Exception as e:  # a whole-metric failure (e.g. a Ray actor died) becomes every row's error
-        return [math.nan] * n, [f"{metric}: {type(e).__name__}: {e}"[:300]] * n
 
 
 def _corpus_bleu(refs: Sequence[Any], cands: Sequence[Any], errors: list[str | None]) -> float:
@@ -400,14 +354,16 @@ def _corpus_bleu(refs: Sequence[Any], cands: Sequence[Any], errors: list[str | N
     return bleu.corpus_score([c for _, c in ok], [[r for r, _ in ok]]).score / 100.0
 
 
-def _info(profile: str, max_chars: int, metrics: Sequence[str] = METRICS) -> dict[str, Any]:
-    lexical = any(m in METRICS for m in metrics)
+def _info(profile: str, max_chars: int, metrics: Sequence[str]) -> dict[str, Any]:
+    lexical = lexical_names(metrics)
     wordnet_version = None
     if lexical:
         from nltk.corpus import wordnet
 
         wordnet_version = f"WordNet {wordnet.get_version()}"
-    defs = {k: v for k, v in DEFINITIONS[profile].items() if lexical and (k in metrics or k == "corpus_bleu")}
+    defs = {m: metric_class(m)(m, profile).definition() for m in lexical}
+    if lexical and profile == "standard":
+        defs["corpus_bleu"] = CORPUS_BLEU
     return {"profile": profile, "metrics": list(metrics), "versions": library_versions(metrics),
             "wordnet": wordnet_version, "definitions": defs, "max_chars": max_chars,
             "empty_candidate": "0.0 in every metric", "bad_row": "NaN in every metric + error string"}

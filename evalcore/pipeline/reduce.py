@@ -37,13 +37,13 @@ CATEGORICAL = ("dataset", "protocol", "model", "condition", "variant", "protocol
 
 def group_rows(cfg: RunConfig) -> int | None:
     """Committed rows per group for ``cfg`` (:data:`GROUP_ROWS`), or None: all at once (a free-form metric of
-    :data:`~evalcore.metrics.freeform.GROUPED_METRICS`, or an ``agreement_judge``)."""
-    from evalcore.metrics.freeform import GROUPED_METRICS
+    :func:`~evalcore.metrics.freeform.needs_all_rows`, e.g. CIDEr-D, or an ``agreement_judge``)."""
+    from evalcore.metrics.freeform import needs_all_rows
 
     for p in cfg.protocols:
         if getattr(p, "agreement_judge", None) is not None:
             return None
-        if p.kind == "freeform" and GROUPED_METRICS & set(p.freeform_metrics().names):
+        if p.kind == "freeform" and needs_all_rows(p.freeform_metrics().names):
             return None
     return GROUP_ROWS
 

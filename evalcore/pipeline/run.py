@@ -37,6 +37,7 @@ from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
 from evalcore.metrics.stage import ModelScorer, lexical_plan, model_plan, score_batch
+from evalcore.metrics.freeform import uses_ray
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
 from evalcore.protocols.vocab_fit import default_judge
@@ -480,13 +481,8 @@ METRIC_ACTOR_CPUS = 0.25
 def metric_gpus(cfg: RunConfig) -> float:
     """GPUs the stream's model-based metric actors hold: ``ray.metric_actors`` when a free-form protocol runs
     BERTScore or CLAPText on a cuda device, else 0."""
-    for p in (p for p in cfg.protocols if p.kind == "freeform"):
-        m = p.freeform_metrics()
-        devices = [m.bertscore.device if m.bertscore and "bertscore" in m.names else "",
-                   m.clap.device if m.clap and "claptext" in m.names else ""]
-        if any(d.startswith("cuda") for d in devices):
-            return float(cfg.ray.metric_actors)
-    return 0.0
+    freeform = [p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"]
+    return float(cfg.ray.metric_actors) if any(ModelScorer.uses_gpu(m) for m in freeform) else 0.0
 
 
 def score(batch: pa.Table, plan: Any) -> pa.Table:
@@ -598,8 +594,7 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     else:
         models = commit.model_infos(root, [m.name for m in cfg.models])
     params = scorer_params(cfg, models)
-    if any(p.metrics and p.metrics.clap and p.metrics.clap.actors > 0 and "claptext" in p.metrics.names
-           for p in cfg.protocols):
+    if any(p.kind == "freeform" and uses_ray(p.freeform_metrics()) for p in cfg.protocols):
         init_ray(cfg)  # CLAPText embeds on Ray actors (the driver may not have started Ray: all rows committed)
     groups = [judged] if judged is not None else commit.iter_committed(root, rows_per_group)
     reduced = reduce_rows(groups, params, storage.join(tables, "per_item.parquet"), out, keep_rows=judged is not None)

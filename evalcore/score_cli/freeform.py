@@ -28,7 +28,8 @@ from evalcore.metrics.bertscore import BertScoreConfig
 from evalcore.metrics.cider import MetricUnavailable
 from evalcore.metrics.clap_text import ClapTextConfig
 from evalcore.metrics.freeform import aggregates
-from evalcore.metrics.text_profiles import ALL_METRICS, METRICS, PROFILES, ModelMetrics, score_pairs
+from evalcore.metrics.freeform_metric import registered
+from evalcore.metrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
 from evalcore.metrics.aggregate import contrasts
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
@@ -62,7 +63,7 @@ def score_freeform(
                                     "and grouping columns (e.g. model, condition)."),
     out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
     profile: str = typer.Option("mullama", "--profile", help="mullama (the MU-LLaMA script) | standard"),
-    metrics: str = typer.Option(",".join(METRICS), "--metrics",
+    metrics: str = typer.Option(",".join(lexical_names()), "--metrics",
                                 help="Comma-separated: bleu,bleu4,meteor,rouge,bertscore,cider,claptext"),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
                                            "(default: every scalar column but candidate/reference/item_id)."),
@@ -92,9 +93,9 @@ def score_freeform(
     if profile not in PROFILES:
         fail("freeform", f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
     wanted = [m.strip() for m in metrics.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in ALL_METRICS]
+    unknown = [m for m in wanted if m not in registered()]
     if unknown or not wanted:
-        fail("freeform", f"unknown --metrics {unknown or wanted}; available: {', '.join(ALL_METRICS)}")
+        fail("freeform", f"unknown --metrics {unknown or wanted}; available: {', '.join(registered())}")
     models = _models(wanted, bertscore_model, bertscore_id, bertscore_layers, bertscore_batch_size,
                      bertscore_baseline, clap_checkpoint, clap_tokenizer, use_ray, clap_actors, device)
     try:
@@ -155,7 +156,7 @@ def _models(wanted: list[str], bs_model: str | None, bs_id: str | None, bs_layer
         if not bs_model:
             fail("freeform", "bertscore needs --bertscore-model PATH (a local model directory; mullama: roberta-large)")
         bert = BertScoreConfig(model=bs_model, model_id=bs_id, num_layers=bs_layers, batch_size=bs_batch,
-                               device=device, baseline_path=bs_baseline)
+                               device=device, baseline=bs_baseline)
         try:
             bert.layers()
         except ValueError as e:
@@ -163,7 +164,8 @@ def _models(wanted: list[str], bs_model: str | None, bs_id: str | None, bs_layer
     if "claptext" in wanted:
         if not (clap_ckpt and clap_tok):
             fail("freeform", "claptext needs --clap-checkpoint URI and --clap-tokenizer DIR (local or s3://)")
-        s3 = storage.s3_options()
-        clap = ClapTextConfig(checkpoint=clap_ckpt, tokenizer=clap_tok, device=device,
-                              s3={"endpoint_override": s3.endpoint_override, "region": s3.region, "scheme": s3.scheme})
-    return ModelMetrics(bertscore=bert, clap=clap, clap_ray_actors=actors if use_ray else 0)
+        clap = ClapTextConfig(checkpoint=clap_ckpt, tokenizer=clap_tok, device=device, actors=actors if use_ray else 0)
+    s3 = storage.s3_options()
+    settings = {name: c for name, c in (("bertscore", bert), ("claptext", clap)) if c is not None}
+    return ModelMetrics(settings=settings, s3={"endpoint_override": s3.endpoint_override, "region": s3.region,
+                                               "scheme": s3.scheme} if clap is not None else None)

@@ -1,0 +1,14 @@
+"""BLEU per pair (a lexical metric of the profile engine, :mod:`evalcore.metrics.text_profiles`)."""
+
+from __future__ import annotations
+
+from evalcore.metrics.text_profiles import LexicalMetric
+from evalcore.registry import METRICS
+
+
+@METRICS.register("bleu")
+class Bleu(LexicalMetric):
+    definitions = {
+        "mullama": "nltk sentence_bleu([ref], cand) on raw strings (character n-grams), weights 0.25x4, no smoothing",
+        "standard": "sacrebleu sentence BLEU/100, tokenize=13a, smooth=exp, effective_order=True",
+    }

@@ -1,0 +1,14 @@
+"""ROUGE-L per pair with rouge-score (a lexical metric of :mod:`evalcore.metrics.text_profiles`)."""
+
+from __future__ import annotations
+
+from evalcore.metrics.text_profiles import LexicalMetric
+from evalcore.registry import METRICS
+
+
+@METRICS.register("rouge")
+class Rouge(LexicalMetric):
+    definitions = {
+        "mullama": "rouge-score ROUGE-L recall, use_stemmer=True",
+        "standard": "rouge-score ROUGE-L F-measure, use_stemmer=True",
+    }

@@ -139,7 +139,7 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
 @app.command()
 def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished run's root (path or s3:// URI).")) -> None:
     """Render RUN's report.md again from its tables and print it."""
-    from evalcore.pipeline.run import rerender
+    from evalcore.pipeline.finish import rerender
 
     try:
         typer.echo(rerender(run_root))

@@ -38,12 +38,7 @@ def load_or_exit(config: Optional[Path], out: Optional[str]):
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    return with_out(cfg, out)
-
-
-def with_out(cfg, out: Optional[str]):
-    """``cfg`` (a run or nightly config) with ``storage.root`` set to ``--out`` when given."""
-    return cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"root": out})}) if out else cfg
+    return cfg.with_root(out)
 
 
 @app.command()

@@ -38,12 +38,7 @@ def load_or_exit(config: Optional[Path], out: Optional[str]):
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    return with_out(cfg, out)
-
-
-def with_out(cfg, out: Optional[str]):
-    """``cfg`` (a run or nightly config) with ``storage.root`` set to ``--out`` when given."""
-    return cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"root": out})}) if out else cfg
+    return cfg.with_root(out)
 
 
 @app.command()
@@ -139,7 +134,7 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
 @app.command()
 def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished run's root (path or s3:// URI).")) -> None:
     """Render RUN's report.md again from its tables and print it."""
-    from evalcore.pipeline.run import rerender
+    from evalcore.pipeline.finish import rerender
 
     try:
         typer.echo(rerender(run_root))

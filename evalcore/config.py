@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
@@ -57,8 +57,13 @@ class ConfigError(ValueError):
     """An invalid run config; the message names the offending fields."""
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
+    """A config section: an unknown field is a mistake, and a validated section is frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_Strict = Strict  # the name this module's sections use
 
 
 class Resources(_Strict):
@@ -91,8 +96,11 @@ class DatasetConfig(_Strict):
     _fits = _params_fit("datasets")
 
 
-class ModelConfig(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+class ModelSpec(_Strict):
+    """A model without its name: its registered kind, params, resources and audio handling. A run's model
+    (:class:`ModelConfig`) is one with a name; a nightly series' model template is one whose checkpoint param
+    is filled in per checkpoint (:class:`evalcore.nightly.config.ModelTemplate`)."""
+
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
     resources: Resources = Field(default_factory=Resources)
@@ -106,6 +114,11 @@ class ModelConfig(_Strict):
     runtime_env: dict[str, Any] | None = None
 
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
+
+
+class ModelConfig(ModelSpec):
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+
     _fits = _params_fit("models")
 
     @model_validator(mode="after")
@@ -299,10 +312,14 @@ class RayConfig(_Strict):
     metric_actors: int = Field(1, ge=1)
 
 
-class RunConfig(_Strict):
+class SuiteConfig(_Strict):
+    """A named suite: what models are evaluated on and how (datasets, protocols, seeds, stats, error budget),
+    where it writes and on which Ray. A run config is a suite plus its models (:class:`RunConfig`); a nightly
+    config is a suite plus checkpoint series (:class:`evalcore.nightly.config.NightlyConfig`), whose every
+    checkpoint runs as a run config with the same suite."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
     datasets: list[DatasetConfig] = Field(min_length=1)
-    models: list[ModelConfig] = Field(min_length=1)
     protocols: list[ProtocolConfig] = Field(min_length=1)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     seeds: Seeds = Field(default_factory=Seeds)
@@ -311,6 +328,18 @@ class RunConfig(_Strict):
     #: error budget: the run fails (after writing its tables) when more than this fraction of its
     #: requests errored, e.g. 0.05. None = no budget.
     max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+
+    @property
+    def root(self) -> str:
+        return self.storage.root or str(Path("runs") / self.name)
+
+    def with_root(self, root: str | None) -> Self:
+        """This config with ``storage.root`` set to ``root`` (``--out``) when given."""
+        return self.model_copy(update={"storage": self.storage.model_copy(update={"root": root})}) if root else self
+
+
+class RunConfig(SuiteConfig):
+    models: list[ModelConfig] = Field(min_length=1)
     #: a published table this run reproduces (``paper/table``, e.g. ``factual/table8``): the report and
     #: ``tables/reproduction.parquet`` put each of its published cells beside the run's value
     reproduces: str | None = Field(None, pattern=r"^[a-z]+/(table\d+|text)$")
@@ -337,10 +366,6 @@ class RunConfig(_Strict):
             if unknown:
                 raise ValueError(f"protocols.{i}.templates: unknown model(s) {unknown}")
         return self  # whether a vocabulary fits its tasks needs the datasets: evalcore.preflight.vocabulary_problems
-
-    @property
-    def root(self) -> str:
-        return self.storage.root or str(Path("runs") / self.name)
 
 
 def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel] | None:

@@ -28,10 +28,10 @@ REPO = Path(__file__).resolve().parents[1]
 DRIVER = """
 import sys, time, ray
 from evalcore.config import parse_config
-from evalcore.pipeline.run import init_ray
+from evalcore.pipeline.graph import init_ray
 cfg = parse_config({"name": "t", "datasets": [{"name": "d", "kind": "synthetic"}], "models": [{"name": "m", "kind": "null"}],
                     "protocols": [{"name": "factual"}], "ray": {"progress_bars": False}})
-init_ray(cfg)
+init_ray(cfg.ray)
 print("ready", ray.get(ray.remote(lambda: "with a worker").remote()), flush=True)  # one line: one read
 time.sleep(600)
 """

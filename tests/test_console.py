@@ -68,7 +68,7 @@ def test_stages_are_named_one_line_each(tiny_run):
 
 def test_ray_data_shows_the_stage_names(local_ray, tmp_path):
     from evalcore.config import load_config
-    from evalcore.pipeline.run import judge, model_branch
+    from evalcore.pipeline.graph import judge, model_branch
     from evalcore.schema import REQUEST
 
     cfg = load_config(REPO / "configs" / "small.yaml")

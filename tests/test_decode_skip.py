@@ -14,7 +14,8 @@ from evalcore.config import ModelConfig, parse_config
 from evalcore.models.base import MusicLM
 from evalcore.models.dsp_listener import DSPListener
 from evalcore.models.reference_rewrite import ReferenceRewrite
-from evalcore.pipeline.run import run, uses_audio
+from evalcore.pipeline.resources import uses_audio
+from evalcore.pipeline.run import run
 from evalcore.pipeline.stages import Decoder
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
 

@@ -132,7 +132,8 @@ def test_demo_gives_the_recorded_tables(tmp_path, local_ray):
 
     # the same committed rows reduced a few shards at a time (as a run too large for one group is): same tables
     from evalcore.pipeline import commit, reduce
-    from evalcore.pipeline.run import finish, protocols_without_items
+    from evalcore.pipeline.finish import finish
+    from evalcore.pipeline.outcome import protocols_without_items
 
     items, item_errors, items_in = commit.load_items(cfg.root)
     assert len(commit.shard_markers(cfg.root)) > 3

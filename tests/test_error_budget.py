@@ -13,8 +13,9 @@ import soundfile as sf
 
 from evalcore import storage
 from evalcore.config import ConfigError, parse_config
-from evalcore.pipeline.run import (ErrorBudgetExceeded, RunResult, check_error_budget, error_reason,
-                                   reject_disallowed_audio, run)
+from evalcore.pipeline.outcome import ErrorBudgetExceeded, RunResult, check_error_budget, error_reason
+from evalcore.pipeline.run import run
+from evalcore.pipeline.sources import reject_disallowed_audio
 
 
 def _cfg(**top) -> dict:

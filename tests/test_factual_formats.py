@@ -17,7 +17,8 @@ from evalcore.datasets import factual_formats as ff
 from evalcore.datasets.validate import validate_items
 from evalcore.judges.yes_no import read_choice, read_yes_no
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer, combine_choices, recording_id
-from evalcore.pipeline.run import chunk_window, finish
+from evalcore.pipeline.finish import finish
+from evalcore.pipeline.resources import chunk_window
 from evalcore.pipeline.stages import Decoder, judge_batch
 from evalcore.protocols.requests import expand_requests
 from evalcore.registry import JUDGES

@@ -29,7 +29,8 @@ from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE
 from evalcore.metrics.bertscore import BertScoreConfig
 from evalcore.metrics.clap_text import ClapTextConfig
 from evalcore.metrics.text_profiles import MAX_CHARS, ModelMetrics, score_pairs
-from evalcore.pipeline.run import rerender, run
+from evalcore.pipeline.finish import rerender
+from evalcore.pipeline.run import run
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
 
 install_test_key()  # before Ray starts, so the model actors inherit it

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from evalcore.config import CHUNK_SECONDS_PAPER, parse_config
-from evalcore.pipeline.run import audio_spec, chunk_window
+from evalcore.pipeline.resources import audio_spec, chunk_window
 from evalcore.reports.published import read
 from paper_text import flat, paper
 

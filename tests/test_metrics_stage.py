@@ -101,7 +101,7 @@ def test_bertscore_in_the_stream_joins_the_lexical_values_and_a_model_that_fails
 
 def test_metric_actors_hold_a_gpu_only_when_a_model_metric_runs_on_cuda():
     from evalcore.config import parse_config
-    from evalcore.pipeline.run import metric_gpus
+    from evalcore.pipeline.resources import metric_gpus
 
     def cfg(device: str, names: list[str]) -> dict:
         bert = {"model": "/models/minilm", "model_id": "all-MiniLM-L6-v2", "num_layers": 4, "device": device}

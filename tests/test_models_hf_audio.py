@@ -107,7 +107,7 @@ def test_chat_template_is_the_checkpoints(models):
 def test_audio_spec_from_the_checkpoint_without_loading(checkpoints, models):
     from evalcore.config import parse_config
     from evalcore.models.hf_audio import HFAudioLM
-    from evalcore.pipeline.run import audio_spec
+    from evalcore.pipeline.resources import audio_spec
 
     assert HFAudioLM.audio_spec({"checkpoint": checkpoints["qwen2_audio"]}) == (16_000, 30.0)  # Whisper window
     assert HFAudioLM.audio_spec({"checkpoint": checkpoints["audioflamingo3"]}) == (16_000, 60.0)  # max_audio_len

@@ -10,7 +10,7 @@ import pytest
 from evalcore.config import ConfigError, ModelConfig, parse_config
 from evalcore.models.base import AudioPrompt
 from evalcore.models.simulated import SimulatedGPU
-from evalcore.pipeline.run import model_groups, uses_audio
+from evalcore.pipeline.resources import model_groups, uses_audio
 
 
 def _cfg(params: dict, resources: dict | None = None) -> dict:
@@ -79,7 +79,7 @@ def test_each_model_batch_is_full_but_a_models_last(tmp_path, local_ray):
 
 
 def test_aligned_blocks_hold_whole_batches_and_enough_blocks_for_the_cpus():
-    from evalcore.pipeline.run import aligned_rows
+    from evalcore.pipeline.resources import aligned_rows
 
     assert aligned_rows(8) == aligned_rows(64) == 256 and aligned_rows(300) == 300  # unknown size: the most
     assert aligned_rows(8, 10_080, 2) == 256  # a long run: few, large decode tasks

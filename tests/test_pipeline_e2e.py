@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from evalcore.config import demo_config_path, parse_config
-from evalcore.pipeline.run import rerender, run
+from evalcore.pipeline.finish import rerender
+from evalcore.pipeline.run import run
 
 pytestmark = pytest.mark.ray
 

@@ -77,7 +77,8 @@ def test_reproduces_must_name_a_published_table(tmp_path) -> None:
 @pytest.mark.ray
 def test_a_run_with_reproduces_reports_itself_beside_the_paper(tmp_path, local_ray) -> None:
     from evalcore.config import parse_config
-    from evalcore.pipeline.run import rerender, run
+    from evalcore.pipeline.finish import rerender
+    from evalcore.pipeline.run import run
     from paper_fixtures import localize, write_data
 
     write_data(tmp_path)

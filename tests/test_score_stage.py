@@ -14,7 +14,7 @@ from evalcore.pipeline.stages import JUDGED, _table
 def test_the_actor_pool_and_the_tasks_score_alike(local_ray):
     import ray.data
 
-    from evalcore.pipeline.run import scored
+    from evalcore.pipeline.graph import GraphSettings, scored
 
     cfg = parse_config({"name": "t", "datasets": [{"name": "d", "kind": "items_file", "params": {"path": "x.jsonl"}}],
                         "models": [{"name": "m", "kind": "null"}], "protocols": [{"name": "freeform"}]})
@@ -23,7 +23,7 @@ def test_the_actor_pool_and_the_tasks_score_alike(local_ray):
              "reference": f"a calm piano piece number {i}", "text": f"a slow piano piece {i % 3}"} for i in range(40)]
     got = {}
     for pool in (False, True):
-        ds = scored(cfg, ray.data.from_arrow(_table(rows, JUDGED)), pool)
+        ds = scored(GraphSettings.of(cfg, {}), ray.data.from_arrow(_table(rows, JUDGED)), pool)
         got[pool] = {r["request_id"]: json.loads(r["scores"]) for r in ds.take_all()}
     assert len(got[True]) == 40 and got[True] == got[False]
     assert set(got[True]["r0"]) == {"profile", "bleu", "bleu4", "meteor", "rouge"}

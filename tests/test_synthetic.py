@@ -20,11 +20,11 @@ from evalcore.datasets.synthetic import (
     TEMPO_OPTIONS,
     ClipSpec,
     SyntheticBenchmark,
-    karplus_strong,
     make_specs,
     synthesize_clip,
     tempo_bucket,
 )
+from evalcore.datasets.synth_audio import karplus_strong
 from evalcore.registry import DATASETS
 from evalcore.schema import ITEM, PROTOCOLS, conform
 

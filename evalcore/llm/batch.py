@@ -29,8 +29,8 @@ record ``llm-batches/submit-<uuid>.json`` with status ``submitting`` names the u
 and the keys. Once the batch record is written it is deleted. A later call that finds such a
 record (the process died between ``batches.create`` and the batch record, or the create
 response was lost) searches the server's batches (``batches.list``, newest first, at most
-:data:`LOOKUP_PAGES` pages, stopping at batches older than the submission) for one with that
-``input_file_id`` and adopts it; only if there is none does it create the batch, reusing the
+:data:`~evalcore.llm.batch_state.LOOKUP_PAGES` pages, stopping at batches older than the submission) for one
+with that ``input_file_id`` and adopts it; only if there is none does it create the batch, reusing the
 recorded file (no second upload). If not every key of that file is still wanted, it is not
 created and the wanted keys are submitted anew. A create that failed in a retryable way
 (timeout, 5xx, connection) is looked up the same way before it is retried, so a create that
@@ -49,34 +49,21 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
 
-import openai
 from pydantic import BaseModel
 
-from evalcore import jsonl, storage
-from evalcore.llm.cache import RequestLog, ResponseCache, canonical_json
-from evalcore.errors import INCOMPLETE, TRANSIENT, bounded, http_class
-from evalcore.llm.client import (UNFINISHED, Completion, EndpointConfig, LLMClient, parse_json_output,
-                                 response_format, schema_of)
+from evalcore.llm.batch_api import ENDPOINT, TERMINAL_STATUSES, BatchApi, BatchError, BatchJob, collect
+from evalcore.llm.batch_state import STATE_DIR, SUBMIT_PREFIX, StateStore, adopt, create_batch, resume_jobs
+from evalcore.llm.cache import RequestLog, ResponseCache
+from evalcore.errors import TRANSIENT, bounded
+from evalcore.llm.client import Completion, EndpointConfig, LLMClient, parse_json_output, response_format, schema_of
 
-__all__ = ["run_batch", "BatchRequest", "BatchError", "MAX_LINES_PER_BATCH", "TERMINAL_STATUSES"]
+__all__ = ["run_batch", "BatchRequest", "BatchError", "MAX_LINES_PER_BATCH", "TERMINAL_STATUSES", "STATE_DIR",
+           "SUBMIT_PREFIX"]
 
-ENDPOINT = "/v1/chat/completions"
-COMPLETION_WINDOW = "24h"
 MAX_LINES_PER_BATCH = 50_000  # the API's per-batch limit
-TERMINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
-
-STATE_DIR = "llm-batches"
-SUBMIT_PREFIX = "submit-"  # records of submissions whose batch is not recorded yet
-#: pages of ``batches.list`` (100 batches each) searched for a batch whose create was not recorded
-LOOKUP_PAGES = 20
-#: batches created this long before a submission was recorded end the search (clock skew allowance)
-LOOKUP_SLACK_S = 3600
-#: recorded batches in these states are not resumed (their keys are submitted anew)
-_NOT_RESUMABLE = ("collected", "failed", "cancelled", "not_found")
 
 # one request: a list of messages, or {"messages": [...], "template_version": "...",
 # "schema": PydanticModel, "params": {...}} (any other key is also taken as a parameter override)
@@ -90,31 +77,6 @@ class _Item:
     params: dict[str, Any]
     template_version: str
     schema: type[BaseModel] | None = None
-
-
-@dataclass
-class _Job:
-    keys: list[str]
-    batch_id: str | None = None
-    status: str = "not submitted"
-    error: str | None = None  # a whole-job failure (every key in it gets it)
-    results: dict[str, Completion] = field(default_factory=dict)
-    state_uri: str | None = None  # where this batch is recorded (None: no cache, not recorded)
-    resumed: bool = False
-
-
-class BatchError(RuntimeError):
-    """A Files/Batches API call failed after its retries (``status``: its HTTP status, if any)."""
-
-    def __init__(self, message: str, status: int | None = None, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retryable = retryable
-
-    @property
-    def refused(self) -> bool:
-        """The server answered with a definitive client error: nothing was created."""
-        return self.status is not None and 400 <= self.status < 500 and not self.retryable
 
 
 def _normalize(req: Any) -> tuple[list[dict], str, type[BaseModel] | None, dict[str, Any]]:
@@ -196,15 +158,15 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
     if not api_key:
         err = f"environment variable {cfg.api_key_env} is not set"
         return {k: Completion(None, None, cached=False, attempts=0, error=err, key=k) for k in todo}
-    api = _Api(client, api_key)
-    states = _StateStore(client)
+    api = BatchApi(client, api_key)
+    states = StateStore(client)
     deadline = time.monotonic() + timeout_s
-    jobs = _resume(api, states, todo, metadata)
+    jobs = resume_jobs(api, states, todo, metadata)
     claimed = {k for j in jobs for k in j.keys}
     keys = [k for k in todo if k not in claimed]
     wire = client.wire_format()
     for n, i in enumerate(range(0, len(keys), per_batch)):
-        job = _Job(keys[i:i + per_batch])
+        job = BatchJob(keys[i:i + per_batch])
         jobs.append(job)
         lines = "".join(_line(cfg.model, todo[k], wire) for k in job.keys).encode("utf-8")
         try:
@@ -220,13 +182,13 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
             job.error = f"could not record the submission of {f.id}, so it was not created: {e}"
             continue
         try:
-            b = _create(api, f.id, metadata, since)
+            b = create_batch(api, f.id, metadata, since)
         except BatchError as e:
             job.error = str(e)
             if e.refused and sub_uri is not None:  # nothing was created: a later call need not look for it
                 states.drop(sub_uri)
             continue
-        _adopt(states, job, b, job.keys, f.id, sub_uri)
+        adopt(states, job, b, job.keys, f.id, sub_uri)
         client._log("", mode="batch", event="submitted", batch_id=b.id, lines=len(job.keys))
 
     # poll every submitted job until it is terminal; bounded by the deadline
@@ -241,7 +203,7 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
                 continue
             job.status = b.status
             if b.status in TERMINAL_STATUSES:
-                _collect(api, job, b)
+                collect(api, job, b)
         pending = [j for j in jobs if j.batch_id and j.error is None and j.status not in TERMINAL_STATUSES]
         if not pending:
             break
@@ -304,283 +266,3 @@ def _line(model: str, it: _Item, wire: str) -> str:
         body["response_format"] = rf
     return json.dumps({"custom_id": it.key, "method": "POST", "url": ENDPOINT, "body": body},
                       ensure_ascii=False, sort_keys=True) + "\n"
-
-
-class _StateStore:
-    """Records of submitted batches under ``<cache root>/llm-batches`` (none without a cache)."""
-
-    def __init__(self, client: LLMClient) -> None:
-        self.root = storage.join(client.cache.root, STATE_DIR) if client.cache is not None else None
-        self.endpoint = {"base_url": client.config.base_url, "model": client.config.model}
-
-    def record(self, batch_id: str, status: str, keys: list[str], input_file_id: str | None = None) -> str | None:
-        if self.root is None:
-            return None
-        uri = storage.join(self.root, f"{batch_id}.json")
-        self._write(uri, {"batch_id": batch_id, "status": status, "keys": keys, "input_file_id": input_file_id,
-                          **self.endpoint, "submitted": round(time.time(), 3), "updated": round(time.time(), 3)})
-        return uri
-
-    def record_submission(self, input_file_id: str, keys: list[str]) -> str | None:
-        """Record an uploaded input file about to become a batch (status ``submitting``)."""
-        if self.root is None:
-            return None
-        uri = storage.join(self.root, f"{SUBMIT_PREFIX}{uuid.uuid4().hex}.json")
-        now = round(time.time(), 3)
-        self._write(uri, {"status": "submitting", "input_file_id": input_file_id, "keys": keys, **self.endpoint,
-                          "submitted": now, "updated": now})
-        return uri
-
-    def submissions(self) -> list[tuple[str, dict[str, Any]]]:
-        """(uri, record) of this endpoint's submissions whose batch was never recorded, oldest first."""
-        return sorted(((u, s) for u, s in self._records() if self._is_submission(u)
-                       and s.get("status") == "submitting" and s.get("input_file_id")),
-                      key=lambda x: x[1].get("submitted", 0))
-
-    def file_ids(self) -> set[str]:
-        """Input file ids of every recorded batch of this endpoint (any status)."""
-        return {s["input_file_id"] for u, s in self._records() if not self._is_submission(u)
-                and s.get("input_file_id")}
-
-    @staticmethod
-    def drop(uri: str) -> None:
-        storage.delete(uri)
-
-    @staticmethod
-    def _is_submission(uri: str) -> bool:
-        return uri.rsplit("/", 1)[-1].startswith(SUBMIT_PREFIX)
-
-    def _records(self) -> list[tuple[str, dict[str, Any]]]:
-        """(uri, record) of every readable record of this endpoint."""
-        if self.root is None:
-            return []
-        out = []
-        for uri in storage.list_files(self.root, ".json"):
-            state = self.read(uri)
-            if state is not None and all(state.get(k) == v for k, v in self.endpoint.items()):
-                out.append((uri, state))
-        return out
-
-    def update(self, job: _Job, status: str) -> None:
-        if job.state_uri is None:
-            return
-        state = self.read(job.state_uri) or {"batch_id": job.batch_id, "keys": job.keys, **self.endpoint}
-        self._write(job.state_uri, {**state, "status": status, "updated": round(time.time(), 3)})
-
-    def read(self, uri: str) -> dict[str, Any] | None:
-        try:
-            state = json.loads(storage.read_bytes(uri))
-        except (FileNotFoundError, OSError, ValueError):
-            return None
-        return state if isinstance(state, dict) else None
-
-    def pending(self) -> list[tuple[str, dict[str, Any]]]:
-        """(uri, record) of this endpoint's recorded batches that may still be collected, oldest first."""
-        out = [(u, s) for u, s in self._records() if not self._is_submission(u)
-               and s.get("status") not in _NOT_RESUMABLE and s.get("batch_id")]
-        return sorted(out, key=lambda x: x[1].get("submitted", 0))
-
-    @staticmethod
-    def _write(uri: str, state: dict[str, Any]) -> None:
-        storage.write_bytes(uri, canonical_json(state).encode("utf-8"))
-
-
-def _find(api: "_Api", input_file_id: str, since: float) -> Any | None:
-    """The server's batch created from ``input_file_id`` (``batches.list``, newest first), else None.
-
-    Stops at a page's end once its batches are older than ``since`` − :data:`LOOKUP_SLACK_S`, or when
-    the list ends; raises :class:`BatchError` if the list fails or :data:`LOOKUP_PAGES` pages did not
-    reach that point (then it cannot tell)."""
-    after: str | None = None
-    for _ in range(LOOKUP_PAGES):
-        try:
-            page = api.call("list the batches", lambda: api.client.batches.list(
-                limit=100, extra_headers=api.auth, **({"after": after} if after else {})))
-        except BatchError as e:  # never "refused": a failed lookup says nothing about the create
-            raise BatchError(f"{e}; cannot tell whether a batch was created from {input_file_id}") from None
-        data = list(page.data or [])
-        for b in data:
-            if getattr(b, "input_file_id", None) == input_file_id:
-                return b
-        if not data or page.has_more is False or min(int(b.created_at) for b in data) < since - LOOKUP_SLACK_S:
-            return None
-        after = data[-1].id
-    raise BatchError(f"could not tell whether a batch was created from {input_file_id}: not among the newest "
-                     f"{LOOKUP_PAGES * 100} batches; delete its submit record to submit again")
-
-
-def _create(api: "_Api", input_file_id: str, metadata: dict[str, str] | None, since: float) -> Any:
-    """Create the batch for an uploaded file; before each retry, adopt a batch an earlier attempt created."""
-    retries = api.owner.config.max_retries
-    for attempt in range(1, retries + 2):
-        if attempt > 1:
-            found = _find(api, input_file_id, since)
-            if found is not None:
-                return found
-        try:
-            return api.call("create the batch", lambda: api.client.batches.create(
-                input_file_id=input_file_id, endpoint=ENDPOINT, completion_window=COMPLETION_WINDOW,
-                metadata=metadata, extra_headers=api.auth), retries=0)
-        except BatchError as e:
-            if not e.retryable or attempt > retries:
-                raise
-            time.sleep(api.owner._backoff(attempt))
-    raise AssertionError("unreachable")
-
-
-def _adopt(states: _StateStore, job: _Job, b: Any, keys: list[str], input_file_id: str,
-           sub_uri: str | None) -> None:
-    """Point ``job`` at batch ``b``, record the batch (answering ``keys``), then drop its submit record."""
-    job.batch_id, job.status = b.id, b.status
-    job.state_uri = states.record(b.id, b.status, keys, input_file_id)  # before anything else can fail
-    if sub_uri is not None:
-        states.drop(sub_uri)
-
-
-def _resume(api: "_Api", states: _StateStore, todo: dict[str, _Item],
-            metadata: dict[str, str] | None = None) -> list[_Job]:
-    """Jobs for recorded, uncollected batches and unrecorded submissions that answer keys of ``todo``
-    (see the module docstring)."""
-    jobs: list[_Job] = []
-    claimed: set[str] = set()
-    for uri, state in states.pending():
-        keys = [k for k in state.get("keys", []) if k in todo and k not in claimed]
-        if not keys:
-            continue
-        job = _Job(keys, batch_id=state["batch_id"], status=str(state.get("status")), state_uri=uri, resumed=True)
-        try:
-            b = api.call("retrieve the batch", lambda: api.client.batches.retrieve(
-                job.batch_id, extra_headers=api.auth))
-        except BatchError as e:
-            if "HTTP 404" in str(e):  # the server does not know it (any more): submit its keys anew
-                states.update(job, "not_found")
-                continue
-            job.error = str(e)
-        else:
-            job.status = b.status
-            if b.status in ("failed", "cancelled"):  # an old failure: submit its keys anew
-                states.update(job, b.status)
-                continue
-            if b.status in TERMINAL_STATUSES:  # finished while nobody polled: collect it now
-                _collect(api, job, b)
-        claimed.update(keys)
-        jobs.append(job)
-        api.owner._log("", mode="batch", event="resumed", batch_id=job.batch_id, lines=len(keys))
-    recorded = states.file_ids()
-    for uri, sub in states.submissions():
-        fid, all_keys = str(sub["input_file_id"]), list(sub.get("keys", []))
-        if fid in recorded:  # its batch was recorded; only the cleanup was lost
-            states.drop(uri)
-            continue
-        keys = [k for k in all_keys if k in todo and k not in claimed]
-        if not keys:
-            continue  # nobody asks for these keys now: left for a later call
-        job = _Job(keys, resumed=True)
-        try:
-            b = _find(api, fid, float(sub.get("submitted", 0)))
-            if b is None and len(keys) < len(all_keys):  # would pay for unwanted keys: submit the wanted anew
-                states.drop(uri)
-                continue
-            if b is None:
-                b = _create(api, fid, metadata, float(sub.get("submitted", 0)))
-        except BatchError as e:
-            if e.refused:  # e.g. the file is gone: nothing was created, submit the keys anew
-                states.drop(uri)
-                continue
-            job.error = str(e)  # cannot tell whether it exists: error rows, the record stays
-        else:
-            _adopt(states, job, b, all_keys, fid, uri)
-            if b.status in ("failed", "cancelled"):
-                states.update(job, b.status)
-                continue
-            if b.status in TERMINAL_STATUSES:
-                _collect(api, job, b)
-        claimed.update(keys)
-        jobs.append(job)
-        api.owner._log("", mode="batch", event="adopted", batch_id=job.batch_id, lines=len(keys))
-    return jobs
-
-
-def _collect(api: "_Api", job: _Job, b: Any) -> None:
-    """Download a terminal batch's output and error files into ``job.results``."""
-    if b.status == "failed":
-        errs = getattr(getattr(b, "errors", None), "data", None) or []
-        msg = "; ".join(f"{getattr(e, 'code', None)}: {getattr(e, 'message', None)}" for e in errs)
-        job.error = f"batch {job.batch_id} failed" + (f": {msg}" if msg else "")
-        return
-    wanted = set(job.keys)
-    for fid in (b.output_file_id, b.error_file_id):
-        if not fid:
-            continue
-        try:
-            raw = api.call("download the batch output", lambda: api.client.files.content(
-                fid, extra_headers=api.auth)).content
-        except BatchError as e:
-            job.error = str(e)
-            return
-        for _, line in jsonl.lines(raw):
-            try:
-                obj = json.loads(line.decode("utf-8", errors="replace"))
-            except ValueError:
-                continue  # its key stays missing → an error Completion
-            cid = obj.get("custom_id") if isinstance(obj, dict) else None
-            if cid in wanted and cid not in job.results:
-                job.results[cid] = _line_completion(cid, obj, job.batch_id)
-
-
-def _line_completion(key: str, obj: dict, batch_id: str | None) -> Completion:
-    def err(msg: str, error_class: str = TRANSIENT) -> Completion:
-        return Completion(None, None, cached=False, attempts=1, error=bounded(msg), key=key, error_class=error_class)
-
-    if obj.get("error"):
-        e = obj["error"]
-        return err(f"batch line error: {e.get('code')}: {e.get('message')}" if isinstance(e, dict) else
-                   f"batch line error: {e}")
-    resp = obj.get("response") or {}
-    status = resp.get("status_code")
-    body = resp.get("body") or {}
-    if status != 200:
-        msg = body.get("error", {}).get("message") if isinstance(body.get("error"), dict) else None
-        return err(f"HTTP {status}: {msg}", http_class(int(status or 500), str(body)))
-    try:
-        choice = body["choices"][0]
-        if choice.get("finish_reason") in UNFINISHED:
-            return err(f"incomplete: the answer was {UNFINISHED[choice['finish_reason']]} "
-                       f"(finish_reason {choice['finish_reason']!r})", INCOMPLETE)
-        text = choice["message"]["content"]
-        if text is None:
-            raise ValueError("response has no message content")
-        u = body.get("usage")
-        usage = {k: int(u[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if u else None
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        return err(f"bad response: {type(e).__name__}: {e}")
-    return Completion(text, usage, cached=False, attempts=1, key=key)
-
-
-class _Api:
-    """The client's ``openai.OpenAI`` plus the per-call auth header and bounded retries."""
-
-    def __init__(self, client: LLMClient, api_key: str) -> None:
-        self.owner = client
-        self.client = client.openai_client
-        self.auth = {"Authorization": f"Bearer {api_key}"}
-        self._key = api_key
-
-    def call(self, what: str, fn: Callable[[], Any], retries: int | None = None) -> Any:
-        retries = self.owner.config.max_retries if retries is None else retries
-        for attempt in range(1, retries + 2):
-            try:
-                return fn()
-            except openai.APIStatusError as e:
-                error, retry, status = f"HTTP {e.status_code}: {e.message}", (
-                    http_class(e.status_code, f"{e.message} {e.body}") == TRANSIENT), e.status_code
-            except openai.APITimeoutError:
-                error, retry, status = f"timeout after {self.owner.config.timeout_s}s", True, None
-            except openai.APIConnectionError as e:
-                error, retry, status = f"connection error: {e}", True, None
-            error = f"could not {what}: {error}".replace(self._key, "***")
-            self.owner._log("", mode="batch", attempt=attempt, error=error)
-            if not retry or attempt > retries:
-                raise BatchError(error, status, retry)
-            time.sleep(self.owner._backoff(attempt))
-        raise AssertionError("unreachable")

@@ -33,9 +33,7 @@ def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    from evalcore.cli import with_out
-
-    return resolve_prefixes(with_out(cfg, out))  # a relative prefix is read under the (final) nightly root
+    return resolve_prefixes(cfg.with_root(out))  # a relative prefix is read under the (final) nightly root
 
 
 def nightly(

@@ -1,4 +1,5 @@
-"""The nightly config: a run config's suite (datasets, protocols, stats, storage …) plus checkpoint series.
+"""The nightly config: a run config's suite (:class:`evalcore.config.SuiteConfig`: datasets, protocols, stats,
+storage …) plus checkpoint series.
 
 A *series* names a checkpoint prefix (a local directory or ``s3://`` prefix) whose direct sub-prefixes
 are checkpoints, and a model template whose ``checkpoint_param`` is set to each checkpoint's URI. Each
@@ -14,27 +15,25 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from evalcore import preflight
-from evalcore.config import (ConfigError, DatasetConfig, ProtocolConfig, RayConfig, Resources, RunConfig, Seeds,
-                             Stats, StorageConfig, _registered, _Strict, error_lines, parse_config, read_yaml)
+from evalcore.config import (ConfigError, ModelSpec, RunConfig, Strict, SuiteConfig, error_lines, parse_config,
+                             read_yaml)
 
 NAME = r"^[A-Za-z0-9._-]+$"
 
 
-class ModelTemplate(_Strict):
-    """The model of every checkpoint of a series; ``params[checkpoint_param]`` is the checkpoint's URI."""
+class ModelTemplate(ModelSpec):
+    """The model of every checkpoint of a series (a run's model without its name); ``params[checkpoint_param]``
+    is the checkpoint's URI."""
 
-    kind: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    resources: Resources = Field(default_factory=Resources)
     checkpoint_param: str = "checkpoint"
-    long_audio: Literal["chunk", "truncate"] = "chunk"
-    chunk_seconds: float | None = Field(None, gt=0)
-    runtime_env: dict[str, Any] | None = None
 
-    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
+    def run_model(self, name: str, uri: str) -> dict[str, Any]:
+        """The run's model (as a mapping): this template named ``name``, evaluating the checkpoint at ``uri``."""
+        spec = self.model_dump(exclude={"checkpoint_param"})
+        return {"name": name, **spec, "params": {**self.params, self.checkpoint_param: uri}}
 
 
-class SeriesConfig(_Strict):
+class SeriesConfig(Strict):
     """One model family's checkpoints."""
 
     name: str = Field(pattern=NAME)
@@ -65,7 +64,7 @@ class SeriesConfig(_Strict):
         return v
 
 
-class MinEffect(_Strict):
+class MinEffect(Strict):
     """The smallest |difference| that counts as a regression: per metric, else ``default``."""
 
     default: float = Field(0.05, ge=0)
@@ -75,7 +74,7 @@ class MinEffect(_Strict):
         return self.metrics.get(metric, self.default)
 
 
-class Notify(_Strict):
+class Notify(Strict):
     """A webhook told about every night (a Slack-compatible ``{"text": …}`` POST). The URL is a secret: only
     the name of the environment variable that holds it is written in the config."""
 
@@ -83,15 +82,9 @@ class Notify(_Strict):
     timeout_s: float = Field(10.0, gt=0, le=120)
 
 
-class NightlyConfig(_Strict):
-    name: str = Field(pattern=NAME)
-    datasets: list[DatasetConfig] = Field(min_length=1)
-    protocols: list[ProtocolConfig] = Field(min_length=1)
-    storage: StorageConfig = Field(default_factory=StorageConfig)
-    seeds: Seeds = Field(default_factory=Seeds)
-    stats: Stats = Field(default_factory=Stats)
-    ray: RayConfig = Field(default_factory=RayConfig)
-    max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+class NightlyConfig(SuiteConfig):
+    """A suite (every checkpoint's run takes it whole) plus the checkpoint series and the nightly's own settings."""
+
     series: list[SeriesConfig] = Field(min_length=1)
     #: checkpoints evaluated per series and night, newest first
     max_new_per_night: int = Field(3, ge=1)
@@ -118,23 +111,18 @@ class NightlyConfig(_Strict):
             raise ValueError(f"duplicate name(s) {dup}: each series needs its own name (its runs and ledger rows)")
         return v
 
-    @property
-    def root(self) -> str:
-        return self.storage.root or str(Path("runs") / self.name)
 
-
-SUITE_FIELDS = ("datasets", "protocols", "seeds", "stats", "max_error_rate")
+#: the fields each checkpoint's run takes from the nightly's suite (all but its name)
+SUITE_FIELDS = tuple(n for n in SuiteConfig.model_fields if n != "name")
 
 
 def run_config_dict(cfg: NightlyConfig, series: SeriesConfig, checkpoint: str, uri: str, root: str) -> dict:
-    """The run config (as a mapping) that evaluates ``checkpoint`` (at ``uri``) of ``series`` into ``root``."""
-    m = series.model
-    model = {"name": series.name, "kind": m.kind, "params": {**m.params, m.checkpoint_param: uri},
-             "resources": m.resources.model_dump(), "long_audio": m.long_audio, "chunk_seconds": m.chunk_seconds,
-             "runtime_env": m.runtime_env}
-    data = cfg.model_dump(include=set(SUITE_FIELDS) | {"ray", "storage"}, exclude_none=False)
+    """The run config (as a mapping) that evaluates ``checkpoint`` (at ``uri``) of ``series`` into ``root``: the
+    nightly's suite, rooted at ``root``, with the series' model."""
+    data = cfg.model_dump(include=set(SUITE_FIELDS), exclude_none=False)
     data["storage"] = {**data["storage"], "root": root}
-    return {"name": f"{series.name}-{checkpoint}"[:120].replace("/", "-"), "models": [model], **data}
+    name = f"{series.name}-{checkpoint}"[:120].replace("/", "-")
+    return {"name": name, "models": [series.model.run_model(series.name, uri)], **data}
 
 
 def run_config(cfg: NightlyConfig, series: SeriesConfig, checkpoint: str, uri: str, root: str) -> RunConfig:

@@ -177,13 +177,13 @@ def start_cluster(cfg: NightlyConfig, attempts: int = 3) -> None:
     out starting on a loaded machine."""
     import ray
 
-    from evalcore.pipeline.run import init_ray
+    from evalcore.pipeline.graph import init_ray
 
     for i in range(attempts):
         if ray.is_initialized():
             return
         try:
-            init_ray(cfg)  # type: ignore[arg-type]  (it reads cfg.ray only)
+            init_ray(cfg.ray)
             return
         except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception when its node times out starting
             if i == attempts - 1:

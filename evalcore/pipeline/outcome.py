@@ -1,6 +1,6 @@
 """Whether a finished run's numbers are usable: nothing scored, the error budget, protocols left empty.
 
-The checks run after the tables and the report are written (:func:`evalcore.pipeline.run.finish`); a
+The checks run after the tables and the report are written (:func:`evalcore.pipeline.finish.finish`); a
 failed one raises :class:`RunUnscored`, which the CLI turns into exit code 4 with the message (the top
 reasons of the errors: ``stage/tag × count`` and the text of one such error, so ``model/ValueError ×12`` says
 which ValueError).

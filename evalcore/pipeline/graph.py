@@ -1,0 +1,244 @@
+"""The Ray Data graph of a run: requests → decode+chunk → each model's actor pool → judge → score → commit.
+
+Its functions read the :class:`GraphSettings` they are given (the part of the run's config the graph uses), never
+the whole config; what each stage asks of the cluster is :mod:`evalcore.pipeline.resources`' arithmetic."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import pyarrow as pa
+
+from evalcore import cluster, console, storage
+from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
+from evalcore.metrics.stage import lexical_plan, model_plan
+from evalcore.pipeline import commit
+from evalcore.pipeline.resources import (COMMIT_CPUS, METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
+                                         decode_memory, metric_gpus, model_groups, uses_audio)
+from evalcore.pipeline.scorers import ModelScoring, Scoring, score
+from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
+from evalcore.registry import MODELS
+
+log = logging.getLogger("evalcore")
+
+BLOCK_ROWS = 16  # requests per Ray block: enough blocks for parallel decode, few enough to be cheap
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    """What the Ray Data graph reads of a run's config."""
+
+    root: str  #: where the workers commit their shards
+    models: tuple[ModelConfig, ...]
+    judges: dict[str, tuple[str, str]]  #: protocol instance → (judge kind, params JSON)
+    freeform: dict[str, FreeformMetrics]  #: free-form protocol instance → its metrics
+    s3: dict[str, Any]  #: the run's S3 options (endpoint, region, scheme; never keys)
+    read_timeout_s: float | None
+    decode_num_cpus: float
+    score_actors: int
+    metric_actors: int
+    metric_gpus: float  #: GPUs the model-based metric actors hold (:func:`evalcore.pipeline.resources.metric_gpus`)
+
+    @classmethod
+    def of(cls, cfg: RunConfig, judges: dict[str, tuple[str, str]]) -> GraphSettings:
+        """The settings of ``cfg``, with its protocols' ``judges`` (:func:`evalcore.pipeline.run.protocol_judges`)."""
+        return cls(root=cfg.root, models=tuple(cfg.models), judges=judges,
+                   freeform={p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"},
+                   s3=cfg.storage.s3.model_dump(), read_timeout_s=cfg.storage.read_timeout_s,
+                   decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
+                   metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg))
+
+
+def _blocks(table: pa.Table) -> list[pa.Table]:
+    return [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
+
+
+def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, **kwargs) -> pa.Table:
+    """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
+    deadline, which a worker process would not otherwise see: the driver sets them in its own process only.
+    Keys come from the worker's environment / AWS chain, as on the driver."""
+    if s3 is not None:
+        storage.configure_s3(storage.S3Options(**s3))
+    if read_timeout_s is not None:
+        storage.configure_reads(read_timeout_s)
+    return decode_batch(batch, **kwargs)
+
+
+def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
+                 read_timeout_s: float | None = None, n_requests: int | None = None, cpus: float = 1.0):
+    """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool. ``requests``: its Ray
+    Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows;
+    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks."""
+    import ray.data
+
+    sr, window = audio_spec(model)
+    if isinstance(requests, list):  # requests sharing a clip sit next to each other: a decode batch reads it once
+        rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
+        requests = ray.data.from_arrow(_blocks(requests_table(rows)))
+        n_requests = len(rows) if n_requests is None else n_requests
+    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus))
+    # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
+    # fuses only operators with equal resource requests, and a fused decode would run inside the model's
+    # actor, leaving the model (a GPU in production) idle while audio decodes.
+    chunk_s = chunk_window(model, window)
+    # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through, and its
+    # decode tasks reserve a worker's memory only
+    reads = uses_audio(model)
+    ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
+                                           "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s},
+                        batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=decode_cpus,
+                        memory=decode_memory(model.resources.batch_size if reads else 0, sr, chunk_s))
+    r = model.resources
+    # a model with its own runtime_env (conflicting pins: pip / conda / container / py_executable) gets it
+    # for its actors only; the run's S3 options let an actor copy an s3:// checkpoint
+    # a backend may need an environment of its own (vllm_audio_lm: the interpreter with vLLM); the config's wins
+    env = {**model_runtime_env(model), **(model.runtime_env or {})}
+    extra = {"runtime_env": env} if env else {}
+    return actor_stage(ds, model_runner(model.name), r.max_restarts,
+                       fn_constructor_kwargs={"kind": model.kind, "params": model.params,
+                                              "audio_spec": (sr, window), "s3": s3},
+                       batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
+                       num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency),
+                       resources=r.custom or None, **extra)
+
+
+def actor_stage(ds, cls: type, max_restarts: int, **kwargs: Any):
+    """``ds.map_batches(cls, …)`` on a pool of actors that a death restarts ``max_restarts`` times (0: a dead actor
+    ends the run, exit 1, and --resume finishes it). Every actor pool of a run goes through here: Ray Data's own
+    default restarts a dead actor and retries its batches without end, and Ray logs an ERROR-level line
+    (``core_worker.cc``: "has constructor arguments in the object store and max_restarts > 0",
+    ray-project/ray#53727) for each pool on every run. Ray 2.60 takes ``max_restarts`` only as a remote arg, which
+    it marks deprecated (gone in 2.64)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        return ds.map_batches(cls, max_restarts=max_restarts, **kwargs)
+
+
+def batch_aligned(ds: Any, rows: int, num_cpus: float = 0.1) -> Any:
+    """``ds`` (request rows) in blocks of ``rows`` (a whole number of the model's batches, :func:`aligned_rows`)
+    but the last, so that each model batch is full. Ray Data splits a read task's output into parts that do not
+    line up with the batch size, and no batch spans two blocks of different tasks: without this, about half of a
+    model's batches came short. A strict streaming repartition stitches the small request rows across blocks."""
+    from ray.data._internal.logical.operators import StreamingRepartition
+
+    ds = ds.repartition(target_num_rows_per_block=rows, strict=True)
+    # Ray 2.60's repartition takes no resource arguments and asks a whole CPU per task, which stalls a small
+    # node's decode and model stages behind it (20k requests on 2 CPUs: 117 s against 79 s); its tasks only
+    # slice request rows. The attribute is private (ray is pinned): the assertion catches a Ray that builds
+    # the operator otherwise, and a test checks that the model stage gets full batches.
+    op = ds._logical_plan.dag
+    assert isinstance(op, StreamingRepartition), type(op)
+    object.__setattr__(op, "ray_remote_args", {"num_cpus": num_cpus})
+    return ds
+
+
+def model_runtime_env(model: ModelConfig) -> dict:
+    """The Ray runtime_env the model's class asks for its actors (``runtime_env(params)``), else none."""
+    hook = getattr(MODELS.get(model.kind), "runtime_env", None)
+    return dict(hook(model.params)) if callable(hook) else {}
+
+
+def model_runner(name: str) -> type[ModelRunner]:
+    """:class:`ModelRunner` under the name Ray Data shows for the model's stage: ``model:<name>``."""
+    return type(f"model:{name}", (ModelRunner,), {"__doc__": ModelRunner.__doc__})
+
+
+def judge(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table:
+    """The judge stage (:func:`judge_batch`) under the name Ray Data shows: ``judge``."""
+    return judge_batch(batch, judges)
+
+
+def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: int = 0,
+                   shard_rows: int = commit.WORKER_SHARD_ROWS[0], score_pool: bool = False,
+                   ready: Mapping[str, int] | None = None) -> Iterator[pa.Table]:
+    """Stages 3–5 on Ray, committed by the workers: yields, as they complete, the judged rows (one per chunk) as
+    a commit's tally rows where a worker committed them (:func:`commit.commit_batch`), whole where the driver
+    must (a request whose chunks came in different batches). ``sources``: model name → its requests to run (a Ray Dataset
+    or a list of rows); models without any are skipped. ``attempt``: the run attempt the shards belong to;
+    ``shard_rows``: rows per shard the workers commit; ``score_pool``: score on a pool of actors (:func:`scored`);
+    ``ready``: model name → about how many requests it runs (sizes its blocks, :func:`aligned_rows`)."""
+    import ray
+
+    res = ray.cluster_resources()
+    custom = {k: res.get(k, 0.0) for m in settings.models for k in m.resources.custom}
+    gpus = res.get("GPU", 0.0) - settings.metric_gpus  # the metric actors' GPUs are not the models'
+    for group in model_groups(list(settings.models), res.get("CPU", 1.0), gpus, custom):
+        branches = [model_branch(m, sources[m.name], settings.decode_num_cpus, settings.s3, settings.read_timeout_s,
+                                 (ready or {}).get(m.name), res.get("CPU", 1.0))
+                    for m in group if m.name in sources]
+        if not branches:
+            continue
+        ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
+        ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5)
+        ds = committed_by_workers(settings, scored(settings, ds, score_pool), attempt, shard_rows)
+        yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
+
+
+def rejudged_batches(settings: GraphSettings, rows: list[dict]) -> Iterator[pa.Table]:
+    """Stage 5 alone on Ray: committed answers judged again (their model is not called)."""
+    if not rows:
+        return
+    import ray
+
+    ds = ray.data.from_arrow(_blocks(response_table(rows)))
+    ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges}, batch_size=64,
+                        batch_format="pyarrow", num_cpus=0.5)
+    yield from scored(settings, ds).iter_batches(batch_size=None, batch_format="pyarrow")
+
+
+def scored(settings: GraphSettings, ds, pool: bool = False):
+    """The judged rows with their per-request free-form metrics, scored in the workers' batches. Lexical:
+    with ``pool``, by a pool of scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps
+    its pair cache: 20k requests of benchmarks/scale.py in 57 s instead of 72 s), else by tasks (the demo's 3,848
+    requests in 58 s instead of 99 s: the actors' start is not paid back). BERTScore and CLAPText: by
+    ``ray.metric_actors`` actors holding their models (:class:`evalcore.metrics.stage.ModelScorer`)."""
+    import ray.data
+
+    freeform = settings.freeform
+    plan = lexical_plan({name: (m.profile, m.names) for name, m in freeform.items()})
+    if plan and not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
+        ds = ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
+    elif plan:
+        ds = actor_stage(ds, Scoring, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
+                         num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
+    models = model_plan(freeform)
+    if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
+        gpus = settings.metric_gpus
+        if gpus > ray.cluster_resources().get("GPU", 0.0):
+            log.warning("free-form metrics on cuda ask for %g GPU (ray.metric_actors) but the cluster has %g now",
+                        gpus, ray.cluster_resources().get("GPU", 0.0))
+        ds = actor_stage(ds, ModelScoring, 0,
+                         fn_constructor_kwargs={"plan": models, "s3": settings.s3},
+                         batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
+                         num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=settings.metric_actors))
+    return ds
+
+
+def committed_by_workers(settings: GraphSettings, ds, attempt: int = 0,
+                         shard_rows: int = commit.WORKER_SHARD_ROWS[0]):
+    """The commit stage on Ray: each batch's complete requests committed as a shard by the worker
+    (:func:`commit.commit_batch`); what comes back to the driver is a few tally rows per shard, and in full only
+    the rows of requests whose chunks are split over batches (the driver's :class:`commit.ShardWriter` commits
+    those)."""
+    return ds.map_batches(commit.commit_batch, fn_kwargs={"root": settings.root, "attempt": attempt,
+                                                          "s3": settings.s3},
+                          batch_size=shard_rows, batch_format="pyarrow", num_cpus=COMMIT_CPUS)
+
+
+def init_ray(ray_cfg: RayConfig) -> None:
+    """Ray for this driver: ``ray.address``, else ``$RAY_ADDRESS``, else a new local cluster that dies with the
+    driver, even on ``kill -9`` (:mod:`evalcore.cluster`)."""
+    from ray.data import DataContext
+
+    from evalcore.pipeline import backpressure
+
+    cluster.start(ray_cfg.address, log_to_driver=False, configure_logging=False)
+    ctx = DataContext.get_current()
+    ctx.enable_progress_bars = ray_cfg.progress_bars and console.on_terminal()  # else: one line per stage
+    console.quiet_ray_data()
+    ctx.print_on_execution_start = False
+    backpressure.install(ctx, ray_cfg.max_queued_blocks)

@@ -1,0 +1,123 @@
+"""What the pipeline's stages ask of the cluster: models' audio specs, decode memory, aligned blocks, which models
+fit together, and the CPUs and GPUs of the scoring and commit stages. Plain arithmetic over the settings it is
+given: nothing here starts Ray."""
+
+from __future__ import annotations
+
+import logging
+
+from evalcore.config import ModelConfig, RunConfig
+from evalcore.metrics.stage import ModelScorer
+from evalcore.registry import MODELS
+
+log = logging.getLogger("evalcore")
+
+
+def audio_spec(model: ModelConfig) -> tuple[int, float | None]:
+    """(sample rate, longest window in s) of a model, from its params or its class defaults."""
+    import evalcore.models  # noqa: F401  (registers the models)
+
+    cls = MODELS.get(model.kind)
+    if callable(getattr(cls, "audio_spec", None)):  # MusicLM.audio_spec: params, class defaults or the checkpoint
+        return cls.audio_spec(dict(model.params))
+    sr = int(model.params.get("sample_rate", getattr(cls, "sample_rate", 16_000)))
+    window = model.params.get("max_audio_seconds", getattr(cls, "max_audio_seconds", None))
+    return sr, (float(window) if window is not None else None)
+
+
+def uses_audio(model: ModelConfig) -> bool:
+    """Whether a model reads audio (its class's ``MusicLM.uses_audio``), without building it."""
+    import evalcore.models  # noqa: F401  (registers the models)
+
+    return bool(getattr(MODELS.get(model.kind), "uses_audio", True))
+
+
+def model_groups(models: list[ModelConfig], cpus: float, gpus: float,
+                 custom: dict[str, float] | None = None) -> list[list[ModelConfig]]:
+    """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks);
+    ``custom``: the cluster's custom resources that models ask for (``resources.custom``)."""
+    custom = custom or {}
+    groups: list[list[ModelConfig]] = []
+    cur: list[ModelConfig] = []
+    used_c = used_g = 0.0
+    used_x: dict[str, float] = {}
+    for m in models:
+        c = m.resources.num_cpus * m.resources.concurrency
+        g = m.resources.num_gpus * m.resources.concurrency
+        x = {k: v * m.resources.concurrency for k, v in m.resources.custom.items()}
+        if c > cpus or g > gpus or any(v > custom.get(k, 0.0) for k, v in x.items()):
+            # waits for an autoscaler to add nodes, or forever on a fixed cluster
+            log.warning("model %r asks for %g CPU / %g GPU%s (resources × concurrency) but the cluster has "
+                        "%g CPU / %g GPU%s now", m.name, c, g, "".join(f" / {v:g} {k}" for k, v in x.items()),
+                        cpus, gpus, "".join(f" / {custom.get(k, 0.0):g} {k}" for k in x))
+        if cur and (used_c + c > max(cpus - 1, 0) or used_g + g > gpus
+                    or any(used_x.get(k, 0.0) + v > custom.get(k, 0.0) for k, v in x.items())):
+            groups.append(cur)
+            cur, used_c, used_g, used_x = [], 0.0, 0.0, {}
+        cur.append(m)
+        used_c += c
+        used_g += g
+        for k, v in x.items():
+            used_x[k] = used_x.get(k, 0.0) + v
+    return groups + ([cur] if cur else [])
+
+
+SOURCE_RATE, SOURCE_CHANNELS = 48_000, 2  # what a decode holds before downmix and resampling, at most as a rule
+
+
+def decode_memory(batch_size: int, sample_rate: int, window_s: float | None) -> int:
+    """Bytes a decode task reserves: a worker (~384 MiB with its imports) plus its batch of float32 audio (30 s
+    per item when unbounded) as decoded (48 kHz stereo) and twice at the model's rate (downmix/resample copies).
+    Ray Data warns when a task outgrows it: 30 s MP3s in batches of 8 took 480 MiB against 315 reserved."""
+    seconds = window_s if window_s is not None else 30.0
+    decoded = SOURCE_RATE * SOURCE_CHANNELS + 2 * sample_rate
+    return (384 << 20) + int(batch_size * seconds * decoded * 4)
+
+
+
+def chunk_window(model: ModelConfig, window: float | None) -> float | None:
+    """Seconds per decoded chunk: the model's window, or ``chunk_seconds`` when shorter (or no window)."""
+    if model.chunk_seconds is None:
+        return window
+    return model.chunk_seconds if window is None else min(window, model.chunk_seconds)
+
+
+
+#: requests per block after the batch alignment at most, about (a whole number of the model's batches): a decode
+#: task takes a block, so blocks of one batch each cost a task per batch (MusicQA's 20,160 requests in batches of 8
+#: on 2 CPUs: 378 s, against 135 s before the alignment)
+ALIGNED_BLOCK_REQUESTS = 256
+#: blocks per CPU a model's requests are cut into at least, while blocks hold more than one batch: decode tasks
+#: for every CPU, and a short last wave
+BLOCKS_PER_CPU = 4
+
+
+def aligned_rows(batch_size: int, n_requests: int | None = None, cpus: float = 1.0) -> int:
+    """Rows per aligned block: a whole number of ``batch_size`` batches, one at least, at most about
+    :data:`ALIGNED_BLOCK_REQUESTS`, and few enough that ``n_requests`` make :data:`BLOCKS_PER_CPU` blocks per CPU
+    (unknown ``n_requests``: the most)."""
+    most = max(1, round(ALIGNED_BLOCK_REQUESTS / batch_size))
+    if n_requests is None:
+        return batch_size * most
+    return batch_size * max(1, min(most, int(n_requests // (batch_size * max(1.0, cpus) * BLOCKS_PER_CPU))))
+
+
+
+#: CPUs a model-based metric actor asks: a share, so that it never takes the CPUs a small node's decode and
+#: judge need while the model actors hold theirs; and not the judge's and scoring tasks' 0.5: Ray Data fuses a
+#: task stage into the actor stage after it when their resource asks are equal, and the judge would then run
+#: inside the metric actors, one batch at a time.
+METRIC_ACTOR_CPUS = 0.25
+
+
+def metric_gpus(cfg: RunConfig) -> float:
+    """GPUs the stream's model-based metric actors hold: ``ray.metric_actors`` when a free-form protocol runs
+    BERTScore or CLAPText on a cuda device, else 0."""
+    freeform = [p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"]
+    return float(cfg.ray.metric_actors) if any(ModelScorer.uses_gpu(m) for m in freeform) else 0.0
+
+
+
+#: CPUs a commit task asks: little, so that it fits the CPU share Ray Data reserves per stage while every stage is
+#: running (1M requests on 2 CPUs: a commit asking 0.25 never started while the reads were held back)
+COMMIT_CPUS = 0.05

@@ -8,15 +8,24 @@ Every command exits with one convention (:class:`evalcore.errors.ExitCode`, docs
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from evalcore import cluster, console
-from evalcore.config import ConfigError, demo_config_path, load_config
+from evalcore import cluster, console, preflight, storage
+from evalcore.config import ConfigError, demo_config_path, load_config, read_yaml
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
+from evalcore.input_schemas import schema as named_schema
+from evalcore.models.tiny import FAMILIES, build_tiny
+from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
+from evalcore.nightly import validate as nv
+from evalcore.nightly.config import parse_nightly, run_config
+from evalcore.packages import MODELS_EXTRA, missing
+from evalcore.pipeline.commit import RunStateError
+from evalcore.pipeline.resume import resume_config
 from evalcore.compare_cli import compare as compare_command
 from evalcore.reproduce_cli import reproduce as reproduce_command
 from evalcore.nightly.cli import nightly as nightly_command
@@ -65,8 +74,7 @@ def run(
 
     Exit status: 0 ok, 1 failed part way (resume it), 2 usage or config mistake, 4 nothing scored or
     error budget exceeded."""
-    from evalcore.pipeline.commit import RunStateError
-    from evalcore.pipeline.run import RunUnscored, run as run_pipeline
+    from evalcore.pipeline.run import RunUnscored, run as run_pipeline  # heavy: pulls matplotlib (reports)
 
     try:
         retry = parse_classes(retry_errors)
@@ -114,10 +122,6 @@ def echo_counts(c: dict) -> None:
 
 def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
     """The config of the run at RUN_URI; a CONFIG given too must agree with it. Problems exit 2."""
-    from evalcore import storage
-    from evalcore.pipeline.commit import RunStateError
-    from evalcore.pipeline.resume import resume_config
-
     if out is not None and out.rstrip("/") != run_uri.rstrip("/"):
         typer.echo(f"--out {out} and --resume {run_uri} name different run roots; give only --resume", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
@@ -134,7 +138,7 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
 @app.command()
 def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished run's root (path or s3:// URI).")) -> None:
     """Render RUN's report.md again from its tables and print it."""
-    from evalcore.pipeline.finish import rerender
+    from evalcore.pipeline.finish import rerender  # heavy: pulls matplotlib (reports)
 
     try:
         typer.echo(rerender(run_root))
@@ -157,9 +161,6 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
     config's series are checked too: the prefix lists, the ready marker and baseline are bare names, the baseline
     is among the checkpoints, the model template's params fit its kind (with the first checkpoint found). A
     mistake exits 2, one line per field."""
-    from evalcore import preflight
-    from evalcore.config import read_yaml
-
     try:
         data = read_yaml(config)
     except ConfigError as e:
@@ -181,10 +182,6 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
 
 def validate_nightly(data: dict, check_paths: bool, ping: bool) -> None:
     """``evalcore validate`` of a nightly config (:mod:`evalcore.nightly.validate`); a mistake exits 2."""
-    from evalcore import preflight
-    from evalcore.nightly import validate as nv
-    from evalcore.nightly.config import parse_nightly, run_config
-
     try:
         cfg = parse_nightly(data)
         found = nv.check(cfg, check_paths)
@@ -206,10 +203,6 @@ def validate_nightly(data: dict, check_paths: bool, ping: bool) -> None:
 def schema(name: str = typer.Argument("items", help="items, or a score input: mcq, factual, factual-true_false, "
                                       "factual-binary_choice, freeform.")) -> None:
     """Print the JSON Schema of item rows (docs/items.md) or of an `evalcore score` input row."""
-    import json
-
-    from evalcore.input_schemas import schema as named_schema
-
     try:
         typer.echo(json.dumps(named_schema(name), indent=2, ensure_ascii=False))
     except KeyError as e:
@@ -230,9 +223,6 @@ def make_checkpoint(
 ) -> None:
     """Write a tiny random-weight checkpoint of FAMILY to DIR, to dry-run a config or a nightly without real
     weights: give DIR as params.checkpoint of hf_audio_lm (or vllm_audio_lm). Nothing is downloaded."""
-    from evalcore.models.tiny import FAMILIES, build_tiny
-    from evalcore.packages import MODELS_EXTRA, missing
-
     problem = None
     if family not in FAMILIES:
         problem = f"FAMILY: {family!r} is not one of {', '.join(FAMILIES)}"
@@ -245,8 +235,6 @@ def make_checkpoint(
         typer.echo(problem, err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     build_tiny(family, str(out_dir), seed=seed, head_dim=head_dim, ends_answers=ends_answers)
-    from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
-
     typer.echo(f"wrote a tiny random-weight {family} checkpoint to {out_dir}; use it as params.checkpoint of "
                "hf_audio_lm" + (" or vllm_audio_lm (with --head-dim 32 on a CPU)" if family in VLLM_FAMILIES else ""))
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import typer
 
+from evalcore import storage
 from evalcore.errors import ExitCode
+from evalcore.nightly.cli import compare as compare_runs
+from evalcore.nightly.compare import suite_fingerprint
 
 
 def _item_keys(run_root: str) -> set[tuple[str, str]]:
     """(dataset, item_id) of every item of the run at ``run_root``."""
-    from evalcore import storage
-
     items = storage.read_parquet(storage.join(run_root, "items"))
     return set(zip(map(str, items.column("dataset").to_pylist()), map(str, items.column("item_id").to_pylist())))
 
@@ -26,8 +27,6 @@ def _item_keys(run_root: str) -> set[tuple[str, str]]:
 def suite_problem(run_a: str, run_b: str, shared_items: bool) -> str | None:
     """Why RUN_A and RUN_B cannot be compared as asked (one line), else None; a run that is not finished raises
     FileNotFoundError / OSError / KeyError."""
-    from evalcore.nightly.compare import suite_fingerprint
-
     fa, fb = suite_fingerprint(run_a), suite_fingerprint(run_b)
     if fa == fb:
         return None
@@ -64,8 +63,6 @@ def compare(
 
     CIs resample clips where questions share one; accuracy with 0/1 outcomes gets McNemar's exact test, other rows
     a paired t-test."""
-    from evalcore.nightly.cli import compare as compare_runs
-
     try:
         problem = suite_problem(run_a, run_b, shared_items)
     except (FileNotFoundError, OSError, KeyError) as e:

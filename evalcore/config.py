@@ -6,7 +6,9 @@ by its path (``models.0.resources.batch_size: ...``).
 
 from __future__ import annotations
 
+import importlib
 import string
+import typing
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -32,8 +34,6 @@ PROMPT_FIELDS = {"question", "options", "letters", "vocabulary"}
 
 def _registered(package: str, kind: str) -> str:
     """``kind`` if it is registered in ``evalcore.<package>`` (importing it registers its members)."""
-    import importlib
-
     importlib.import_module(f"evalcore.{package}")
     reg = getattr(registry, package.upper())
     if kind not in reg:
@@ -383,8 +383,6 @@ def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel
 
 def _types_in(annotation: Any) -> list[type]:
     """The classes named in a type annotation (``list[X] | None`` → [X, NoneType])."""
-    import typing
-
     args = typing.get_args(annotation)
     if not args:
         return [annotation] if isinstance(annotation, type) else []

@@ -18,6 +18,8 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evalcore import storage
+
 log = logging.getLogger("evalcore")
 
 PROGRESS_EVERY_S = 60.0
@@ -128,8 +130,6 @@ def tallied(batches: Iterable[pa.Table], to_run: int, progress: bool = True) -> 
 def finished(root: str, report: str, verbose: bool = False, verdicts: Iterable[str] = ()) -> None:
     """The end of ``evalcore run`` on stdout: the report's absolute location (with ``verbose``, its body first),
     then one verdict line per model (does it listen? — report.md and report.html open with the same)."""
-    from evalcore import storage
-
     where = storage.absolute(root)
     if verbose:
         print(report)

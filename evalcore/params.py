@@ -34,7 +34,10 @@ import typing
 from functools import lru_cache
 from typing import Annotated, Any, Iterable
 
+import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from evalcore import storage
 
 #: how many of something (clips, rows, tokens, threads, requests per minute): at least one
 Count = Annotated[int, Field(ge=1)]
@@ -185,11 +188,7 @@ def check_params(cls: type, params: Any) -> None:
 
 def _missing(uri: str, what: str) -> str | None:
     """Why ``uri`` is not an existing ``what`` (file / dir), or None; s3:// prefixes count as directories."""
-    from evalcore import storage
-
     if storage.is_s3(uri):
-        import pyarrow.fs as pafs
-
         try:
             fs, path = storage.resolve(uri)
             info = fs.get_file_info(path)

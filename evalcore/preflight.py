@@ -15,12 +15,19 @@ cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unle
 
 from __future__ import annotations
 
+import importlib
+import os
 from typing import Any, Iterator
 
+from evalcore import registry, storage
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
+from evalcore.llm.ping import PING_TIMEOUT_S, ping
+from evalcore.metrics.freeform import preflight as metric_problems
+from evalcore.packages import component_problem
 from evalcore.params import path_problems
 from evalcore.protocols.templates import check_templates
 from evalcore.protocols.vocab_fit import FACTUAL_KINDS, declared
+from evalcore.reports import published
 from evalcore.vocab.tasks import misfit
 
 
@@ -39,10 +46,6 @@ def _components(cfg: RunConfig) -> Iterator[tuple[str, str, str, dict[str, Any]]
 
 def _endpoints(cfg: RunConfig) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(params path, who, params) of every configured component that calls an LLM endpoint (``llm_backed``)."""
-    import importlib
-
-    from evalcore import registry
-
     names = [f"model {m.name!r}" for m in cfg.models]
     for where, package, kind, params in _components(cfg):
         importlib.import_module(f"evalcore.{package}")
@@ -55,8 +58,6 @@ def _endpoints(cfg: RunConfig) -> Iterator[tuple[str, str, dict[str, Any]]]:
 
 def key_problems(cfg: RunConfig) -> list[str]:
     """One line per endpoint whose ``api_key_env`` names a variable that is not set (never its value)."""
-    import os
-
     out = []
     for where, who, params in _endpoints(cfg):
         env = params.get("api_key_env", "OPENAI_API_KEY")
@@ -68,8 +69,6 @@ def key_problems(cfg: RunConfig) -> list[str]:
 def endpoint_problems(cfg: RunConfig) -> list[str]:
     """One line per endpoint that is unreachable, refuses its key or does not serve its model
     (:func:`evalcore.llm.ping.ping`, one call per distinct endpoint, model and key variable)."""
-    from evalcore.llm.ping import PING_TIMEOUT_S, ping
-
     seen: dict[tuple, tuple[str, str] | None] = {}
     out = []
     for where, who, params in _endpoints(cfg):
@@ -94,11 +93,6 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     machine or store (files, ``s3://`` objects, checkpoints, the free-form metrics' WordNet, Java and model
     files, API key variables, packages); ``datasets=False`` leaves the datasets' files out (a resumed run reads
     its committed items)."""
-    import importlib
-
-    from evalcore import registry, storage
-    from evalcore.metrics.freeform import preflight as metric_problems
-
     out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
@@ -168,8 +162,6 @@ def reproduction_problems(cfg: RunConfig) -> list[str]:
     """``reproduces`` must name a table of the published-values file (which must read cleanly)."""
     if cfg.reproduces is None:
         return []
-    from evalcore.reports import published
-
     try:
         cells = published.read(cfg.published_values or published.PUBLISHED_CSV)
     except (OSError, published.PublishedError) as e:
@@ -183,11 +175,6 @@ def reproduction_problems(cfg: RunConfig) -> list[str]:
 def package_problems(cfg: RunConfig) -> list[str]:
     """One line per configured model or judge whose packages do not import where it will run, naming it and
     the install command (:mod:`evalcore.packages`). A model with its own ``runtime_env`` brings its own packages."""
-    import importlib
-
-    from evalcore import registry
-    from evalcore.packages import component_problem
-
     out = []
     for where, package, kind, params in _components(cfg):
         if package == "datasets":

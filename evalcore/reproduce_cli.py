@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+import pyarrow as pa
 import typer
 
+from evalcore import storage
 from evalcore.errors import ExitCode
+from evalcore.reports import published, reproduction as beside
+from evalcore.reports.html import markdown_html, page
 
 
 def reproduce(
@@ -36,12 +40,6 @@ def reproduce(
     """Put each published cell of PAPER/TABLE beside the value OUTPUTS has for the same key: the difference, and
     whether the published value lies in our CI; cells OUTPUTS cannot give are named with the reason. Exit 2 when
     OUTPUTS holds no summary or the table is not in the published values."""
-    import pyarrow as pa
-
-    from evalcore import storage
-    from evalcore.reports import published, reproduction as beside
-    from evalcore.reports.html import markdown_html, page
-
     try:
         cells = published.cells_of(table, published.read(published_values or published.PUBLISHED_CSV))
     except (OSError, published.PublishedError) as e:

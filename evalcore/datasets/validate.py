@@ -11,6 +11,7 @@ config names the dataset) is an error. Every check and conversion runs inside th
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from typing import Any, Iterable, Iterator
@@ -107,8 +108,6 @@ ALIASES = {"correct_index": "correct_option"}
 
 def _unknown(names: set) -> str:
     """``unknown field(s) [...]`` with a "did you mean" per name difflib finds close to a field."""
-    import difflib
-
     hints = []
     for name in sorted(names, key=str):
         close = difflib.get_close_matches(str(name), FIELDS, n=1, cutoff=0.6)

@@ -22,6 +22,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from evalcore import storage
+from evalcore.llm.actors import complete_many
+from evalcore.llm.batch import run_batch
+from evalcore.llm.budget import endpoint_budget
+from evalcore.llm.cache import RequestLog, ResponseCache
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient
 from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Seconds
 
@@ -94,9 +98,6 @@ class LLMRunner:
     @property
     def client(self) -> LLMClient:
         if self._client is None:
-            from evalcore.llm.budget import endpoint_budget
-            from evalcore.llm.cache import RequestLog, ResponseCache
-
             cfg = self.config
             log = RequestLog.for_run(self.log_root, self.log_name)
             self._client = LLMClient(cfg, endpoint_budget(self.budget_name, cfg.rpm, cfg.tpm),
@@ -111,14 +112,10 @@ class LLMRunner:
         client = self.client
         try:
             if self.api == "batch":
-                from evalcore.llm.batch import run_batch
-
                 reqs: list[Any] = [{"messages": m, "template_version": template_version, "schema": schema}
                                    for m in requests]
                 return run_batch(client, reqs, poll_interval_s=self.batch_poll_s, timeout_s=self.batch_timeout_s,
                                  metadata={"evalcore": self.log_name})
-            from evalcore.llm.actors import complete_many
-
             return complete_many(client, requests, self.threads, template_version, schema=schema)
         finally:
             if client.log is not None:

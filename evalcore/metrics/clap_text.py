@@ -22,6 +22,7 @@ from importlib.metadata import version
 from typing import Any, Hashable, Sequence
 
 import numpy as np
+import pyarrow.fs as pafs
 from pydantic import Field
 
 from evalcore import cluster, storage
@@ -65,8 +66,6 @@ def localize(uri: str, cache_dir: str) -> str:
     if not storage.is_s3(uri):
         return storage.resolve(uri)[1]
     fs, path = storage.resolve(uri)
-    import pyarrow.fs as pafs
-
     base = os.path.join(cache_dir, hashlib.sha256(uri.encode()).hexdigest()[:16])
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:

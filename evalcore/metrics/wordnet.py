@@ -11,6 +11,7 @@ data (``omw-2.0``) is only loaded for non-English lookups, which METEOR never ma
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -182,8 +183,6 @@ def ensure_wordnet() -> object:
 def wordnet_version() -> str:
     """The WordNet version nltk reads (as ``wordnet.get_version()`` says it), from the header of its
     ``data.adj`` alone: naming the version in a run's provenance does not load the database (seconds)."""
-    import re
-
     import nltk
 
     try:

@@ -4,7 +4,12 @@ audio never reached the model. Plain Python: it imports in the vLLM environment 
 
 from __future__ import annotations
 
+import base64
+import io
 from typing import Any, Iterable
+
+import numpy as np
+import soundfile as sf
 
 from evalcore.errors import INCOMPLETE, MODEL
 
@@ -40,12 +45,6 @@ def conversation(prompt: str, has_audio: bool, system_prompt: str | None = None)
 
 def audio_base64(audio: Any, sample_rate: int) -> str:
     """The audio as base64 of a 32-bit float WAV file: lossless, the form mistral-common's chat requests take."""
-    import base64
-    import io
-
-    import numpy as np
-    import soundfile as sf
-
     buf = io.BytesIO()
     sf.write(buf, np.asarray(audio, dtype=np.float32), sample_rate, format="WAV", subtype="FLOAT")
     return base64.b64encode(buf.getvalue()).decode("ascii")

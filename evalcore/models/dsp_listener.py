@@ -17,6 +17,7 @@ import numpy as np
 import soxr
 
 from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.checkpoint import CheckpointError, read_checkpoint_json, resolve_checkpoint
 from evalcore.params import PathStr, Rate, Seconds
 from evalcore.registry import MODELS
 
@@ -337,8 +338,6 @@ class DSPListener(MusicLM):
         self._checkpoint = None
         self.deaf_to: frozenset[str] = frozenset()
         if checkpoint:
-            from evalcore.models.checkpoint import resolve_checkpoint
-
             self.deaf_to = read_deaf_to(checkpoint)
             self._checkpoint = resolve_checkpoint(checkpoint).identity()
 
@@ -364,8 +363,6 @@ class DSPListener(MusicLM):
 def read_deaf_to(checkpoint: str) -> frozenset[str]:
     """The analyses ``checkpoint``'s ``listener.json`` switches off; ``ValueError("checkpoint: …")`` when the
     file is missing or says something else."""
-    from evalcore.models.checkpoint import CheckpointError, read_checkpoint_json
-
     try:
         data = read_checkpoint_json(checkpoint, LISTENER_FILE)
     except CheckpointError as e:

@@ -33,6 +33,7 @@ from evalcore.models.audio_chat import conversation, incomplete, mistral_convers
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.packages import MODELS_EXTRA
+from evalcore.params import ParamsError, check_params
 from evalcore.registry import MODELS
 
 
@@ -97,8 +98,6 @@ class HFAudioParams(BaseModel):
 def validated(cls: type, kind: str, params: dict[str, Any]) -> Any:
     """``cls.Params`` validated from ``params``; a mistake raises ``ValueError`` naming the field
     (``<kind> params.dtype: ...``). Shared by the checkpoint backends (``hf_audio_lm``, ``vllm_audio_lm``)."""
-    from evalcore.params import ParamsError, check_params
-
     try:
         check_params(cls, params)
     except ParamsError as e:

@@ -35,6 +35,10 @@ import numpy as np
 import soundfile as sf
 from pydantic import Field
 
+from evalcore.llm.budget import endpoint_budget
+from evalcore.llm.cache import RequestLog, ResponseCache
+from evalcore.llm.client import EndpointConfig, LLMClient
+from evalcore.llm.runner import default_cache_root
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.packages import CORE
 from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Positive, Rate, Seconds
@@ -116,8 +120,6 @@ class OpenAIAudioChat(MusicLM):
         log_root: str | None = None,
         flights: str | None = None,
     ) -> None:
-        from evalcore.llm.client import EndpointConfig
-
         if not isinstance(api_key_env, str) or not api_key_env.isidentifier():
             raise ValueError("openai_audio_chat params.api_key_env: the *name* of an environment variable "
                              f"(e.g. OPENAI_API_KEY), got {api_key_env!r}")
@@ -141,11 +143,6 @@ class OpenAIAudioChat(MusicLM):
     def client(self) -> Any:
         """The LLM layer's client (built on first use, in the actor)."""
         if self._client is None:
-            from evalcore.llm.budget import endpoint_budget
-            from evalcore.llm.cache import RequestLog, ResponseCache
-            from evalcore.llm.client import LLMClient
-            from evalcore.llm.runner import default_cache_root
-
             cfg = self.config
             log = RequestLog.for_run(self.log_root, "openai_audio_chat") if self.log_root else None
             self._client = LLMClient(cfg, EstimatedBudget(endpoint_budget(self.budget_name, cfg.rpm, cfg.tpm)),

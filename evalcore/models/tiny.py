@@ -15,7 +15,15 @@ tests both finished and cut-off answers. ``generation_config.json`` names the en
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+import re
 from typing import Any
+
+import numpy as np
+
+from evalcore.models.audio_chat import mistral_conversation
 
 SR = 16_000
 #: the families :func:`build_tiny` builds
@@ -114,7 +122,6 @@ def _end_answers(model: Any, processor: Any, eos: int, encode: Any = None) -> No
     on a few probe requests (text only and with noise as audio): wherever that token would win with a positive
     logit, EOS wins instead. ``encode(processor, prompt, audio)`` makes a probe's model inputs where the chat
     template cannot (Voxtral); by default the processor renders the template and encodes text and audio."""
-    import numpy as np
     import torch
 
     rng = np.random.default_rng(0)
@@ -160,9 +167,6 @@ def tekken_tokenizer(path: str) -> int:
     """Write a byte-level tekken tokenizer (mistral-common's ``tekken.json``: the 256 bytes after 32 special tokens,
     with Voxtral's audio settings: 16 kHz, 128 mel bins, 12.5 audio positions a second, 30 s chunks); returns the
     vocabulary size."""
-    import base64
-    import json
-
     data = {"config": {"pattern": TEKKEN_PATTERN, "num_vocab_tokens": 256, "version": "v7",
                        "default_vocab_size": 256 + VOXTRAL_NUM_SPECIAL,
                        "default_num_special_tokens": VOXTRAL_NUM_SPECIAL},
@@ -177,8 +181,6 @@ def tekken_tokenizer(path: str) -> int:
 
 
 def _voxtral_encode(processor: Any, prompt: str, audio: Any) -> Any:
-    from evalcore.models.audio_chat import mistral_conversation
-
     return processor.apply_chat_template([mistral_conversation(prompt, audio, SR)], tokenize=True, return_dict=True)
 
 
@@ -214,8 +216,6 @@ _MISTRAL_NAMES = [
 def _mistral_name(name: str) -> str | None:
     """The Mistral-format name of a transformers Voxtral weight; None for the encoder's sinusoidal positions (not
     stored there: vLLM computes them)."""
-    import re
-
     name = name.removeprefix("model.")
     if name.startswith("audio_tower.embed_positions"):
         return None
@@ -231,9 +231,6 @@ def _build_voxtral(out: str, seed: int, head_dim: int, ends_answers: bool) -> st
     """Voxtral in both of its checkpoint formats, as Mistral publishes it: transformers' (``config.json``,
     ``model.safetensors``) for ``hf_audio_lm`` and Mistral's own (``params.json``, ``consolidated.safetensors``:
     the only one vLLM's Voxtral reads), the same weights in both, and one mistral-common tokenizer (``tekken.json``)."""
-    import json
-    import os
-
     import torch
     import transformers as T
     from safetensors.torch import save_file

@@ -36,6 +36,7 @@ from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, i
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.models.hf_audio import processor_audio_spec, validated, window
+from evalcore.packages import missing, missing_in
 from evalcore.registry import MODELS
 
 
@@ -221,8 +222,6 @@ class VLLMAudioLM(MusicLM):
     def packages_problem(cls, params: dict[str, Any]) -> str | None:
         """vLLM imports in the interpreter the engine actors will run in (:func:`vllm_python`; a subprocess asks
         another interpreter, nothing is imported), else why not and how to get one (evalcore.packages)."""
-        from evalcore.packages import missing, missing_in
-
         python = vllm_python()
         if python is None:
             return ("needs vllm, and no Python here imports it; build .venv-vllm: bash scripts/build_vllm_venv.sh "

@@ -14,18 +14,24 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import pyarrow as pa
 import typer
 
+from evalcore import console, storage
 from evalcore.config import ConfigError
 from evalcore.errors import ExitCode
+from evalcore.nightly import compare as cmp
+from evalcore.nightly.config import load_nightly, resolve_prefixes
+from evalcore.nightly.demo import demo_config
+from evalcore.nightly.ledger import LedgerError
+from evalcore.nightly.night import FLAG_PRINT, night
+from evalcore.reports.html import markdown_html, page
+from evalcore.reports.tables_html import TESTS, comparison_rows, p_value, signed, table_html, table_md
 
 
 def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
     """The nightly config (or the embedded demo with its checkpoint series), relative series prefixes under its
     root; a mistake exits 2."""
-    from evalcore.nightly.config import load_nightly, resolve_prefixes
-    from evalcore.nightly.demo import demo_config
-
     try:
         if config is None:
             return demo_config(out)
@@ -49,11 +55,6 @@ def nightly(
 
     Exit status: 0 ok, 1 the nightly failed, 2 config mistake, 3 a checkpoint evaluated tonight regressed
     (with fail_on_regression)."""
-    from evalcore.nightly.ledger import LedgerError
-    from evalcore.nightly.night import FLAG_PRINT, night
-
-    from evalcore import console
-
     console.setup(verbose)
     cfg = load_nightly_or_exit(config, out)
     typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
@@ -79,8 +80,6 @@ def nightly(
         listens = f", listens {v.listening}" if v.listening else ""
         typer.echo(f"  {v.series}/{v.checkpoint}: {v.verdict}{listens}{why}", err=True)
     if len(flagged) and (cfg.fail_on_regression or verbose):
-        from evalcore.reports.tables_html import p_value, signed
-
         show = flagged[FLAG_PRINT].copy()
         for col in ("delta", "ci_low", "ci_high"):
             show[col] = show[col].map(signed)
@@ -99,8 +98,6 @@ def nightly(
 def _tests(rows) -> str:
     """The tests behind the comparisons' p-values, with how many rows each (e.g. ``McNemar exact (12), paired t
     (30)``)."""
-    from evalcore.reports.tables_html import TESTS
-
     counts = rows["test"].value_counts() if len(rows) else {}
     return ", ".join(f"{TESTS.get(t, t)} ({int(n)})" for t, n in sorted(dict(counts).items())) or "none"
 
@@ -117,13 +114,6 @@ def compare(
     """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs (clips resampled
     where questions share one), Holm-adjusted p-values (McNemar's exact test for 0/1 accuracy, else a paired
     t-test), flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run."""
-    import pyarrow as pa
-
-    from evalcore import storage
-    from evalcore.nightly import compare as cmp
-    from evalcore.reports.html import markdown_html, page
-    from evalcore.reports.tables_html import comparison_rows, table_html, table_md
-
     try:
         fa, fb = cmp.suite_fingerprint(run_a), cmp.suite_fingerprint(run_b)
         rows = cmp.compare_scores(cmp.load_scores(run_b), cmp.load_scores(run_a), resamples, 0.95, seed)

@@ -9,12 +9,13 @@ checkpoint becomes one ordinary run (:class:`evalcore.config.RunConfig`) under
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from evalcore import preflight
+from evalcore import preflight, storage
 from evalcore.config import (ConfigError, ModelSpec, RunConfig, Strict, SuiteConfig, error_lines, parse_config,
                              read_yaml)
 
@@ -161,8 +162,6 @@ def resolve_prefixes(cfg: NightlyConfig) -> NightlyConfig:
     """``cfg`` with each relative local series prefix made absolute under the nightly root (``storage.root``, else
     ./runs/<name>), so ``prefix: checkpoints/x`` means ``<root>/checkpoints/x`` wherever the nightly runs;
     absolute paths and ``s3://`` prefixes are unchanged. Call it after ``--out`` has set the root."""
-    from evalcore import storage
-
     series = [s.model_copy(update={"prefix": storage.absolute(s.prefix, base=cfg.root)}) if is_relative(s.prefix)
               else s for s in cfg.series]
     return cfg.model_copy(update={"series": series})
@@ -170,8 +169,6 @@ def resolve_prefixes(cfg: NightlyConfig) -> NightlyConfig:
 
 def is_relative(prefix: str) -> bool:
     """Whether ``prefix`` is a relative local path (read under the nightly root)."""
-    import os
-
     return "://" not in prefix and not os.path.isabs(os.path.expanduser(prefix))
 
 

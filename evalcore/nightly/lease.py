@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -186,7 +188,4 @@ class Renewal:
 
 def new_owner() -> str:
     """A unique id for one nightly process."""
-    import os
-    import socket
-
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

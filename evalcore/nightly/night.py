@@ -12,6 +12,7 @@ with its reason and never stops the others.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -22,11 +23,14 @@ import pyarrow as pa
 from evalcore import storage
 from evalcore.config import ConfigError
 from evalcore.errors import bounded
-from evalcore.nightly import compare, history, series as discovery, tonight as tn
+from evalcore.nightly import compare, history, leaderboard, series as discovery, tonight as tn
 from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
 from evalcore.nightly.ledger import Ledger, iso, now
+from evalcore.pipeline.commit import RunStateError
+from evalcore.pipeline.graph import init_ray
+from evalcore.reports import dashboard
 
 log = logging.getLogger("evalcore")
 
@@ -102,8 +106,7 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
              result: NightResult) -> None:
     """Evaluate one claimed checkpoint with the run pipeline and record the outcome in the ledger (every
     record written under ``lease``: refused once another nightly has taken it over)."""
-    from evalcore.pipeline.commit import RunStateError
-    from evalcore.pipeline.run import RunUnscored, run as run_pipeline
+    from evalcore.pipeline.run import RunUnscored, run as run_pipeline  # heavy: pulls matplotlib (reports)
 
     key = f"{s.name}/{cp.name}"
     rec = ledger.get(s.name, cp.name) or {}
@@ -163,8 +166,6 @@ def fail(ledger: Ledger, rec: dict, lease: Lease, reason: str, result: NightResu
 
 def identity(root: str, model: str) -> dict | None:
     """The checkpoint identity the run recorded (``model_info`` of its responses: uri + sha256 / revision)."""
-    import json
-
     meta = json.loads(storage.read_text(storage.join(root, "run.json")))
     info = meta.get("models", {}).get(model)
     info = json.loads(info) if isinstance(info, str) else info
@@ -175,9 +176,7 @@ def identity(root: str, model: str) -> dict | None:
 def start_cluster(cfg: NightlyConfig, attempts: int = 3) -> None:
     """Ray for the night's runs (as ``evalcore run`` starts it), tried ``attempts`` times: a local node can time
     out starting on a loaded machine."""
-    import ray
-
-    from evalcore.pipeline.graph import init_ray
+    import ray  # heavy: ray (seconds to import; `evalcore --help` imports this module)
 
     for i in range(attempts):
         if ray.is_initialized():
@@ -294,9 +293,6 @@ def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> t
 
 def render(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame, records: list[dict]) -> None:
     """dashboard.html and dashboard.md: the morning page."""
-    from evalcore.nightly import leaderboard
-    from evalcore.reports import dashboard
-
     board = leaderboard.leaderboard(cfg, records)
     html, md = dashboard.render(result.tonight.as_json(), result.regressions, hist, records, result.notes, board)
     storage.write_text(storage.join(cfg.root, "dashboard.html"), html)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from evalcore import storage
 from evalcore.errors import bounded
+from evalcore.reports.verdict import verdicts
 
 log = logging.getLogger("evalcore")
 REGRESSION_EXIT = 3
@@ -92,8 +93,6 @@ def flagged_tonight(regressions: pd.DataFrame, evaluated: list[str]) -> pd.DataF
 
 def listening(hist: pd.DataFrame, series: str, checkpoint: str, min_items: int) -> str | None:
     """The run report's listening verdict of one finished checkpoint, from its summary rows."""
-    from evalcore.reports.verdict import verdicts
-
     rows = hist[(hist["series"] == series) & (hist["checkpoint"] == checkpoint)] if len(hist) else hist
     found = verdicts(rows, min_items) if len(rows) else []
     return found[0].listens if found else None

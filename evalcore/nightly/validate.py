@@ -16,9 +16,11 @@ reports each prefix as unchecked in one line):
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 from dataclasses import dataclass, field
 
+from evalcore import preflight, storage
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, as_series_field, resolve_prefixes, run_config
 from evalcore.nightly.series import Checkpoint, discover
 
@@ -56,10 +58,6 @@ def list_bounded(series: SeriesConfig, timeout_s: float = LIST_TIMEOUT_S) -> lis
 
 def check_series(cfg: NightlyConfig, i: int, given: str, found: Findings, datasets: bool) -> None:
     """Check series ``i`` (its prefix already resolved; ``given`` is the prefix as written) into ``found``."""
-    import os
-
-    from evalcore import preflight, storage
-
     s = cfg.series[i]
     where = f"series.{i}.prefix"
     how = f"{given!r} (relative: read under the nightly root → {s.prefix})" if given != s.prefix else repr(s.prefix)
@@ -100,8 +98,6 @@ def check_series(cfg: NightlyConfig, i: int, given: str, found: Findings, datase
 
 def check(cfg: NightlyConfig, check_paths: bool = True) -> Findings:
     """Every series of ``cfg`` (relative prefixes as written; they are resolved under the root here)."""
-    from evalcore import storage
-
     found = Findings()
     if not check_paths:
         found.notes += [f"series {s.name}: prefix {s.prefix} not checked (--no-check-paths)" for s in cfg.series]

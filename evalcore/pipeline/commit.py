@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from evalcore import storage
 from evalcore.item_table import ItemTable
@@ -425,8 +426,6 @@ def committed_count(root: str) -> int:
 def model_infos(root: str, names: Iterable[str]) -> dict[str, str]:
     """model name → its recorded ``model_info`` (the first committed), reading only those two columns of the
     response files, and only until every model in ``names`` is found."""
-    import pyarrow.parquet as pq
-
     want, found = set(names), {}
     for m in shard_markers(root, index=False):
         if want <= set(found):

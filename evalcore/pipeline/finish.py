@@ -16,12 +16,13 @@ import evalcore
 from evalcore import storage
 from evalcore.config import RunConfig
 from evalcore.errors import bounded
-from evalcore.metrics.freeform import uses_ray
+from evalcore.metrics.freeform import rewrite_roles, uses_ray
 from evalcore.pipeline import commit
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
 from evalcore.pipeline.reduce import group_rows, reduce_rows
-from evalcore.reports import markdown, report_html, verdict
+from evalcore.reports import markdown, published, report_html, verdict
+from evalcore.reports.reproduction import reproduction as reproduction_table, section
 from evalcore.scoring.agreement import agreement
 from evalcore.scoring.requests import error_rows
 from evalcore.scoring.summary import summary_table
@@ -33,8 +34,6 @@ log = logging.getLogger("evalcore")
 def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """protocol instance → scorer keyword arguments: the free-form metrics config, the run's S3 options (for
     s3:// model files) and which models are reference-rewrite systems (by their recorded model_info)."""
-    from evalcore.metrics.freeform import rewrite_roles
-
     params: dict[str, dict[str, Any]] = {}
     for p in cfg.protocols:
         if p.kind == "freeform":
@@ -114,12 +113,10 @@ def reproduction(cfg: RunConfig, summary: pd.DataFrame, out: storage.RunStorage,
     """With ``reproduces``: tables/reproduction.parquet (each published cell beside ours) and its report section."""
     if cfg.reproduces is None:
         return ""
-    from evalcore.reports import published, reproduction as beside
-
     cells = published.cells_of(cfg.reproduces, published.read(cfg.published_values or published.PUBLISHED_CSV))
-    rep = beside.reproduction(summary, cells)
+    rep = reproduction_table(summary, cells)
     out.write_parquet(pa.Table.from_pandas(rep, preserve_index=False), storage.join(tables, "reproduction.parquet"))
-    return beside.section(rep, cfg.reproduces, cfg.stats.confidence)
+    return section(rep, cfg.reproduces, cfg.stats.confidence)
 
 
 def write_reports(write_text: Callable[[str, str], None], root: str, meta: dict[str, Any], c: dict[str, Any],
@@ -142,7 +139,5 @@ def rerender(root: str) -> str:
     errors = storage.read_parquet(storage.join(root, "tables", "errors.parquet")).to_pandas()
     beside, rep_uri = "", storage.join(root, "tables", "reproduction.parquet")
     if meta.get("reproduces") and storage.exists(rep_uri):
-        from evalcore.reports.reproduction import section
-
         beside = section(storage.read_parquet(rep_uri).to_pandas(), meta["reproduces"], float(meta["confidence"]))
     return write_reports(storage.write_text, root, meta, c, summary, errors, beside)[0]

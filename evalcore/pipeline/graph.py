@@ -234,7 +234,7 @@ def init_ray(ray_cfg: RayConfig) -> None:
     driver, even on ``kill -9`` (:mod:`evalcore.cluster`)."""
     from ray.data import DataContext
 
-    from evalcore.pipeline import backpressure
+    from evalcore.pipeline import backpressure  # heavy: imports ray at its top; `evalcore --help` imports this module
 
     cluster.start(ray_cfg.address, log_to_driver=False, configure_logging=False)
     ctx = DataContext.get_current()

@@ -24,7 +24,11 @@ import os
 import uuid
 from typing import Any
 
+import evalcore.judges  # noqa: F401  (registers the judges)
+import evalcore.models  # noqa: F401  (registers the models)
 from evalcore.config import JudgeConfig, ModelConfig, RunConfig
+from evalcore.llm.budget import endpoint_budget
+from evalcore.llm.flights import RayFlights
 from evalcore.llm.runner import CACHE_ENV
 from evalcore.registry import JUDGES, MODELS, Registry
 
@@ -57,15 +61,9 @@ def _model(model: ModelConfig, root: str, flights: str) -> ModelConfig:
     return model.model_copy(update={"params": _defaults(MODELS, model.kind, model.params, root, flights)})
 
 
-def _register() -> None:
-    import evalcore.judges  # noqa: F401  (registers the judges)
-    import evalcore.models  # noqa: F401  (registers the models)
-
-
 def with_run_llm_roots(cfg: RunConfig) -> RunConfig:
     """``cfg`` with the cache and log of every LLM-backed judge and model defaulted to the run's root, and
     this run attempt's single-flight actor named in their params."""
-    _register()
     flights = f"evalcore-flights-{uuid.uuid4().hex[:16]}"
     protocols = [p.model_copy(update={"judge": _judge(p.judge, cfg.root, flights),
                                       "agreement_judge": _judge(p.agreement_judge, cfg.root, flights)})
@@ -77,10 +75,6 @@ def with_run_llm_roots(cfg: RunConfig) -> RunConfig:
 def hold_budgets(cfg: RunConfig) -> list[Any]:
     """Create (in this process, on the running Ray) every named budget and the single-flight actor of the
     run's LLM-backed judges and models; keep the returned handles until the run ends."""
-    from evalcore.llm.budget import endpoint_budget
-    from evalcore.llm.flights import RayFlights
-
-    _register()
     parts: list[tuple[Registry, str, dict[str, Any]]] = [(MODELS, m.kind, m.params) for m in cfg.models]
     parts += [(JUDGES, j.kind, j.params) for p in cfg.protocols for j in (p.judge, p.agreement_judge) if j]
     held: dict[str, Any] = {}

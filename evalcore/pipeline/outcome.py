@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from evalcore.config import RunConfig
+from evalcore.errors import bounded
 
 
 @dataclass
@@ -84,8 +85,6 @@ def _top(rows: list[dict], top: int = 3) -> list[tuple[str, int]]:
 
 def examples(rows: list[dict], reasons: list[tuple[str, int]]) -> dict[str, str]:
     """reason → the (bounded) text of its first error row, for the reasons whose tag is not already the text."""
-    from evalcore.errors import bounded
-
     want, out = {r for r, _ in reasons}, {}
     for row in rows:
         if row.get("error") is not None and (reason := error_reason(row)) in want and reason not in out:

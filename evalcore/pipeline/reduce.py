@@ -25,6 +25,7 @@ from pandas.api.types import is_string_dtype, union_categoricals
 
 from evalcore import storage
 from evalcore.config import RunConfig
+from evalcore.metrics.freeform import needs_all_rows
 from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
 from evalcore.schema import SCORE_KEY
 
@@ -38,8 +39,6 @@ CATEGORICAL = ("dataset", "protocol", "model", "condition", "variant", "protocol
 def group_rows(cfg: RunConfig) -> int | None:
     """Committed rows per group for ``cfg`` (:data:`GROUP_ROWS`), or None: all at once (a free-form metric of
     :func:`~evalcore.metrics.freeform.needs_all_rows`, e.g. CIDEr-D, or an ``agreement_judge``)."""
-    from evalcore.metrics.freeform import needs_all_rows
-
     for p in cfg.protocols:
         if getattr(p, "agreement_judge", None) is not None:
             return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+import evalcore.models  # noqa: F401  (registers the models)
 from evalcore.config import ModelConfig, RunConfig
 from evalcore.metrics.stage import ModelScorer
 from evalcore.registry import MODELS
@@ -15,8 +16,6 @@ log = logging.getLogger("evalcore")
 
 def audio_spec(model: ModelConfig) -> tuple[int, float | None]:
     """(sample rate, longest window in s) of a model, from its params or its class defaults."""
-    import evalcore.models  # noqa: F401  (registers the models)
-
     cls = MODELS.get(model.kind)
     if callable(getattr(cls, "audio_spec", None)):  # MusicLM.audio_spec: params, class defaults or the checkpoint
         return cls.audio_spec(dict(model.params))
@@ -27,8 +26,6 @@ def audio_spec(model: ModelConfig) -> tuple[int, float | None]:
 
 def uses_audio(model: ModelConfig) -> bool:
     """Whether a model reads audio (its class's ``MusicLM.uses_audio``), without building it."""
-    import evalcore.models  # noqa: F401  (registers the models)
-
     return bool(getattr(MODELS.get(model.kind), "uses_audio", True))
 
 

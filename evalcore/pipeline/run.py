@@ -18,6 +18,7 @@ import logging
 from collections import Counter
 from typing import Any, Iterable
 
+import evalcore.datasets  # noqa: F401  (registers the datasets)
 from evalcore import console, preflight, storage
 from evalcore.config import RunConfig
 from evalcore.datasets.base import DatasetContext
@@ -48,8 +49,6 @@ def read_items(cfg: RunConfig) -> tuple[ItemTable, list[dict], int]:
     """Stage 1: every dataset's items, validated, audio paths made absolute here on the driver, factual labels
     checked against the judge's vocabulary → (items, error rows, rows read). Items are held as an Arrow table,
     converted a slice at a time as they are validated."""
-    import evalcore.datasets  # noqa: F401  (registers the datasets)
-
     parts: list[ItemTable] = []
     errors: list[dict] = []
     outside: list[dict] = []

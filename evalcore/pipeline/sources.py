@@ -21,7 +21,9 @@ import pyarrow as pa
 from evalcore import storage
 from evalcore.config import ModelConfig, RunConfig
 from evalcore.errors import INPUT
+from evalcore.pipeline.stages import requests_table
 from evalcore.protocols.requests import Expansion, iter_requests
+from evalcore.schema import REQUEST
 
 TASK_REQUESTS = 4096  # requests a read task expands, about: few tasks, yet enough for a cluster to share
 
@@ -94,8 +96,6 @@ def _read(cfg: RunConfig, items: Any, exp: Any, model: str, skip: Any, block_row
     run, as Arrow blocks."""
     import ray
 
-    from evalcore.pipeline.stages import requests_table
-
     items = ray.get(items) if isinstance(items, ray.ObjectRef) else items
     exp = ray.get(exp) if isinstance(exp, ray.ObjectRef) else exp
     skip = ray.get(skip) if isinstance(skip, ray.ObjectRef) else skip
@@ -115,8 +115,6 @@ def request_source(cfg: RunConfig, items: Sequence[dict], exp: Any, model: Model
     import ray.data
     from ray.data.block import BlockMetadata
     from ray.data.datasource import Datasource, ReadTask
-
-    from evalcore.schema import REQUEST
 
     per_item = max(1.0, n_ready / max(1, len(items)))
     step = max(1, math.ceil(TASK_REQUESTS / per_item))

@@ -15,9 +15,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from evalcore import audio
+import evalcore.judges  # noqa: F401  (registers the judges)
+import evalcore.models  # noqa: F401  (registers the models)
+from evalcore import audio, storage
 from evalcore.errors import bounded, class_of, exception_class
 from evalcore.models.base import AudioPrompt
+from evalcore.registry import JUDGES, MODELS
 from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
 
 AUDIO_FIELD = pa.field("audio", pa.large_list(pa.float32()))
@@ -111,10 +114,6 @@ class ModelRunner:
 
     def __init__(self, kind: str, params: dict[str, Any], audio_spec: tuple[int, float | None],
                  s3: dict | None = None) -> None:
-        import evalcore.models  # noqa: F401  (registers the models)
-        from evalcore import storage
-        from evalcore.registry import MODELS
-
         if s3 is not None:  # the run's S3 options (never keys), e.g. for an s3:// checkpoint
             storage.configure_s3(storage.S3Options(**s3))
         self.model = MODELS.build(kind, **params)
@@ -174,9 +173,6 @@ class ModelRunner:
 
 @lru_cache(maxsize=16)
 def _judge(kind: str, params_json: str) -> Any:
-    import evalcore.judges  # noqa: F401  (registers the judges)
-    from evalcore.registry import JUDGES
-
     return JUDGES.build(kind, **json.loads(params_json))
 
 

@@ -20,9 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+import evalcore.judges  # noqa: F401  (registers the judges)
 from evalcore.config import JudgeConfig, RunConfig
 from evalcore.metrics import factual_agreement
 from evalcore.metrics.aggregate import aggregate
+from evalcore.registry import JUDGES
 
 __all__ = ["second_labels", "agreement"]
 
@@ -43,9 +45,6 @@ def _labels(result: dict, options: list[str] | None) -> list[str] | None:
 
 def second_labels(judge_cfg: JudgeConfig, chunks: list[dict]) -> dict[str, list[str] | None]:
     """request_id → the second judge's labels united over its chunks (None if a chunk's judgment failed)."""
-    import evalcore.judges  # noqa: F401  (registers the judges)
-    from evalcore.registry import JUDGES
-
     todo = [r for r in chunks if r.get("text") is not None]
     if not todo:
         return {}

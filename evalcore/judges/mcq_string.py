@@ -183,7 +183,8 @@ def parse_choice(text: str, options: Sequence[str]) -> int:
 
 
 class ParserJudge:
-    """An MCQ judge around a parser ``(text, options) -> index``; subclasses set ``parse``."""
+    """An MCQ judge around a parser ``(text, options) -> index``; subclasses set ``parse`` (a static function, or
+    a method where the parser holds state, e.g. an embedding model)."""
 
     name = "mcq_parser"
     version = "1"
@@ -204,7 +205,7 @@ class ParserJudge:
             elif not opts:
                 out.append({"parsed_index": None, "error": "no options"})
             else:
-                out.append({"parsed_index": type(self).parse(text, opts)})
+                out.append({"parsed_index": self.parse(text, opts)})
         return out
 
 

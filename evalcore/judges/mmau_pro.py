@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Callable, Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 
+from evalcore.judges.mcq_string import ParserJudge
 from evalcore.registry import JUDGES
 
 __all__ = ["nearest_choice", "bag_of_words", "McqMmauProJudge"]
@@ -77,7 +78,7 @@ class _NVEmbed:
 
 
 @JUDGES.register("mcq_mmau_pro")
-class McqMmauProJudge:
+class McqMmauProJudge(ParserJudge):
     """MCQ judge: the nearest choice by embedding similarity (module docstring)."""
 
     name = "mcq_mmau_pro"
@@ -95,7 +96,7 @@ class McqMmauProJudge:
             self._embed = _NVEmbed(self.model, self.device)
         return self._embed(texts)
 
-    def choose(self, text: str, options: Sequence[str]) -> int:
+    def parse(self, text: str, options: Sequence[str]) -> int:  # type: ignore[override]
         """The chosen option's index for one response (-1 = unanswered)."""
         if self.empty_is_unanswered and not re.search(r"\w", text):
             return -1
@@ -103,18 +104,3 @@ class McqMmauProJudge:
             vecs = self.embed([text, *options])
             return nearest_choice(vecs[0], vecs[1:])
         return nearest_choice(self.embed([text])[0], self.embed(options))
-
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict[str, Any]]:
-        """One ``{"parsed_index": i}`` per text; a missing response or option list is an error, as for every
-        MCQ judge (:class:`evalcore.judges.mcq_string.ParserJudge`)."""
-        if len(texts) != len(options):
-            raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
-        out: list[dict[str, Any]] = []
-        for text, opts in zip(texts, options):
-            if text is None:
-                out.append({"parsed_index": None, "error": "no response"})
-            elif not opts:
-                out.append({"parsed_index": None, "error": "no options"})
-            else:
-                out.append({"parsed_index": self.choose(text, list(opts))})
-        return out

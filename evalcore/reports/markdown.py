@@ -106,7 +106,8 @@ def _results(summary: pd.DataFrame, conf: int) -> list[str]:
         out += ["", f"## {proto} · {ds}" + (f" ({kind})" if kind != proto else ""), "",
                 f"Value [{conf} % CI] over n items (the items with a scored request). Metrics are over the scored "
                 f"requests of a cell; `{ERRORED}` counts its errored requests (left out), which metrics named "
-                "`…_with_errors` count as answers that name nothing (MCQ: wrong; factual: no label)."]
+                "`…_with_errors` count as answers that name nothing (MCQ: wrong; factual: no label)."
+                + _ci_unit_sentence(df)]
         rows = []
         for (model, variant, cond), g in df.groupby(["model", "variant", "condition"], sort=False):
             cells = {r.metric: _fmt(r.value, r.ci_low, r.ci_high) for r in g.itertuples()}
@@ -167,3 +168,16 @@ def _errors(errors: pd.DataFrame) -> list[str]:
                          [[r.table, r.error_stage, r.error_class, r.reason.replace("|", "\\|"), r.count]
                           for r in agg.itertuples()]))
     return out
+
+
+def _ci_unit_sentence(df: pd.DataFrame) -> str:
+    """What a section's CIs resample, when it is not items: clips (several questions share one) or recordings."""
+    if "ci_unit" not in df.columns:
+        return ""
+    units = sorted({u for u in df["ci_unit"].dropna() if u and u != "item"})
+    if not units:
+        return ""
+    clusters = df.loc[df["ci_unit"].isin(units), "clusters"].dropna()
+    span = f" ({int(clusters.min())}–{int(clusters.max())} per cell)" if len(clusters) else ""
+    return (f" Its CIs resample {' and '.join(u + 's' for u in units)}{span}, every question of one together, "
+            "since questions share them.")

@@ -151,3 +151,13 @@ def test_nightly_and_compare_rows_name_their_test_and_unit() -> None:
     shown = {r["metric"]: r for r in comparison_rows(rows)}
     assert shown["accuracy"]["test"] == "McNemar exact" and shown["f1"]["test"] == "paired t"
     assert shown["accuracy"]["CI over"] == "20 clips"
+
+
+def test_a_report_section_says_when_its_cis_resample_clips() -> None:
+    from evalcore.reports.markdown import _ci_unit_sentence
+
+    clip = pd.DataFrame({"ci_unit": ["clip", "clip", None], "clusters": [48, 52, None]})
+    assert _ci_unit_sentence(clip) == (" Its CIs resample clips (48–52 per cell), every question of one together, "
+                                       "since questions share them.")
+    assert _ci_unit_sentence(pd.DataFrame({"ci_unit": ["item"], "clusters": [10]})) == ""
+    assert _ci_unit_sentence(pd.DataFrame({"value": [1.0]})) == ""  # a summary written before clip units

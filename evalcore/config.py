@@ -6,7 +6,6 @@ by its path (``models.0.resources.batch_size: ...``).
 
 from __future__ import annotations
 
-import importlib
 import string
 import typing
 from pathlib import Path
@@ -16,9 +15,12 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
-from evalcore import registry
-from evalcore.metric_config import FreeformMetrics
+from evalcore.datasets.base import DATASETS
+from evalcore.judges.base import JUDGES
+from evalcore.metrics.metric_config import FreeformMetrics
+from evalcore.models.base import MODELS
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
+from evalcore.registry import Registry
 from evalcore.schema import CONDITIONS, PROTOCOLS
 from evalcore.vocab.lexicon import LEXICONS
 
@@ -32,22 +34,20 @@ CHUNK_SECONDS_PAPER = 60.0
 PROMPT_FIELDS = {"question", "options", "letters", "vocabulary"}
 
 
-def _registered(package: str, kind: str) -> str:
-    """``kind`` if it is registered in ``evalcore.<package>`` (importing it registers its members)."""
-    importlib.import_module(f"evalcore.{package}")
-    reg = getattr(registry, package.upper())
+def _registered(reg: Registry[Any], kind: str) -> str:
+    """``kind`` if it is registered in ``reg`` (the registry loads its package's modules on first use)."""
     if kind not in reg:
         raise ValueError(f"unknown {reg.kind} kind {kind!r}; known: {', '.join(reg.names())}")
     return kind
 
 
-def _params_fit(package: str):
+def _params_fit(reg: Registry[Any]):
     """A validator of ``params`` against the schema the registered ``kind`` declares (evalcore.params)."""
 
     def check(cls: type, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         kind = info.data.get("kind")  # absent when the kind itself was wrong: that error is reported
         if kind is not None:
-            check_params(getattr(registry, package.upper()).get(kind), v)
+            check_params(reg.get(kind), v)
         return v
 
     return field_validator("params")(classmethod(check))
@@ -92,8 +92,8 @@ class DatasetConfig(_Strict):
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
 
-    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("datasets", v)))
-    _fits = _params_fit("datasets")
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered(DATASETS, v)))
+    _fits = _params_fit(DATASETS)
 
 
 class ModelSpec(_Strict):
@@ -113,19 +113,19 @@ class ModelSpec(_Strict):
     #: for research models whose pins conflict with the driver's; see docs/models.md
     runtime_env: dict[str, Any] | None = None
 
-    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered(MODELS, v)))
 
 
 class ModelConfig(ModelSpec):
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
 
-    _fits = _params_fit("models")
+    _fits = _params_fit(MODELS)
 
     @model_validator(mode="after")
     def _fits_resources(self) -> "ModelConfig":
         """A backend's params that depend on its resources (``check_resources``: vllm_audio_lm's tensor
         parallelism against ``num_gpus``)."""
-        hook = getattr(registry.MODELS.get(self.kind), "check_resources", None)
+        hook = getattr(MODELS.get(self.kind), "check_resources", None)
         if callable(hook):
             hook(self.params, self.resources.num_gpus)
         return self
@@ -135,8 +135,8 @@ class JudgeConfig(_Strict):
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
 
-    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("judges", v)))
-    _fits = _params_fit("judges")
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered(JUDGES, v)))
+    _fits = _params_fit(JUDGES)
 
 
 ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
@@ -155,7 +155,7 @@ class ProtocolConfig(_Strict):
     #: None = the protocol's default (evalcore.protocols.prompts.DEFAULT_VARIANTS)
     variants: dict[str, str] | None = Field(None, min_length=1)
     #: None = the kind's default judge, fitted to the tasks of the protocol's datasets
-    #: (evalcore.protocols.vocab_fit.default_judge)
+    #: (evalcore.vocab_fit.default_judge)
     judge: JudgeConfig | None = None
     #: a second judge applied to the same responses after the run; its agreement with ``judge`` goes into
     #: tables/agreement.parquet and the summary (evalcore.scoring.agreement)

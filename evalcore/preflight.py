@@ -15,20 +15,27 @@ cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unle
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, Iterator
 
-from evalcore import registry, storage
+from evalcore import storage
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
+from evalcore.datasets.base import DATASETS
+from evalcore.judges.base import JUDGES
 from evalcore.llm.ping import PING_TIMEOUT_S, ping
 from evalcore.metrics.freeform import preflight as metric_problems
+from evalcore.models.base import MODELS
 from evalcore.packages import component_problem
 from evalcore.params import path_problems
 from evalcore.protocols.templates import check_templates
-from evalcore.protocols.vocab_fit import FACTUAL_KINDS, declared
+from evalcore.registry import Registry
 from evalcore.reports import published
 from evalcore.vocab.tasks import misfit
+from evalcore.vocab_fit import FACTUAL_KINDS, declared
+
+
+#: the registry of each kind of configured component
+_REGISTRIES: dict[str, Registry[Any]] = {"datasets": DATASETS, "models": MODELS, "judges": JUDGES}
 
 
 def _components(cfg: RunConfig) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
@@ -48,8 +55,7 @@ def _endpoints(cfg: RunConfig) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(params path, who, params) of every configured component that calls an LLM endpoint (``llm_backed``)."""
     names = [f"model {m.name!r}" for m in cfg.models]
     for where, package, kind, params in _components(cfg):
-        importlib.import_module(f"evalcore.{package}")
-        if package != "datasets" and getattr(getattr(registry, package.upper()).get(kind), "llm_backed", False):
+        if package != "datasets" and getattr(_REGISTRIES[package].get(kind), "llm_backed", False):
             parts = where.split(".")
             who = (names[int(parts[1])] if package == "models"
                    else f"{parts[2]} {kind} of protocol {cfg.protocols[int(parts[1])].name!r}")
@@ -104,8 +110,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     for where, package, kind, params in _components(cfg):
         if package == "datasets" and not datasets:
             continue
-        importlib.import_module(f"evalcore.{package}")
-        cls = getattr(registry, package.upper()).get(kind)
+        cls = _REGISTRIES[package].get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
     return package_problems(cfg) + out
 
@@ -182,8 +187,7 @@ def package_problems(cfg: RunConfig) -> list[str]:
         at = where.split(".")
         if package == "models" and cfg.models[int(at[1])].runtime_env is not None:
             continue
-        importlib.import_module(f"evalcore.{package}")
-        problem = component_problem(getattr(registry, package.upper()).get(kind), params)
+        problem = component_problem(_REGISTRIES[package].get(kind), params)
         if problem is not None:
             who = (f"model {cfg.models[int(at[1])].name!r}" if package == "models"
                    else f"{at[2]} of protocol {cfg.protocols[int(at[1])].name!r}")

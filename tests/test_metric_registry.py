@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from evalcore.cli import app
 from evalcore.config import ConfigError, parse_config
 from evalcore.errors import ExitCode
-from evalcore.metric_config import FreeformMetrics, registered
+from evalcore.metrics.metric_config import FreeformMetrics, registered
 from evalcore.metrics import toy_recall as toy_metric
 
 BASE = {"name": "toy", "datasets": [{"name": "synth", "kind": "synthetic", "params": {"n_clips": 3}}],

@@ -25,7 +25,8 @@ from evalcore.metrics.perceptual_index import perceptual_index, rul_rows, vote
 from evalcore.models.base import AudioPrompt
 from evalcore.protocols.prompts import option_order
 from evalcore.protocols.requests import expand_requests
-from evalcore.registry import JUDGES, MODELS
+from evalcore.judges.base import JUDGES
+from evalcore.models.base import MODELS
 from evalcore.reports import markdown
 from evalcore.scoring.requests import per_item_table
 from evalcore.scoring.summary import summary_table

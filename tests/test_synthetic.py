@@ -25,7 +25,7 @@ from evalcore.datasets.synthetic import (
     tempo_bucket,
 )
 from evalcore.datasets.synth_audio import karplus_strong
-from evalcore.registry import DATASETS
+from evalcore.datasets.base import DATASETS
 from evalcore.schema import ITEM, PROTOCOLS, conform
 
 SR = 22050

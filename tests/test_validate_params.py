@@ -14,7 +14,8 @@ from evalcore.cli import app
 from evalcore.datasets.base import Dataset
 from evalcore.errors import ExitCode
 from evalcore.models.base import MusicLM
-from evalcore import registry
+from evalcore.datasets.base import DATASETS
+from evalcore.models.base import MODELS
 from evalcore.params import params_schema
 from evalcore.registry import Registry
 
@@ -44,10 +45,8 @@ def nothing_built(monkeypatch):
     monkeypatch.setattr(Registry, "build", refuse)
     # every registered dataset and model class refuses to be constructed (``__init__``, not ``__new__``:
     # CPython does not restore a class's ``__new__`` slot cleanly once a patched one is deleted again)
-    import evalcore.datasets  # noqa: F401  (registers the kinds)
-    import evalcore.models  # noqa: F401
 
-    for reg in (registry.DATASETS, registry.MODELS):
+    for reg in (DATASETS, MODELS):
         for kind in reg.names():
             cls = reg.get(kind)
             if isinstance(cls, type) and issubclass(cls, (Dataset, MusicLM)):

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
+from evalcore.registry import Registry
+
 
 @dataclass(frozen=True)
 class DatasetContext:
@@ -37,3 +39,7 @@ class Dataset(ABC):
         """The vocabulary of the factual tasks this dataset's config produces (none by default: the
         dataset has no factual items, or they are only known once read)."""
         return FactualVocabulary()
+
+
+#: the datasets by kind: ``@DATASETS.register("kind")`` on a :class:`Dataset`; loads this package's modules on first use
+DATASETS: Registry[Dataset] = Registry("dataset", __package__ or "evalcore.datasets")

@@ -33,11 +33,10 @@ from typing import Any, Iterator, Literal, Sequence
 import pandas as pd
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.datasets.tabular import read_table, string_list, text
 from evalcore.params import Count, PathStr
-from evalcore.registry import DATASETS
 from evalcore.vocab import normalize, vocabulary
 
 SUBSETS = ("small", "medium", "large", "full")

@@ -18,10 +18,9 @@ import os
 from typing import Any, Iterator
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
 from evalcore.datasets.tabular import read_table, seconds, string_list, text
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 
 @DATASETS.register("hummusqa")

@@ -10,9 +10,8 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 
 from evalcore import jsonl, storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 
 class BadLine(str):

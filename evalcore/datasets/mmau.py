@@ -22,10 +22,9 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 from pydantic import Field
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
 from evalcore.datasets.released_mcq import audio_uri, mcq_item, read_records, record_problem
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 Task = Literal["music", "sound", "speech"]
 

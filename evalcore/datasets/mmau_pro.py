@@ -25,10 +25,9 @@ from typing import Annotated, Any, Iterator, Sequence
 from pydantic import AfterValidator, Field
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
 from evalcore.datasets.released_mcq import audio_uri, mcq_item, text_list
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 #: the released evaluator's categories that are not multiple choice
 NOT_MCQ = ("open", "instruction following")

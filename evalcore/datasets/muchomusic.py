@@ -36,10 +36,9 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 from pydantic import Field
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
 from evalcore.datasets.tabular import read_table, string_list, text
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 DISTRACTORS = {"IR": "distractor_1_answer", "CU": "distractor_2_answer", "IU": "distractor_3_answer"}
 #: MusicCaps file names of the released layouts → the YouTube id (11 characters of [A-Za-z0-9_-])

@@ -26,11 +26,10 @@ import json
 from typing import Any, Iterator, Literal, Sequence
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.datasets.tabular import number, read_table, text
 from evalcore.params import Count, PathStr
-from evalcore.registry import DATASETS
 from evalcore.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
 
 TASKS = ("instrument", "composer")

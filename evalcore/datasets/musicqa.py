@@ -16,9 +16,8 @@ from collections import Counter
 from typing import Any, Iterator, Literal
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
 from evalcore.params import Count, PathStr
-from evalcore.registry import DATASETS
 
 # The questions asked of all 560 clips of EvalMusicQA.json (560 rows each; no other question exceeds 79).
 CAPTIONING_QUESTIONS = (

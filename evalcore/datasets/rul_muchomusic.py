@@ -32,11 +32,10 @@ import json
 from typing import Any, Iterator
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
 from evalcore.datasets.muchomusic import _ReleasedAudio, audio_id
 from evalcore.datasets.tabular import read_table, text
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 __all__ = ["RulMuchoMusic", "TASK", "read_released"]
 

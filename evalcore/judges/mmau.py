@@ -37,8 +37,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from evalcore.judges.mcq_string import ParserJudge
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
+from evalcore.judges.parser import ParserJudge
 
 __all__ = ["words", "matches", "parse_mmau", "McqMmauJudge"]
 
@@ -74,5 +74,4 @@ def parse_mmau(text: str, options: Sequence[str]) -> int:
 class McqMmauJudge(ParserJudge):
     """MCQ judge: the option chosen in each response by MMAU's published word-set match (:func:`parse_mmau`)."""
 
-    name = "mcq_mmau"
     parse = staticmethod(parse_mmau)

@@ -1,6 +1,6 @@
 """Free-form QA in the pipeline: the paper's text metrics per request, via :func:`score_pairs`.
 
-The protocol's ``metrics`` config (:class:`evalcore.metric_config.FreeformMetrics`) picks a profile
+The protocol's ``metrics`` config (:class:`evalcore.metrics.metric_config.FreeformMetrics`) picks a profile
 (``mullama`` | ``standard``) and registered metric names (BLEU, BLEU-4, METEOR, ROUGE; BERTScore, CIDEr-D and
 CLAPText with their models; any metric registered with ``METRICS``); the default is the ``mullama`` lexical
 metrics, which need no model file. All free-form rows of a run are scored in one :func:`score_pairs` call, so a
@@ -28,7 +28,8 @@ import pandas as pd
 
 from evalcore.metrics.aggregate import contrasts
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
-from evalcore.metrics.freeform_metric import FreeformMetrics, metric_class, models_key
+from evalcore.metrics.freeform_metric import metric_class, models_key
+from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.metrics.stage import decode
 from evalcore.metrics.text_profiles import ModelMetrics, library_versions, lexical_names, model_metrics, score_pairs
 from evalcore.metrics.wordnet import wordnet_version

@@ -23,7 +23,8 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from evalcore.metrics.freeform_metric import FreeformMetrics, model_devices, models_key, of_stream
+from evalcore.metrics.freeform_metric import model_devices, models_key, of_stream
+from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.metrics.text_profiles import model_metrics, score_pairs
 
 #: (profile, metrics, reference, answer) → the values, per worker process; cleared when it grows past CACHE_MAX

@@ -30,11 +30,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.packages import MODELS_EXTRA
 from evalcore.params import ParamsError, check_params
-from evalcore.registry import MODELS
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.dsp_listener import parse_options
 from evalcore.params import Rate, Seconds
-from evalcore.registry import MODELS
 
 INSTRUMENT_ANSWER = "It sounds like guitar and drums."
 MCQ_ANSWER = "The correct answer is (A)."

@@ -33,11 +33,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, incomplete, mistral_conversation,
                                         stop_token_ids)
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.models.hf_audio import processor_audio_spec, validated, window
 from evalcore.packages import missing, missing_in
-from evalcore.registry import MODELS
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ import pyarrow as pa
 from evalcore import cluster, console, storage
 from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
 from evalcore.metrics.stage import lexical_plan, model_plan
+from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (COMMIT_CPUS, METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
                                          decode_memory, metric_gpus, model_groups, uses_audio)
 from evalcore.pipeline.scorers import ModelScoring, Scoring, score
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
-from evalcore.registry import MODELS
 
 log = logging.getLogger("evalcore")
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import logging
 
-import evalcore.models  # noqa: F401  (registers the models)
 from evalcore.config import ModelConfig, RunConfig
 from evalcore.metrics.stage import ModelScorer
-from evalcore.registry import MODELS
+from evalcore.models.base import MODELS
 
 log = logging.getLogger("evalcore")
 

@@ -18,10 +18,9 @@ import logging
 from collections import Counter
 from typing import Any, Iterable
 
-import evalcore.datasets  # noqa: F401  (registers the datasets)
 from evalcore import console, preflight, storage
 from evalcore.config import RunConfig
-from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.base import DATASETS, DatasetContext
 from evalcore.item_table import SLICE_ROWS, ItemTable
 from evalcore.datasets.validate import validated
 from evalcore.errors import RETRY_BY_DEFAULT, TRANSIENT
@@ -36,8 +35,7 @@ from evalcore.pipeline.scorers import SCORE_POOL_FROM
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
-from evalcore.protocols.vocab_fit import default_judge
-from evalcore.registry import DATASETS
+from evalcore.vocab_fit import default_judge
 
 log = logging.getLogger("evalcore")
 
@@ -90,7 +88,7 @@ def factual_judges(cfg: RunConfig) -> list[tuple[set[str] | None, tuple[str, str
 
 def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
     """protocol instance → (judge kind, params JSON): the configured judge, else its kind's default, fitted to
-    the tasks of its datasets (:func:`evalcore.protocols.vocab_fit.default_judge`): factual and MCQ answers
+    the tasks of its datasets (:func:`evalcore.vocab_fit.default_judge`): factual and MCQ answers
     are never left unjudged, nor read into another task's vocabulary."""
     return {p.name: (j.kind, json.dumps(j.params, sort_keys=True))
             for p in cfg.protocols if (j := p.judge or default_judge(cfg, p)) is not None}

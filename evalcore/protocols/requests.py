@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import DEFAULT_VARIANTS, option_order, render
@@ -23,6 +22,9 @@ from evalcore.errors import INPUT
 from evalcore.schema import REQUEST_KEY
 from evalcore.seeding import derive_seed, stable_id
 from evalcore.vocab.lexicon import LEXICONS
+
+if TYPE_CHECKING:  # the run config's sections, read by their fields (the config checks components above this layer)
+    from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 
 
 def _clip(item: dict) -> str:

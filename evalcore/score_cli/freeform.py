@@ -63,8 +63,8 @@ def score_freeform(
                                     "and grouping columns (e.g. model, condition)."),
     out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
     profile: str = typer.Option("mullama", "--profile", help="mullama (the MU-LLaMA script) | standard"),
-    metrics: str = typer.Option(",".join(lexical_names()), "--metrics",
-                                help="Comma-separated: bleu,bleu4,meteor,rouge,bertscore,cider,claptext"),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated: bleu,bleu4,meteor,rouge,"
+                                          "bertscore,cider,claptext (default: the lexical ones, bleu to rouge)"),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
                                            "(default: every scalar column but candidate/reference/item_id)."),
     seed: int = SEED_OPTION,
@@ -92,6 +92,8 @@ def score_freeform(
     """Score candidate/reference pairs (BLEU, BLEU-4, METEOR, ROUGE, BERTScore, CIDEr-D, CLAPText)."""
     if profile not in PROFILES:
         fail("freeform", f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if metrics is None:  # read here, not at import: the registry loads the metrics on first use
+        metrics = ",".join(lexical_names())
     wanted = [m.strip() for m in metrics.split(",") if m.strip()]
     unknown = [m for m in wanted if m not in registered()]
     if unknown or not wanted:

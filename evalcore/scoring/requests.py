@@ -12,7 +12,11 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from evalcore.errors import bounded, class_of
-from evalcore.metrics import SCORERS, Scorer
+from evalcore.metrics.base import Scorer
+from evalcore.metrics.factual import FactualScorer
+from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
+from evalcore.metrics.freeform import FreeformScorer
+from evalcore.metrics.mcq import MCQScorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 
 
@@ -61,11 +65,19 @@ PER_ITEM_FIELDS = ("text", "reference", "labels", "extracted", "dropped", "optio
 
 ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword arguments of its scorer
 
+#: the scorer of each protocol kind (:data:`evalcore.schema.PROTOCOLS`: a closed set, not a registry)
+SCORERS: dict[str, type[Scorer]] = {c.protocol: c for c in (FreeformScorer, FactualScorer, MCQScorer,
+                                                             TrueFalseScorer, BinaryChoiceScorer)}
+
 
 def build_scorer(kind: str, params: ScorerParams | None = None, protocol: str | None = None) -> Scorer:
     """The scorer of protocol kind ``kind`` with the parameters configured for instance ``protocol`` (default:
     the instance named after the kind), e.g. free-form metrics."""
-    return SCORERS.build(kind, **dict((params or {}).get(protocol or kind, {})))
+    try:
+        cls = SCORERS[kind]
+    except KeyError:
+        raise KeyError(f"unknown scorer {kind!r}; known: {', '.join(sorted(SCORERS))}") from None
+    return cls(**dict((params or {}).get(protocol or kind, {})))
 
 
 @dataclass

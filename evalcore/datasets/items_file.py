@@ -10,12 +10,8 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 
 from evalcore import jsonl, storage
-from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.params import PathStr
-
-
-class BadLine(str):
-    """A line that is not a JSON object; validation turns it into an error row."""
 
 
 @DATASETS.register("items_file")
@@ -57,15 +53,15 @@ class ItemsFile(Dataset):
             try:  # per line, so one line of another encoding is that line's error, not mangled text
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                yield BadLine(f"line {n}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})")
+                yield BadItem(f"line {n}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})")
                 continue
             if not line.strip():
                 continue
             try:
                 yield json.loads(line)
             except json.JSONDecodeError as e:
-                yield BadLine(f"line {n}: invalid JSON ({e.msg})")
+                yield BadItem(f"line {n}: invalid JSON ({e.msg})")
             except RecursionError:
-                yield BadLine(f"line {n}: invalid JSON (nested too deeply)")
+                yield BadItem(f"line {n}: invalid JSON (nested too deeply)")
             except ValueError as e:  # e.g. an integer of more than 4,300 digits
-                yield BadLine(f"line {n}: invalid JSON ({str(e).split(':')[0]})")
+                yield BadItem(f"line {n}: invalid JSON ({str(e).split(':')[0]})")

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 from pydantic import Field
 
 from evalcore import storage
-from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.released_mcq import audio_uri, mcq_item, read_records, record_problem
 from evalcore.params import PathStr
 
@@ -40,7 +40,7 @@ class MMAU(Dataset):
                  tasks: Annotated[Sequence[Task], Field(min_length=1)] = ("music",)) -> None:
         self.path, self.audio_root, self.tasks = path, audio_root, tuple(tasks)
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | str]:
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         root = self.audio_root or storage.parent(self.path)
         for rec in read_records(self.path):
             if (problem := record_problem("MMAU", rec)) is not None:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Iterator, Sequence
 from pydantic import AfterValidator, Field
 
 from evalcore import storage
-from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.released_mcq import audio_uri, mcq_item, text_list
 from evalcore.params import PathStr
 
@@ -54,7 +54,7 @@ class MMAUPro(Dataset):
         mcq_categories(categories)
         self.path, self.audio_root, self.categories = path, audio_root, tuple(categories)
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | str]:
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         root = self.audio_root or storage.parent(self.path)
         for rec in storage.read_parquet(self.path).to_pylist():
             if rec.get("category") not in self.categories:
@@ -62,17 +62,17 @@ class MMAUPro(Dataset):
             yield self._item(rec, root)
 
     @staticmethod
-    def _item(rec: dict[str, Any], root: str) -> dict[str, Any] | str:
+    def _item(rec: dict[str, Any], root: str) -> dict[str, Any] | BadItem:
         rid = rec.get("id")
         choices = text_list(rec.get("choices"))
         if choices is None or len(choices) < 2:
-            return (f"MMAU-Pro item {rid!r}: fewer than two choices (the released evaluator leaves such rows out "
-                    "of its multiple-choice accuracy)")
+            return BadItem(f"MMAU-Pro item {rid!r}: fewer than two choices (the released evaluator leaves such "
+                           "rows out of its multiple-choice accuracy)")
         paths = text_list(rec.get("audio_path"))
         if paths is None:
             paths = [rec["audio_path"]] if isinstance(rec.get("audio_path"), str) else []
         if len(paths) != 1:
-            return f"MMAU-Pro item {rid!r}: {len(paths)} audio clips (evalcore plays one clip per question)"
+            return BadItem(f"MMAU-Pro item {rid!r}: {len(paths)} audio clips (evalcore plays one clip per question)")
         skills = [*(text_list(rec.get("perceptual_skills")) or []), *(text_list(rec.get("reasoning_skills")) or [])]
         return mcq_item("MMAU-Pro", rid, rec.get("question"), choices, rec.get("answer"),
                         audio_uri(root, paths[0]), task="mmau-pro", category=rec.get("category"),

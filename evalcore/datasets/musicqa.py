@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any, Iterator, Literal
 
 from evalcore import storage
-from evalcore.datasets.base import DATASETS, Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.params import Count, PathStr
 
 # The questions asked of all 560 clips of EvalMusicQA.json (560 rows each; no other question exceeds 79).
@@ -26,10 +26,6 @@ CAPTIONING_QUESTIONS = (
     "What do you hear in the audio?",
     "What can be inferred from the audio?",
 )
-
-
-class BadRow(str):
-    """A MusicQA row that is not of the released form; validation turns it into an error row."""
 
 
 def _turns(row: Any) -> tuple[str, str] | str:
@@ -65,7 +61,7 @@ class MusicQA(Dataset):
         self.limit = limit
         self.subset = subset
 
-    def items(self, ctx: DatasetContext) -> Iterator[Any]:
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         rows = json.loads(storage.read_bytes(self.path))
         if not isinstance(rows, list):
             raise ValueError(f"{self.path}: MusicQA JSON must be a list of rows, got {type(rows).__name__}")
@@ -79,7 +75,7 @@ class MusicQA(Dataset):
                 per_clip[name] += 1
             got = _turns(row)
             if isinstance(got, str):
-                yield BadRow(f"MusicQA row {i} ({name!r}): {got}")
+                yield BadItem(f"MusicQA row {i} ({name!r}): {got}")
                 continue
             question, answer = got
             task = "captioning" if question.strip() in CAPTIONING_QUESTIONS else "qa"

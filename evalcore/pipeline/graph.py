@@ -122,17 +122,14 @@ def batch_aligned(ds: Any, rows: int, num_cpus: float = 0.1) -> Any:
     but the last, so that each model batch is full. Ray Data splits a read task's output into parts that do not
     line up with the batch size, and no batch spans two blocks of different tasks: without this, about half of a
     model's batches came short. A strict streaming repartition stitches the small request rows across blocks."""
-    from ray.data._internal.logical.operators import StreamingRepartition
+    from evalcore import ray_internals  # heavy: imports ray.data at its top
 
     ds = ds.repartition(target_num_rows_per_block=rows, strict=True)
     # Ray 2.60's repartition takes no resource arguments and asks a whole CPU per task, which stalls a small
     # node's decode and model stages behind it (20k requests on 2 CPUs: 117 s against 79 s); its tasks only
-    # slice request rows. The attribute is private (ray is pinned): the assertion catches a Ray that builds
-    # the operator otherwise, and a test checks that the model stage gets full batches.
-    op = ds._logical_plan.dag
-    assert isinstance(op, StreamingRepartition), type(op)
-    object.__setattr__(op, "ray_remote_args", {"num_cpus": num_cpus})
-    return ds
+    # slice request rows. The attribute is private (ray is pinned; evalcore/ray_internals.py), and a test checks
+    # that the model stage gets full batches.
+    return ray_internals.set_repartition_cpus(ds, num_cpus)
 
 
 def model_runtime_env(model: ModelConfig) -> dict:

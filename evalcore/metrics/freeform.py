@@ -30,7 +30,7 @@ from evalcore.metrics.aggregate import contrasts
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
 from evalcore.metrics.freeform_metric import metric_class, models_key
 from evalcore.metrics.metric_config import FreeformMetrics
-from evalcore.metrics.stage import decode
+from evalcore.metrics.stream_values import decode
 from evalcore.metrics.text_profiles import ModelMetrics, library_versions, lexical_names, model_metrics, score_pairs
 from evalcore.metrics.wordnet import wordnet_version
 from evalcore.packages import metric_problem
@@ -73,7 +73,7 @@ def uses_ray(cfg: FreeformMetrics) -> bool:
 
 
 def streamed(names: Sequence[str]) -> list[str]:
-    """The metrics among ``names`` the pipeline scores per pair in the stream (:mod:`evalcore.metrics.stage`)."""
+    """The metrics among ``names`` the pipeline scores per pair in the stream (:mod:`evalcore.pipeline.stream_metrics`)."""
     return [n for n in names if metric_class(n).stream is not None]
 
 

@@ -14,12 +14,12 @@ import pyarrow as pa
 
 from evalcore import cluster, console, storage
 from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
-from evalcore.metrics.stage import lexical_plan, model_plan
+from evalcore.metrics.stream_values import lexical_plan, model_plan
 from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (COMMIT_CPUS, METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
                                          decode_memory, metric_gpus, model_groups, uses_audio)
-from evalcore.pipeline.scorers import ModelScoring, Scoring, score
+from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
 
 log = logging.getLogger("evalcore")
@@ -192,23 +192,25 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
     with ``pool``, by a pool of scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps
     its pair cache: 20k requests of benchmarks/scale.py in 57 s instead of 72 s), else by tasks (the demo's 3,848
     requests in 58 s instead of 99 s: the actors' start is not paid back). BERTScore and CLAPText: by
-    ``ray.metric_actors`` actors holding their models (:class:`evalcore.metrics.stage.ModelScorer`)."""
+    ``ray.metric_actors`` actors holding their models (:class:`evalcore.pipeline.stream_metrics.ModelMetricsActor`)."""
     import ray.data
 
     freeform = settings.freeform
     plan = lexical_plan({name: (m.profile, m.names) for name, m in freeform.items()})
     if plan and not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
-        ds = ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
+        ds = ds.map_batches(lexical_metrics, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5)
     elif plan:
-        ds = actor_stage(ds, Scoring, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
-                         num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
+        ds = actor_stage(ds, LexicalMetricsActor, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64,
+                         batch_format="pyarrow", num_cpus=0.5,
+                         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
     models = model_plan(freeform)
     if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
         gpus = settings.metric_gpus
         if gpus > ray.cluster_resources().get("GPU", 0.0):
             log.warning("free-form metrics on cuda ask for %g GPU (ray.metric_actors) but the cluster has %g now",
                         gpus, ray.cluster_resources().get("GPU", 0.0))
-        ds = actor_stage(ds, ModelScoring, 0,
+        ds = actor_stage(ds, ModelMetricsActor, 0,
                          fn_constructor_kwargs={"plan": models, "s3": settings.s3},
                          batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
                          num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=settings.metric_actors))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from evalcore.judges.mcq_string import parse_choice
 from evalcore.judges.base import JUDGES
+from evalcore.judges.mcq_string import parse_choice
 from evalcore.vocab import INSTRUMENT_LEXICON, Lexicon, extract
 
 # --------------------------------------------------------------------------- extractor

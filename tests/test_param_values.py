@@ -11,11 +11,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from evalcore.datasets.base import DATASETS
-from evalcore.models.base import MODELS
 from evalcore.cli import app
 from evalcore.config import ConfigError, parse_config
+from evalcore.datasets.base import DATASETS
 from evalcore.errors import ExitCode
+from evalcore.models.base import MODELS
 
 runner = CliRunner()
 

@@ -11,11 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.datasets.base import Dataset
+from evalcore.datasets.base import DATASETS, Dataset
 from evalcore.errors import ExitCode
-from evalcore.models.base import MusicLM
-from evalcore.datasets.base import DATASETS
-from evalcore.models.base import MODELS
+from evalcore.models.base import MODELS, MusicLM
 from evalcore.params import params_schema
 from evalcore.registry import Registry
 

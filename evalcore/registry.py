@@ -10,7 +10,8 @@ four registries live in their packages' base modules, beside the interface their
 * ``METRICS`` in :mod:`evalcore.metrics.freeform_metric` (:class:`~evalcore.metrics.freeform_metric.FreeformMetric`).
 
 The first read of a registry (``get``, ``names``, ``in``) imports every module of its package once, so every
-registration has run: no ``__init__`` lists its package's modules and no module elsewhere imports a component by
+registration has run (a module whose name starts with ``_`` is left out: the toys, ``_toy_*.py``, examples that
+only their tests import, so they never appear among the known kinds): no ``__init__`` lists its package's modules and no module elsewhere imports a component by
 a string. That import stays inside the package that owns the registry, so it adds no arrow between packages
 (docs/layers.md). This module imports nothing of evalcore: the component packages import it, it imports none of
 them.
@@ -66,6 +67,8 @@ class Registry(Generic[T]):
             try:
                 package = sys.modules[self.package]  # imported: this registry lives in one of its modules
                 for info in pkgutil.iter_modules(package.__path__):
+                    if info.name.startswith("_"):  # private: the toys, examples imported by their tests only
+                        continue
                     # dynamic: a module of the package that owns this registry (an import inside that package)
                     importlib.import_module(f"{self.package}.{info.name}")
                 self._loaded = True

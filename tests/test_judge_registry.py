@@ -1,4 +1,4 @@
-"""A judge is one file plus its registration: ``evalcore/judges/toy_first_letter.py`` registers ``toy_first_letter``
+"""A judge is one file plus its registration: ``evalcore/judges/_toy_first_letter.py`` registers ``toy_first_letter``
 and nothing else in evalcore names it, yet the config accepts it and checks its params, ``evalcore validate``
 names a bad param in one line, and the judge stage runs it through the :class:`Judge` protocol. The registries
 load their own package on first use (nothing is imported by a string elsewhere, no ``__init__`` lists modules),
@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from evalcore.cli import app
 from evalcore.config import parse_config
 from evalcore.errors import ExitCode
+from evalcore.judges import _toy_first_letter  # noqa: F401  (the toy: private, so only its test registers it)
 from evalcore.judges.base import JUDGES, Judge, JudgeBase, build_judge
 from evalcore.pipeline.run import protocol_judges
 from evalcore.pipeline.stages import JUDGED, judge_batch
@@ -36,7 +37,7 @@ def _cfg(judge: dict) -> dict:
 
 def test_the_toy_is_one_file_named_nowhere_else():
     named = [str(p.relative_to(REPO)) for p in (REPO / "evalcore").rglob("*.py") if "toy_first_letter" in p.read_text()]
-    assert named == ["evalcore/judges/toy_first_letter.py"]
+    assert named == ["evalcore/judges/_toy_first_letter.py"]
     judge = build_judge("toy_first_letter")
     assert isinstance(judge, Judge) and judge.name == "toy_first_letter" and "toy_first_letter" in JUDGES.names()
 
@@ -97,11 +98,13 @@ def test_a_name_is_written_once_and_loaded_on_first_use():
         reg.get("nope")
 
 
-def test_importing_the_command_line_loads_no_registry():
+def test_importing_the_command_line_loads_no_registry_and_the_toys_stay_private():
     code = ("import evalcore.cli\n"
             "from evalcore.datasets.base import DATASETS\nfrom evalcore.judges.base import JUDGES\n"
             "from evalcore.metrics.freeform_metric import METRICS\nfrom evalcore.models.base import MODELS\n"
-            "print([r.kind for r in (DATASETS, MODELS, JUDGES, METRICS) if r._loaded])")
+            "print([r.kind for r in (DATASETS, MODELS, JUDGES, METRICS) if r._loaded])\n"
+            # loaded: every module but the private toys, which only their tests import
+            "print(sorted(n for r in (JUDGES, METRICS) for n in r.names() if n.startswith('toy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.split("\n")[:2] == ["[]", "[]"]

@@ -49,10 +49,11 @@ def test_a_healthy_run_prints_no_error_line_and_no_report_body(tiny_run):
     assert "Running Dataset" not in both and "Total Progress" not in both and "MapBatches(" not in both
     root = (tmp / "out").resolve()  # --out was relative: the path printed is absolute
     out = proc.stdout.splitlines()
-    assert out[:2] == [f"report: {root}/report.md", f"tables: {root}/tables/"]
+    assert out[:3] == [f"report: {root}/report.md", f"report: {root}/report.html", f"tables: {root}/tables/"]
+    assert (root / "report.html").is_file()
     # then one verdict line per model, nothing else (4 clips: fewer than stats.min_items, so unclear)
-    assert [ln.split(":")[0] for ln in out[2:]] == ["listener", "text-prior"], out
-    assert all(": listens unclear — " in ln for ln in out[2:]), out
+    assert [ln.split(":")[0] for ln in out[3:]] == ["listener", "text-prior"], out
+    assert all(": listens unclear — " in ln for ln in out[3:]), out
     assert (root / "report.md").read_text().startswith("# evalcore report")
 
 

@@ -81,6 +81,17 @@ def test_ends_answers_ends_every_answer_of_a_dry_run(tmp_path: Path, family: str
     assert len(set(answers)) >= 2, answers  # the inputs still matter
 
 
+def test_quiet_prints_nothing_not_even_the_libraries_progress_bars(tmp_path: Path) -> None:
+    """A command of its own (the libraries' progress bars are set up on their first import): nothing printed."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "evalcore.cli", "make-checkpoint", "glmasr", str(tmp_path / "c"),
+                          "--quiet"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == ExitCode.OK and (res.stdout, res.stderr) == ("", ""), res.stderr[-2000:]
+    assert (tmp_path / "c" / "config.json").is_file()
+
+
 @pytest.mark.parametrize("family,prepare,says", [
     ("qwen3_audio", None, "FAMILY: 'qwen3_audio' is not one of qwen2_audio, "),
     ("glmasr", "file", "exists and is not an empty directory"),

@@ -124,9 +124,10 @@ def test_evalcore_reproduce_sets_a_score_output_beside_the_paper(tmp_path) -> No
 
     src = _jsonl(tmp_path / "in.jsonl", [{**r, "model": "ltu-as"} for r in TRUE_FALSE])
     res = CliRunner().invoke(app, ["score", "factual", str(src), "--out", str(tmp_path / "s"), "--task", "instrument",
-                                   "--format", "true_false", "--resamples", "200"])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), "factual/table8"])
+                                   "--format", "true_false", "--resamples", "200", "--quiet"])
+    assert res.exit_code == 0 and res.output == "", res.output  # --quiet: the files are the answer
+    res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), "factual/table8", "--quiet"])
+    assert res.exit_code == 0 and res.output == "", res.output
     assert res.exit_code == 0, res.output
     rep = pq.read_table(tmp_path / "s" / "reproduction.parquet").to_pandas()
     table8 = [c for c in read() if c.key == "factual/table8"]

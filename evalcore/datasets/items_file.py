@@ -37,14 +37,27 @@ class ItemsFile(Dataset):
         """What relative ``audio_uri`` values are relative to: ``audio_root``, else the items file's directory."""
         return storage.absolute(self.audio_root) if self.audio_root else storage.parent(storage.absolute(self.path))
 
-    def items(self, ctx: DatasetContext) -> Iterator[Any]:
+    def rows(self) -> Iterator[Any]:
+        """The file's rows as written (a line that is not a JSON object is a :class:`BadLine`)."""
         data = storage.read_bytes(self.path)
         if self.path.endswith(".parquet"):
-            rows: Iterator[Any] = iter(pq.read_table(io.BytesIO(data)).to_pylist())
-        else:
-            rows = self._jsonl(data)
+            return iter(pq.read_table(io.BytesIO(data)).to_pylist())
+        return self._jsonl(data)
+
+    def audio_uris(self) -> Iterator[tuple[int, Any, str]]:
+        """(row number from 1, item_id, absolute audio URI) of every row that names its audio
+        (``evalcore validate`` checks that each exists; a run makes a missing one that row's error)."""
         base = self.audio_base()
-        for row in rows:
+        for n, row in enumerate(self.rows(), start=1):
+            if isinstance(row, dict) and isinstance(row.get("audio_uri"), str) and row["audio_uri"]:
+                try:
+                    yield n, row.get("item_id"), storage.absolute(row["audio_uri"], base)
+                except ValueError:
+                    continue  # not a usable URI: reading the items makes it that row's error
+
+    def items(self, ctx: DatasetContext) -> Iterator[Any]:
+        base = self.audio_base()
+        for row in self.rows():
             if isinstance(row, dict) and isinstance(row.get("audio_uri"), str) and row["audio_uri"]:
                 try:
                     row["audio_uri"] = storage.absolute(row["audio_uri"], base)

@@ -23,7 +23,6 @@ from typing import Any, Iterator
 
 from evalcore import registry, storage
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
-from evalcore.llm.ping import PING_TIMEOUT_S, ping
 from evalcore.metrics.freeform import preflight as metric_problems
 from evalcore.packages import component_problem
 from evalcore.params import path_problems
@@ -71,6 +70,8 @@ def key_problems(cfg: RunConfig) -> list[str]:
 def endpoint_problems(cfg: RunConfig) -> list[str]:
     """One line per endpoint that is unreachable, refuses its key or does not serve its model
     (:func:`evalcore.llm.ping.ping`, one call per distinct endpoint, model and key variable)."""
+    from evalcore.llm.ping import PING_TIMEOUT_S, ping  # heavy: evalcore.llm pulls openai (a second under --help)
+
     seen: dict[tuple, tuple[str, str] | None] = {}
     out = []
     for where, who, params in _endpoints(cfg):
@@ -198,8 +199,8 @@ AUDIO_MISSING_SHOWN = 5
 
 
 def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str]:
-    """One line per dataset whose item rows name audio files that do not exist (datasets that list them:
-    ``audio_uris()``, e.g. ``items_file``): the first ``limit`` missing with their rows, and how many rows were read
+    """One line per dataset whose item rows name audio files that do not exist (datasets that list them from their
+    params, nothing built: ``audio_uris(params)``, e.g. ``items_file``): the first ``limit`` missing with their rows, and how many rows were read
     (reading stops at the ``limit``-th missing file)."""
     out = []
     importlib.import_module("evalcore.datasets")
@@ -207,10 +208,9 @@ def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str
         cls = registry.DATASETS.get(d.kind)
         if not hasattr(cls, "audio_uris"):
             continue
-        dataset = cls(**d.params)
         found, read, seen = [], 0, set()
         try:
-            for read, (row, item_id, uri) in enumerate(dataset.audio_uris(), start=1):
+            for read, (row, item_id, uri) in enumerate(cls.audio_uris(d.params), start=1):
                 if uri not in seen and _absent(uri):
                     found.append(f"row {row} ({str(item_id)[:40]!r}): {uri}")
                     if len(found) == limit:
@@ -222,8 +222,9 @@ def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str
         if found:
             stop = (f"stopped at the first {limit} missing, after {read} rows" if len(found) == limit
                     else f"{read} rows read")
-            base = getattr(dataset, "audio_base", None)
-            relative = f"; a relative audio_uri is relative to {base()}" if callable(base) else ""
+            base = getattr(cls, "base_of", None)
+            relative = (f"; a relative audio_uri is relative to {base(d.params['path'], d.params.get('audio_root'))}"
+                        if callable(base) else "")
             out.append(f"datasets.{i}.params.path: {len(found)} audio file(s) named by its rows do not exist ({stop}"
                        f"{relative}): " + "; ".join(found))
     return out

@@ -60,8 +60,9 @@ def reproduce(
         if col not in summary.columns:
             summary[col] = value
     rep = beside.reproduction(summary, cells)
-    md = f"# {outputs} beside {table}\n" + beside.section(rep, table, confidence)
     target = out or outputs
+    md = f"# {outputs} beside {table}\n" + beside.section(rep, table, confidence,
+                                                          storage.join(storage.absolute(target), "reproduction.parquet"))
     storage.makedirs(target)
     storage.write_parquet(pa.Table.from_pandas(rep, preserve_index=False), storage.join(target, "reproduction.parquet"))
     storage.write_text(storage.join(target, "reproduction.md"), md)

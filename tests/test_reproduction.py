@@ -139,7 +139,9 @@ def test_evalcore_reproduce_sets_a_score_output_beside_the_paper(tmp_path) -> No
     for r in done.itertuples():
         assert r.ours == pytest.approx(summary.loc[r.metric, "value"])
     assert (rep[rep["model"] != "ltu-as"]["status"].str.startswith("not run: model")).all()
-    assert "## Beside the paper: factual/table8" in (tmp_path / "s" / "reproduction.md").read_text()
+    md = (tmp_path / "s" / "reproduction.md").read_text()
+    assert "## Beside the paper: factual/table8" in md
+    assert f"`{tmp_path / 's' / 'reproduction.parquet'}` holds every row" in md  # where it is, not tables/
     for args, field in ((["factual/table99"], "PAPER/TABLE"), (["factual/table8", "--published-values",
                                                                str(tmp_path / "none.csv")], "--published-values")):
         res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), *args])

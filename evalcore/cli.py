@@ -117,8 +117,8 @@ def run(
 def echo_counts(c: dict, quiet: bool = False) -> None:
     """The run's reconciliation line (``quiet``: only when something errored) and its warnings, on stderr."""
     if not quiet or c["requests_errored"] or c["items_errored"]:
-        typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} errored; "
-                   f"items: {c['items_in']} in, {c['items_errored']} errored", err=True)
+        typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} "
+                   f"errored; items: {c['items_in']} in, {c['items_errored']} errored", err=True)
     for line in c.get("protocols_without_items") or []:
         typer.echo(f"WARNING: {line}", err=True)
 
@@ -140,7 +140,8 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
 
 @app.command()
 def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished run's root (path or s3:// URI)."),
-           quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " The report is not printed.")) -> None:
+           quiet: bool = typer.Option(False, "--quiet",
+                                      help=console.QUIET_HELP + " The report is not printed.")) -> None:
     """Render RUN's report.md and report.html again from its tables and print report.md."""
     from evalcore.pipeline.finish import rerender  # heavy: pulls matplotlib (reports)
 

@@ -415,7 +415,8 @@ def error_lines(e: ValidationError, root: type[BaseModel] | None = None) -> list
             lines += [f"{loc}.{f}: {m}" if f else f"{loc}: {m}" for f, m in cause.problems]
         elif err["type"] == "extra_forbidden" and (model := _model_at(err["loc"], root)) is not None:
             lines.append(f"{loc}: {did_you_mean(err['loc'][-1], model.model_fields)}")
-        elif err["type"] == "missing" and err["loc"][-1] == "kind" and (kinds := known_kinds(_model_at(err["loc"], root))):
+        elif err["type"] == "missing" and err["loc"][-1] == "kind" and (
+                kinds := known_kinds(_model_at(err["loc"], root))):
             lines.append(f"{loc}: required field missing; known kinds: {', '.join(kinds)}")
         else:
             lines.append(f"{loc}: {value_reason(err) or err['msg'].removeprefix('Value error, ')}")
@@ -442,7 +443,7 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
     if not p.is_file():
         raise ConfigError(f"{what} file not found: {p}")
     try:
-        with p.open(encoding="utf-8") as f:  # from the file, so that YAML's own message names it, not "<unicode string>"
+        with p.open(encoding="utf-8") as f:  # from the file: YAML's own message names it, not "<unicode string>"
             return yaml.safe_load(f)
     except yaml.YAMLError as e:
         raise ConfigError(f"{what} file {p} is not valid YAML: {e}") from None

@@ -150,7 +150,8 @@ def tallied(batches: Iterable[pa.Table], to_run: int, progress: bool = True) -> 
 
 def finished(root: str, report: str, verbose: bool = False, verdicts: Iterable[str] = ()) -> None:
     """The end of ``evalcore run`` on stdout: the reports' absolute locations, report.md and report.html (with
-    ``verbose``, the report's body first), then one verdict line per model (does it listen? — report.md and report.html open with the same)."""
+    ``verbose``, the report's body first), then one verdict line per model (does it listen? — report.md and
+    report.html open with the same)."""
     where = storage.absolute(root)
     if verbose:
         print(report)

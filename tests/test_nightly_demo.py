@@ -119,8 +119,12 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert "listener/step-6000: improved" in res.output  # over step-3000; unchanged against the baseline
     assert "SECRET-TOKEN" not in res.output
     write_checkpoint(str(prefix), "step-7000", ["timbre"])  # deaf to timbre again
-    res = CliRunner().invoke(app, ["nightly", str(path)], env={"EVALCORE_TEST_WEBHOOK": url})
+    res = CliRunner().invoke(app, ["nightly", str(path), "--quiet"], env={"EVALCORE_TEST_WEBHOOK": url})
     assert res.exit_code == 3, res.output
+    # --quiet: no opening or summary line, no line for the checkpoint that is fine; the regression and its rows stay
+    assert "evalcore: nightly" not in res.output and "nightly tonight:" not in res.output
+    assert "listener/step-5000: waiting" not in res.output
+    assert "listener/step-7000: regressed, listens yes — " in res.output
     printed = [line for line in res.output.splitlines() if line.startswith("listener ")]
     assert printed and all(line.split()[1] == "step-7000" for line in printed), printed  # only tonight's rows
     assert "listener/step-7000: regressed" in res.output

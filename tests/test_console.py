@@ -83,7 +83,8 @@ def test_ray_data_shows_the_stage_names(local_ray, tmp_path):
 def test_verbose_prints_the_report_before_its_path_and_the_verdicts_after(tmp_path, capsys):
     console.finished(str(tmp_path), "# evalcore report — x\nbody", verbose=True, verdicts=["m: listens yes — …"])
     assert capsys.readouterr().out.splitlines() == ["# evalcore report — x", "body", f"report: {tmp_path}/report.md",
-                                                    f"tables: {tmp_path}/tables/", "m: listens yes — …"]
+                                                    f"report: {tmp_path}/report.html", f"tables: {tmp_path}/tables/",
+                                                    "m: listens yes — …"]
 
 
 def test_ray_data_memory_advice_is_kept_off_the_console_but_other_warnings_are_not():

@@ -381,6 +381,21 @@ def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
+def known_kinds(model: type[BaseModel] | None) -> list[str]:
+    """The values a config section's ``kind`` may take: its Literal's (protocols), else its registry's names."""
+    field = model.model_fields.get("kind") if model is not None else None
+    if field is None:
+        return []
+    if typing.get_origin(field.annotation) is Literal:
+        return [str(a) for a in typing.get_args(field.annotation)]
+    sections = ((DatasetConfig, "datasets"), (ModelSpec, "models"), (JudgeConfig, "judges"))
+    package = next((p for cls, p in sections if issubclass(model, cls)), None)
+    if package is None:
+        return []
+    importlib.import_module(f"evalcore.{package}")
+    return list(getattr(registry, package.upper()).names())
+
+
 def _types_in(annotation: Any) -> list[type]:
     """The classes named in a type annotation (``list[X] | None`` → [X, NoneType])."""
     args = typing.get_args(annotation)
@@ -400,6 +415,9 @@ def error_lines(e: ValidationError, root: type[BaseModel] | None = None) -> list
             lines += [f"{loc}.{f}: {m}" if f else f"{loc}: {m}" for f, m in cause.problems]
         elif err["type"] == "extra_forbidden" and (model := _model_at(err["loc"], root)) is not None:
             lines.append(f"{loc}: {did_you_mean(err['loc'][-1], model.model_fields)}")
+        elif err["type"] == "missing" and err["loc"][-1] == "kind" and (
+                kinds := known_kinds(_model_at(err["loc"], root))):
+            lines.append(f"{loc}: required field missing; known kinds: {', '.join(kinds)}")
         else:
             lines.append(f"{loc}: {value_reason(err) or err['msg'].removeprefix('Value error, ')}")
     return lines
@@ -425,9 +443,12 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
     if not p.is_file():
         raise ConfigError(f"{what} file not found: {p}")
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
+        with p.open(encoding="utf-8") as f:  # from the file: YAML's own message names it, not "<unicode string>"
+            return yaml.safe_load(f)
     except yaml.YAMLError as e:
         raise ConfigError(f"{what} file {p} is not valid YAML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{what} file {p} is not UTF-8 text ({e.reason})") from None
 
 
 def load_config(path: str | Path) -> RunConfig:

@@ -8,7 +8,9 @@ and what lies outside the config: configured files and ``s3://`` objects
 exist, a checkpoint directory holds a config its backend recognises, the free-form metrics' tools and model
 files are there, and each model's, judge's and metric's packages import where it will run
 (:mod:`evalcore.packages`).
-``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; it also names an
+``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; ``evalcore validate`` also
+checks that the audio file each item row names exists (:func:`audio_problems`: a run makes a missing one that
+row's error, not a refusal); it also names an
 endpoint model's or LLM judge's ``api_key_env`` whose variable is not set. :func:`check_endpoints` makes one
 cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unless ``--no-ping``).
 """
@@ -22,7 +24,6 @@ from evalcore import storage
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.datasets.base import DATASETS
 from evalcore.judges.base import JUDGES
-from evalcore.llm.ping import PING_TIMEOUT_S, ping
 from evalcore.metrics.freeform import preflight as metric_problems
 from evalcore.models.base import MODELS
 from evalcore.packages import component_problem
@@ -75,6 +76,8 @@ def key_problems(cfg: RunConfig) -> list[str]:
 def endpoint_problems(cfg: RunConfig) -> list[str]:
     """One line per endpoint that is unreachable, refuses its key or does not serve its model
     (:func:`evalcore.llm.ping.ping`, one call per distinct endpoint, model and key variable)."""
+    from evalcore.llm.ping import PING_TIMEOUT_S, ping  # heavy: evalcore.llm pulls openai (a second under --help)
+
     seen: dict[tuple, tuple[str, str] | None] = {}
     out = []
     for where, who, params in _endpoints(cfg):
@@ -193,6 +196,51 @@ def package_problems(cfg: RunConfig) -> list[str]:
                    else f"{at[2]} of protocol {cfg.protocols[int(at[1])].name!r}")
             out.append(f"{where.removesuffix('.params')}.kind: {who} ({kind}) {problem}")
     return out
+
+
+#: ``evalcore validate`` names at most this many missing audio files per dataset, then stops reading its rows
+AUDIO_MISSING_SHOWN = 5
+
+
+def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str]:
+    """One line per dataset whose item rows name audio files that do not exist (datasets that list them from their
+    params, nothing built: ``audio_uris(params)``, e.g. ``items_file``): the first ``limit`` missing with their rows, and how many rows were read
+    (reading stops at the ``limit``-th missing file)."""
+    out = []
+    importlib.import_module("evalcore.datasets")
+    for i, d in enumerate(cfg.datasets):
+        cls = registry.DATASETS.get(d.kind)
+        if not hasattr(cls, "audio_uris"):
+            continue
+        found, read, seen = [], 0, set()
+        try:
+            for read, (row, item_id, uri) in enumerate(cls.audio_uris(d.params), start=1):
+                if uri not in seen and _absent(uri):
+                    found.append(f"row {row} ({str(item_id)[:40]!r}): {uri}")
+                    if len(found) == limit:
+                        break
+                seen.add(uri)
+        except OSError as e:  # the items file itself: path_problems names it
+            out.append(f"datasets.{i}.params: cannot read its items to check their audio: {str(e)[:200]}")
+            continue
+        if found:
+            stop = (f"stopped at the first {limit} missing, after {read} rows" if len(found) == limit
+                    else f"{read} rows read")
+            base = getattr(cls, "base_of", None)
+            relative = (f"; a relative audio_uri is relative to {base(d.params['path'], d.params.get('audio_root'))}"
+                        if callable(base) else "")
+            out.append(f"datasets.{i}.params.path: {len(found)} audio file(s) named by its rows do not exist ({stop}"
+                       f"{relative}): " + "; ".join(found))
+    return out
+
+
+def _absent(uri: str) -> bool:
+    """``uri`` names no file (a URI that cannot be checked here, e.g. an unknown scheme, counts as present: reading
+    it in the run makes that row's error)."""
+    try:
+        return not storage.exists(uri)
+    except (OSError, ValueError):
+        return False
 
 
 def check(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) -> None:

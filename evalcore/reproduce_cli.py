@@ -15,7 +15,7 @@ from typing import Optional
 import pyarrow as pa
 import typer
 
-from evalcore import storage
+from evalcore import console, storage
 from evalcore.errors import ExitCode
 from evalcore.reports import published, reproduction as beside
 from evalcore.reports.html import markdown_html, page
@@ -36,6 +36,8 @@ def reproduce(
                                 "scored."),
     confidence: float = typer.Option(0.95, "--confidence", min=0.5, max=0.999, help="The level of the summary's "
                                      "intervals, as the report states it."),
+    quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " The comparison is not printed (it is in "
+                               "reproduction.md)."),
 ) -> None:
     """Put each published cell of PAPER/TABLE beside the value OUTPUTS has for the same key: the difference, and
     whether the published value lies in our CI; cells OUTPUTS cannot give are named with the reason. Exit 2 when
@@ -58,10 +60,12 @@ def reproduce(
         if col not in summary.columns:
             summary[col] = value
     rep = beside.reproduction(summary, cells)
-    md = f"# {outputs} beside {table}\n" + beside.section(rep, table, confidence)
     target = out or outputs
+    md = f"# {outputs} beside {table}\n" + beside.section(rep, table, confidence,
+                                                          storage.join(storage.absolute(target), "reproduction.parquet"))
     storage.makedirs(target)
     storage.write_parquet(pa.Table.from_pandas(rep, preserve_index=False), storage.join(target, "reproduction.parquet"))
     storage.write_text(storage.join(target, "reproduction.md"), md)
     storage.write_text(storage.join(target, "reproduction.html"), page(f"{outputs} beside {table}", markdown_html(md)))
-    typer.echo(md)
+    if not quiet:
+        typer.echo(md)

@@ -34,6 +34,18 @@ def test_every_command_is_there() -> None:
     assert {"run", "validate", "compare", "nightly", "make-checkpoint", "score", "score mcq"} <= names
 
 
+#: commands whose output is the whole answer (a schema), and groups; the rest do work and take --quiet
+NOT_QUIET = {"", "score", "schema", "compare"}  # compare: its refusals and page are being reworked (compare_cli.py)
+
+
+def test_every_command_that_does_work_has_quiet() -> None:
+    lacking = [" ".join(p) for p, cmd in ALL if " ".join(p) not in NOT_QUIET
+               and "--quiet" not in {o for param in cmd.params for o in getattr(param, "opts", [])}]
+    assert lacking == []
+    assert {"run", "nightly", "validate", "report", "reproduce", "make-checkpoint", "score mcq", "score factual",
+            "score freeform"} <= {" ".join(p) for p, _ in ALL} - NOT_QUIET
+
+
 @pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) or "evalcore" for p, _ in ALL])
 def test_help_has_no_line_break_inside_a_paragraph_and_every_option_is_described(path, cmd) -> None:
     for para in (cmd.help or "").split("\n\n"):

@@ -28,7 +28,7 @@ build_tiny = tiny.build_tiny
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("ckpt")
-    return {f: build_tiny(f, str(root / f), ends_answers=True) for f in FAMILIES}
+    return {f: build_tiny(f, str(root / f), some_end=True) for f in FAMILIES}
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,7 @@ def checkpoints(tmp_path_factory) -> dict[str, str]:
 
     root = tmp_path_factory.mktemp("vllm-ckpt")
     # head size 32: vLLM's CPU attention needs at least that
-    return {f: build_tiny(f, str(root / f), head_dim=32, ends_answers=True) for f in FAMILIES}
+    return {f: build_tiny(f, str(root / f), head_dim=32, some_end=True) for f in FAMILIES}
 
 
 def _start_engine(py: str, tmp: Path, params: dict, window: float, drop: int | None = None) -> subprocess.Popen:

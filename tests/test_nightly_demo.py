@@ -20,6 +20,7 @@ from evalcore.nightly.config import parse_nightly
 from evalcore.nightly.demo import DEMO_CHECKPOINTS, demo_config_path, write_checkpoint
 from evalcore.nightly.ledger import Ledger
 from evalcore.nightly.night import night
+from evalcore.nightly.tonight import CHANGE_KEY
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -47,6 +48,12 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert verdicts == {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed",
                         "step-4000": "failed", "step-5000": "waiting"}
     assert summary["exit_code"] == 3 and summary["store"]["conditional_writes"] is True
+    # step-3000's drops, each counted once (flagged against step-2000 and against the baseline), and why
+    regressed = next(c for c in summary["checkpoints"] if c["checkpoint"] == "step-3000")
+    drops = _flags(tmp_path, "step-3000").drop_duplicates(CHANGE_KEY)
+    assert regressed["flagged"] == len(drops) < len(_flags(tmp_path, "step-3000"))
+    assert regressed["reason"].startswith(f"{len(drops)} drop(s) flagged (") and "largest: " in regressed["reason"]
+    assert "vs the previous checkpoint step-2000" in regressed["reason"] and "vs the baseline " in regressed["reason"]
     n_req = summary["counts"]["requests_sent"]
     assert n_req > 0 and summary["counts"]["requests_committed_earlier"] == 0 and summary["counts"]["evaluated"] == 3
     ledger = {r["checkpoint"]: r for r in Ledger(cfg.root).records()}
@@ -112,13 +119,17 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert "listener/step-6000: improved" in res.output  # over step-3000; unchanged against the baseline
     assert "SECRET-TOKEN" not in res.output
     write_checkpoint(str(prefix), "step-7000", ["timbre"])  # deaf to timbre again
-    res = CliRunner().invoke(app, ["nightly", str(path)], env={"EVALCORE_TEST_WEBHOOK": url})
+    res = CliRunner().invoke(app, ["nightly", str(path), "--quiet"], env={"EVALCORE_TEST_WEBHOOK": url})
     assert res.exit_code == 3, res.output
+    # --quiet: no opening or summary line, no line for the checkpoint that is fine; the regression and its rows stay
+    assert "evalcore: nightly" not in res.output and "nightly tonight:" not in res.output
+    assert "listener/step-5000: waiting" not in res.output
+    assert "listener/step-7000: regressed, listens yes — " in res.output
     printed = [line for line in res.output.splitlines() if line.startswith("listener ")]
     assert printed and all(line.split()[1] == "step-7000" for line in printed), printed  # only tonight's rows
     assert "listener/step-7000: regressed" in res.output
     server.shutdown()
-    n_flags = len(_flags(tmp_path, "step-7000"))
+    n_flags = len(_flags(tmp_path, "step-7000").drop_duplicates(CHANGE_KEY))  # each drop once, whatever its reference
     assert [h["text"].splitlines()[1] for h in heard] == [  # deaf to timbre only, step-7000 still hears tempo, key
         "• listener/step-6000: improved, listens yes", f"• listener/step-7000: regressed, listens yes, {n_flags} flagged"]
     assert all("dashboard.html" in h["text"] for h in heard)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from evalcore import packages
 from evalcore.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +78,17 @@ def _problems(res: subprocess.CompletedProcess) -> list[str]:
     return [ln.strip() for ln in res.stderr.splitlines() if ln.startswith("  ")]
 
 
-INSTALL_MODELS = 'install: pip install -e ".[models]"'
+#: the install hints run from any directory: this interpreter's pip and the checkout's absolute path; on a machine
+#: without a GPU, with the cpu extra (the CPU build of torch)
+CPU = "" if packages.has_gpu() else ",cpu"
+INSTALL_MODELS = f"install: {sys.executable} -m pip install -e '{REPO}[models{CPU}]'"
+INSTALL_METRICS = f"install: {sys.executable} -m pip install -e '{REPO}[metrics{CPU}]'"
+
+
+def test_the_hints_name_this_interpreter_the_checkout_and_the_cpu_build() -> None:
+    assert "install: " + packages.MODELS_EXTRA == INSTALL_MODELS
+    assert "install: " + packages.METRICS_EXTRA == INSTALL_METRICS
+    assert packages.CORE == f"{sys.executable} -m pip install -e {REPO}"
 
 
 def test_without_torch_validate_names_the_model_the_metric_and_the_commands(tmp_path) -> None:
@@ -88,7 +99,7 @@ def test_without_torch_validate_names_the_model_the_metric_and_the_commands(tmp_
     assert lines == [
         "models.0.kind: model 'qwen' (hf_audio_lm) needs torch, which do not import here; " + INSTALL_MODELS,
         "protocols.0.metrics.names: bertscore: needs bert_score, torch, which do not import here; "
-        'install: pip install -e ".[metrics]"'], res.stderr
+        + INSTALL_METRICS], res.stderr
     # where torch and bert_score are present the same config is fine: the lines above are the packages' doing
     ok = _cli("validate", str(path))
     assert ok.returncode == ExitCode.OK, ok.stderr[-3000:]

@@ -124,9 +124,10 @@ def test_evalcore_reproduce_sets_a_score_output_beside_the_paper(tmp_path) -> No
 
     src = _jsonl(tmp_path / "in.jsonl", [{**r, "model": "ltu-as"} for r in TRUE_FALSE])
     res = CliRunner().invoke(app, ["score", "factual", str(src), "--out", str(tmp_path / "s"), "--task", "instrument",
-                                   "--format", "true_false", "--resamples", "200"])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), "factual/table8"])
+                                   "--format", "true_false", "--resamples", "200", "--quiet"])
+    assert res.exit_code == 0 and res.output == "", res.output  # --quiet: the files are the answer
+    res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), "factual/table8", "--quiet"])
+    assert res.exit_code == 0 and res.output == "", res.output
     assert res.exit_code == 0, res.output
     rep = pq.read_table(tmp_path / "s" / "reproduction.parquet").to_pandas()
     table8 = [c for c in read() if c.key == "factual/table8"]
@@ -138,7 +139,9 @@ def test_evalcore_reproduce_sets_a_score_output_beside_the_paper(tmp_path) -> No
     for r in done.itertuples():
         assert r.ours == pytest.approx(summary.loc[r.metric, "value"])
     assert (rep[rep["model"] != "ltu-as"]["status"].str.startswith("not run: model")).all()
-    assert "## Beside the paper: factual/table8" in (tmp_path / "s" / "reproduction.md").read_text()
+    md = (tmp_path / "s" / "reproduction.md").read_text()
+    assert "## Beside the paper: factual/table8" in md
+    assert f"`{tmp_path / 's' / 'reproduction.parquet'}` holds every row" in md  # where it is, not tables/
     for args, field in ((["factual/table99"], "PAPER/TABLE"), (["factual/table8", "--published-values",
                                                                str(tmp_path / "none.csv")], "--published-values")):
         res = CliRunner().invoke(app, ["reproduce", str(tmp_path / "s"), *args])

@@ -22,8 +22,10 @@ runner = CliRunner()
 
 @pytest.fixture
 def base(tmp_path: Path) -> dict:
-    """A config that validates: an items file that exists, the two baseline models, a factual protocol."""
+    """A config that validates: an items file that exists (and the audio file its row names), the two baseline
+    models, a factual protocol."""
     items = tmp_path / "items.jsonl"
+    (tmp_path / "a.wav").write_bytes(b"RIFF")  # validate checks that it exists, not what it holds
     items.write_text(json.dumps({"item_id": "a", "protocol": "factual", "audio_uri": "a.wav", "question": "q?",
                                  "labels": ["piano"]}) + "\n")
     return {"name": "t",

@@ -49,15 +49,18 @@ def nightly(
                                       "(default: the config's storage.root, else ./runs/<name>)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every library's log lines, and every flagged "
                                  "row even without fail_on_regression."),
+    quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: notes, and the "
+                               "checkpoints that regressed, failed or were lost, with why."),
 ) -> None:
     """Evaluate the new checkpoints of every series, compare them with the previous one and the baseline,
     write regressions.parquet, history.parquet and dashboard.html / .md under the root.
 
     Exit status: 0 ok, 1 the nightly failed, 2 config mistake, 3 a checkpoint evaluated tonight regressed
     (with fail_on_regression)."""
-    console.setup(verbose)
+    console.setup(verbose, quiet)
     cfg = load_nightly_or_exit(config, out)
-    typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
+    if not quiet:
+        typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
     t = time.perf_counter()
     try:
         result = night(cfg)
@@ -72,11 +75,16 @@ def nightly(
         typer.echo(f"note: {note}", err=True)
     t_ = result.tonight
     flagged, earlier = result.flagged_tonight, len(result.flagged) - len(result.flagged_tonight)
-    typer.echo(f"nightly {t_.counts.line() if t_ else ''}; {len(flagged)} comparison(s) flagged on them"
-               + (f" ({earlier} from earlier nights, on the dashboard)" if earlier else "")
-               + f"; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html and nightly.json", err=True)
+    drops = sum(v.flagged for v in (t_.checkpoints if t_ else []))
+    if not quiet:
+        typer.echo(f"nightly {t_.counts.line() if t_ else ''}; {drops} drop(s) flagged on them, each counted once "
+                   f"({len(flagged)} comparison(s): against the previous checkpoint and the baseline)"
+                   + (f"; {earlier} flagged comparison(s) from earlier nights, on the dashboard" if earlier else "")
+                   + f"; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html and nightly.json", err=True)
     for v in (t_.checkpoints if t_ else []):
-        why = f" — {v.reason[:200]}" if v.reason and v.verdict in ("failed", "lost") else ""
+        if quiet and v.verdict not in ("regressed", "failed", "lost"):
+            continue
+        why = f" — {v.reason[:300]}" if v.reason and v.verdict in ("failed", "lost", "regressed", "improved") else ""
         listens = f", listens {v.listening}" if v.listening else ""
         typer.echo(f"  {v.series}/{v.checkpoint}: {v.verdict}{listens}{why}", err=True)
     if len(flagged) and (cfg.fail_on_regression or verbose):
@@ -85,7 +93,7 @@ def nightly(
             show[col] = show[col].map(signed)
         show["p_adjusted"] = show["p_adjusted"].map(p_value)
         typer.echo(show.to_string(index=False))
-    elif len(flagged):  # one line per checkpoint and reference; the dashboard holds the rows
+    elif len(flagged) and not quiet:  # one line per checkpoint and reference; the dashboard holds the rows
         for (series, ckpt, ref), rows in flagged.groupby(["series", "checkpoint", "reference"], sort=False):
             worst = rows.loc[rows["delta"].abs().idxmax()]
             typer.echo(f"flagged: {series}/{ckpt} vs {ref}: {len(rows)} comparison(s) on "

@@ -276,6 +276,7 @@ def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> t
         verdict, flagged, improved = tn.checkpoint_verdict(series, ck, result.regressions)
         verdicts.append(tn.CheckpointVerdict(series, ck, verdict, tn.listening(hist, series, ck, cfg.stats.min_items),
                                              flagged, improved, key in result.resumed,
+                                             reason=tn.why(series, ck, result.regressions),
                                              run_root=run_root(cfg.root, series, ck)))
     for keys, verdict in ((result.failed, "failed"), (result.lost, "lost"), (result.skipped, "leased"),
                           (result.waiting, "waiting")):

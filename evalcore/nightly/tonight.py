@@ -26,6 +26,9 @@ from evalcore.reports.verdict import verdicts
 
 log = logging.getLogger("evalcore")
 REGRESSION_EXIT = 3
+#: one drop (or gain) of a checkpoint: compared with the previous checkpoint and with the baseline, it is two
+#: comparison rows but one change
+CHANGE_KEY = ["protocol", "dataset", "condition", "variant", "metric", "group"]
 
 
 @dataclass
@@ -34,10 +37,10 @@ class CheckpointVerdict:
     checkpoint: str
     verdict: str  # regressed | improved | unchanged | failed | waiting | leased | lost
     listening: str | None = None  # yes | no | unclear (finished checkpoints)
-    flagged: int = 0
-    improved: int = 0
+    flagged: int = 0  # distinct drops flagged, each once whatever it was flagged against (CHANGE_KEY)
+    improved: int = 0  # distinct significant gains, likewise
     resumed: bool = False
-    reason: str | None = None
+    reason: str | None = None  # why: a failure's reason; a regressed or improved checkpoint's changes (why())
     run_root: str | None = None
 
 
@@ -98,14 +101,51 @@ def listening(hist: pd.DataFrame, series: str, checkpoint: str, min_items: int) 
     return found[0].listens if found else None
 
 
+def changes(rows: pd.DataFrame) -> int:
+    """How many distinct changes ``rows`` (comparison rows) hold: a drop flagged against the previous checkpoint and
+    against the baseline is one drop."""
+    return len(rows.drop_duplicates(CHANGE_KEY)) if len(rows) else 0
+
+
 def checkpoint_verdict(series: str, checkpoint: str, regressions: pd.DataFrame) -> tuple[str, int, int]:
-    """(verdict, flagged, improved) of a finished checkpoint from its comparison rows."""
+    """(verdict, flagged drops, significant gains) of a finished checkpoint from its comparison rows, each change
+    counted once (:func:`changes`)."""
     if not len(regressions):
         return "unchanged", 0, 0
     mine = regressions[(regressions["series"] == series) & (regressions["checkpoint"] == checkpoint)]
-    flagged = int(mine["flagged"].astype(bool).sum())
-    improved = int(mine["improved"].astype(bool).sum()) if "improved" in mine.columns else 0
+    flagged = changes(mine[mine["flagged"].astype(bool)])
+    improved = changes(mine[mine["improved"].astype(bool)]) if "improved" in mine.columns else 0
     return ("regressed" if flagged else "improved" if improved else "unchanged"), flagged, improved
+
+
+def _against(rows: pd.DataFrame) -> str:
+    """``24 vs the previous checkpoint step-2000, 24 vs the baseline step-1000``: each reference and its count."""
+    out = []
+    for (ref, role), g in rows.groupby(["reference", "reference_role"], sort=False):
+        who = {"previous": "the previous checkpoint", "baseline": "the baseline",
+               "previous+baseline": "the previous checkpoint (the baseline)"}.get(str(role), str(role))
+        out.append(f"{changes(g)} vs {who} {ref}")
+    return ", ".join(out)
+
+
+def why(series: str, checkpoint: str, regressions: pd.DataFrame) -> str | None:
+    """Why a finished checkpoint is ``regressed`` or ``improved``: its changes counted once, against what, and the
+    largest (``28 drop(s) flagged (28 vs the previous checkpoint step-2000, 28 vs the baseline step-1000); largest:
+    mcq · synth accuracy (task=instrument_mcq) correct −0.650 [−0.72, −0.58] vs step-1000``); None when unchanged."""
+    if not len(regressions):
+        return None
+    mine = regressions[(regressions["series"] == series) & (regressions["checkpoint"] == checkpoint)]
+    for column, what in (("flagged", "drop(s) flagged"), ("improved", "significant gain(s)")):
+        if column not in mine.columns:
+            continue
+        hit = mine[mine[column].astype(bool)]
+        if len(hit):
+            r = hit.loc[hit["delta"].abs().idxmax()]
+            group = "" if r["group"] == "all" else f" ({r['group']})"
+            largest = (f"{r['protocol']} · {r['dataset']} {r['metric']}{group} {r['condition']} {r['delta']:+.3f} "
+                       f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] vs {r['reference']}")
+            return bounded(f"{changes(hit)} {what} ({_against(hit)}); largest: {largest}", 300)
+    return None
 
 
 def write(tonight: Tonight) -> None:

@@ -25,8 +25,18 @@ VERDICT_MARK = {"regressed": "▼", "improved": "▲", "unchanged": "=", "failed
                 "lost": "⇄"}
 
 
+#: the Tonight block's "why" shows this many characters (a longer reason is cut with a visible mark)
+WHY_SHOWN = 300
+
+
+def _cut(text: str, n: int) -> str:
+    """``text`` up to ``n`` characters; a longer one cut, ending in " …"."""
+    return text if len(text) <= n else text[: n - 2].rstrip() + " …"
+
+
 def tonight_block(t: dict) -> tuple[str, str]:
-    """(HTML, Markdown): tonight's checkpoints and verdicts, the counts, the store's lease mode."""
+    """(HTML, Markdown): tonight's checkpoints and verdicts (a checkpoint's flagged drops counted once, whatever
+    they were flagged against; why it got its verdict), the counts, the store's lease mode."""
     c = t["counts"]
     counts = (f"{c['evaluated']} checkpoint(s) evaluated ({c['resumed']} resumed), {c['failed']} failed, "
               f"{c['waiting']} waiting, {c['leased_elsewhere']} leased elsewhere · {c['requests_sent']} request(s) "
@@ -34,8 +44,8 @@ def tonight_block(t: dict) -> tuple[str, str]:
     rows = [{"_class": {"regressed": "flag", "improved": "gain", "failed": "flag"}.get(v["verdict"], ""),
              "checkpoint": f"{v['series']}/{v['checkpoint']}",
              "verdict": f"{VERDICT_MARK.get(v['verdict'], '')}\u00a0{v['verdict']}" + (" (resumed)" if v["resumed"] else ""),
-             "listens": v["listening"] or "—", "flagged": str(v["flagged"]) if v["flagged"] else "",
-             "why": (v["reason"] or "")[:160]} for v in t["checkpoints"]]
+             "listens": v["listening"] or "—", "flagged drops": str(v["flagged"]) if v["flagged"] else "",
+             "why": _cut(v["reason"] or "", WHY_SHOWN)} for v in t["checkpoints"]]
     none = "Nothing new tonight." if not rows else ""
     store = t["store"]
     warn = ("" if store["conditional_writes"] else

@@ -155,11 +155,16 @@ def _listening(summary: pd.DataFrame, conf: int, min_items: int = verdict.MIN_IT
     return out
 
 
+#: the Errors table shows a reason up to this many characters (a longer one is cut, with a visible mark)
+REASON_SHOWN = 120
+
+
 def _errors(errors: pd.DataFrame) -> list[str]:
     out = ["", "## Errors", ""]
     if errors.empty:
         return out + ["None."]
-    reason = errors["error"].astype(str).str.replace(r"\s+", " ", regex=True).str.slice(0, 120)
+    whole = errors["error"].astype(str).str.replace(r"\s+", " ", regex=True).str.strip()
+    reason = whole.where(whole.str.len() <= REASON_SHOWN, whole.str.slice(0, REASON_SHOWN - 1).str.rstrip() + " …")
     cls = errors["error_class"] if "error_class" in errors.columns else pd.Series("", index=errors.index)
     agg = (errors.assign(reason=reason, error_class=cls.fillna(""))
            .groupby(["table", "error_stage", "error_class", "reason"], dropna=False)
@@ -167,6 +172,9 @@ def _errors(errors: pd.DataFrame) -> list[str]:
     out.append(_md_table(["table", "stage", "class", "reason", "count"],
                          [[r.table, r.error_stage, r.error_class, r.reason.replace("|", "\\|"), r.count]
                           for r in agg.itertuples()]))
+    if (whole.str.len() > REASON_SHOWN).any():
+        out += ["", f"A reason longer than {REASON_SHOWN} characters is cut here and ends in “…”; "
+                    "`tables/errors.parquet` holds every error row with its whole reason."]
     return out
 
 

@@ -62,8 +62,10 @@ def _f(x: object, signed: bool = False) -> str:
     return f"{float(x):+.3f}" if signed else f"{float(x):.3f}"
 
 
-def section(rep: pd.DataFrame, key: str, confidence: float) -> str:
-    """The report's Markdown section: the table's cells beside ours, then the cells the run could not give."""
+def section(rep: pd.DataFrame, key: str, confidence: float, rows_at: str = "tables/reproduction.parquet") -> str:
+    """The report's Markdown section: the table's cells beside ours, then the cells the run could not give;
+    ``rows_at`` names the Parquet file holding every row (a run's ``tables/reproduction.parquet``; ``evalcore
+    reproduce`` writes it where its ``--out`` says)."""
     if not len(rep):
         return f"\n## Beside the paper: {key}\n\nThe published values name no cell of {key}.\n"
     done = rep[rep["status"] == "compared"]
@@ -72,7 +74,7 @@ def section(rep: pd.DataFrame, key: str, confidence: float) -> str:
     lines = ["", f"## Beside the paper: {key}", "",
              f"{len(done)} of {len(rep)} published cells compared; the published value lies inside our {conf} % CI "
              f"in {inside} of them. Published percentages are compared as shares. "
-             "`tables/reproduction.parquet` holds every row.", ""]
+             f"`{rows_at}` holds every row.", ""]
     if len(done):
         lines += ["| model | protocol · dataset | condition | variant | metric | published | ours [CI] | "
                   "difference | inside CI |", "|---|---|---|---|---|---|---|---|---|"]

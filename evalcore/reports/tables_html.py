@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from evalcore.reports.html import breakable
+from evalcore.reports.html import breakable, header_breakable
 
 
 def _nan(x: Any) -> bool:
@@ -100,7 +100,7 @@ def table_html(rows: Iterable[dict[str, str]], columns: list[str] | None = None,
     if not rows:
         return "<p>None.</p>"
     cols = columns or [c for c in rows[0] if not c.startswith("_")]
-    head = "".join(f"<th>{breakable(html.escape(c))}</th>" for c in cols)
+    head = "".join(f"<th>{header_breakable(html.escape(c))}</th>" for c in cols)
     body = "".join(f'<tr class="{html.escape(r.get("_class", ""))}">'
                    + "".join(f"<td>{breakable(html.escape(str(r.get(c, ''))))}</td>" for c in cols) + "</tr>"
                    for r in rows)

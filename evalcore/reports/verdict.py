@@ -45,11 +45,13 @@ MIN_ITEMS = 20
 #: a protocol's primary metric for the verdict: the first of these its differences have
 PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macro", "bleu", "consistency")
 
-RULE = ("**yes**: some difference correct − control has its CI entirely above 0 over at least {m} paired items; "
+#: how the verdict is decided, one list item each ({m}: stats.min_items)
+RULE = ("**yes**: some difference has its CI entirely above 0, over at least {m} paired items",
         "**no**: none has, and at least one difference had {m} or more items (no control shows a benefit of the "
-        "correct audio at this n — not proof that the model is deaf); **unclear**: no difference has {m} items. "
-        "A difference over fewer than {m} items is shown but decides nothing; a zero-width interval is flagged "
-        "(degenerate at 0: no item differs; else every item differs by the same amount) and counts by its bounds.")
+        "correct audio at this n; not proof that the model is deaf)",
+        "**unclear**: no difference has {m} items",
+        "a difference over fewer than {m} items is shown but decides nothing; a zero-width interval is flagged "
+        "*degenerate* (at 0: no item differs; else every item differs by the same amount) and counts by its bounds")
 
 
 def _nan(x: Any) -> bool:
@@ -183,10 +185,11 @@ def section(summary: pd.DataFrame, conf: int, min_items: int = MIN_ITEMS, exclud
     for v in found:
         out.append(f"* **{v.model}** — listens: **{v.listens}**")
         out += [f"  * {describe(r, min_items)}" for r in v.deciding]
-    out += ["", f"Differences are correct − control audio of each protocol's primary metric over the same items, "
-                f"{conf} % bootstrap CI. " + RULE.format(m=min_items) + f" The minimum is `stats.min_items` "
-                f"({min_items}).",
-            "", "**n** counts items (questions, clips), not requests: a cell's n is its items with a scored request; "
+    out += ["", f"How the verdict is decided, from the differences correct − control audio of each protocol's "
+                f"primary metric over the same items ({conf} % bootstrap CI; the minimum is `stats.min_items` "
+                f"({min_items})):", ""]
+    out += [f"* {rule.format(m=min_items)}" for rule in RULE]
+    out += ["", "**n** counts items (questions, clips), not requests: a cell's n is its items with a scored request; "
                 "errored requests are left out (counted in `errored`); a paired difference's n is the items scored "
                 "under both conditions, so it can be smaller than either cell's (e.g. correct − random loses the "
                 "items whose random partner failed to decode). Rows therefore differ in n."]

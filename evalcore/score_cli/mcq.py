@@ -23,8 +23,9 @@ from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe, default_group_by,
-                                   exit_if_unscored, fail, index_value, is_missing, read_rows, write_outputs)
+from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
+                                   default_group_by, exit_if_unscored, fail, index_value, is_missing, quiet_mode,
+                                   read_rows, say, write_outputs)
 from evalcore.score_cli.stage import score_judged
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
@@ -197,8 +198,10 @@ def score_mcq(
     llm_timeout: float = llm.TIMEOUT,
     seed: int = SEED_OPTION,
     resamples: int = RESAMPLES_OPTION,
+    quiet: bool = QUIET_OPTION,
 ) -> None:
     """Parse multiple-choice answers and score accuracy over option orders, consistency and IFR."""
+    quiet_mode(quiet)
     if parser not in PARSER_NAMES:
         fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSER_NAMES)}")
     if resamples < 1:
@@ -236,6 +239,6 @@ def score_mcq(
     counts = (n_in, n_ok, n_in - n_ok)
     per_item = arrow_safe(per_item, int_columns=("question_id", "order_id", "correct_index"))
     write_outputs(out, per_item, summary, render_report(summary, by, parser, counts, agreements))
-    typer.echo(f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored", err=True)
-    typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, report.md", err=True)
+    say(quiet, f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored",
+        f"wrote {out}/per_item.parquet, summary.parquet, report.md")
     exit_if_unscored("mcq", per_item["error"], n_ok)

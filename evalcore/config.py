@@ -388,12 +388,10 @@ def known_kinds(model: type[BaseModel] | None) -> list[str]:
         return []
     if typing.get_origin(field.annotation) is Literal:
         return [str(a) for a in typing.get_args(field.annotation)]
-    sections = ((DatasetConfig, "datasets"), (ModelSpec, "models"), (JudgeConfig, "judges"))
-    package = next((p for cls, p in sections if issubclass(model, cls)), None)
-    if package is None:
-        return []
-    importlib.import_module(f"evalcore.{package}")
-    return list(getattr(registry, package.upper()).names())
+    sections: tuple[tuple[type, Registry[Any]], ...] = ((DatasetConfig, DATASETS), (ModelSpec, MODELS),
+                                                        (JudgeConfig, JUDGES))
+    reg = next((r for cls, r in sections if issubclass(model, cls)), None)
+    return [] if reg is None else list(reg.names())
 
 
 def _types_in(annotation: Any) -> list[type]:

@@ -207,9 +207,8 @@ def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str
     params, nothing built: ``audio_uris(params)``, e.g. ``items_file``): the first ``limit`` missing with their rows, and how many rows were read
     (reading stops at the ``limit``-th missing file)."""
     out = []
-    importlib.import_module("evalcore.datasets")
     for i, d in enumerate(cfg.datasets):
-        cls = registry.DATASETS.get(d.kind)
+        cls = DATASETS.get(d.kind)
         if not hasattr(cls, "audio_uris"):
             continue
         found, read, seen = [], 0, set()

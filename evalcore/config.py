@@ -20,7 +20,7 @@ from evalcore import registry
 from evalcore.metric_config import FreeformMetrics
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.schema import CONDITIONS, PROTOCOLS
-from evalcore.tracking_config import Sink
+from evalcore.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
@@ -331,7 +331,7 @@ class SuiteConfig(_Strict):
     max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
     #: where results are also sent once written: MLflow, Weights & Biases, lm-eval's files
     #: (evalcore.tracking_config; a failing sink is a warning, never a failed run)
-    tracking: list[Sink] = Field(default_factory=list)
+    tracking: Sinks = Field(default_factory=list)
 
     @property
     def root(self) -> str:

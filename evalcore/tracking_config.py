@@ -20,7 +20,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 #: the URI schemes MLflow's tracking stores answer to (a bare path is a local file store)
 MLFLOW_SCHEMES = ("sqlite", "file", "http", "https", "databricks", "databricks-uc", "uc", "postgresql", "mysql",
@@ -103,6 +103,19 @@ class LmEvalSink(_Sink):
 
 Sink = Annotated[Union[MlflowSink, WandbSink, LmEvalSink], Field(discriminator="kind")]
 KINDS = ("mlflow", "wandb", "lm_eval")
+
+
+def _known_kinds(v: object) -> object:
+    """An unknown or missing ``kind`` said in the project's words (pydantic's says "Input tag … found using")."""
+    for i, s in enumerate(v if isinstance(v, list) else []):
+        if isinstance(s, dict) and s.get("kind") not in KINDS:
+            raise ValueError(f"item {i}: {'unknown sink ' + repr(s['kind']) if 'kind' in s else 'no kind'}; "
+                             f"known: {', '.join(KINDS)}")
+    return v
+
+
+#: the ``tracking:`` field of a run or nightly config
+Sinks = Annotated[list[Sink], BeforeValidator(_known_kinds)]
 #: the field ``--track KIND=VALUE`` sets
 MAIN_FIELD = {"mlflow": "uri", "wandb": "project", "lm_eval": "out"}
 
@@ -122,3 +135,26 @@ def with_flags(sinks: list[dict], flags: list[str]) -> list[dict]:
     given = [from_flag(f) for f in flags]
     kinds = {g["kind"] for g in given}
     return [s for s in sinks if s.get("kind") not in kinds] + given
+
+
+class TrackFlagError(ValueError):
+    """A ``--track`` flag that names no sink or sets a field wrongly; the message says which."""
+
+
+def with_track_flags(cfg, flags: list[str] | None):
+    """``cfg`` (a run or nightly config) with the sinks of ``--track`` flags added (a flag replaces the config's
+    sink of its kind); raises :class:`TrackFlagError`."""
+    if not flags:
+        return cfg
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        data = with_flags([s.model_dump() for s in cfg.tracking], flags)
+        sinks = TypeAdapter(list[Sink]).validate_python(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise TrackFlagError(f"--track: {'.'.join(str(p) for p in err['loc'][1:])}: "
+                             f"{err['msg'].removeprefix('Value error, ')}") from None
+    except ValueError as e:
+        raise TrackFlagError(f"--track: {e}") from None
+    return cfg.model_copy(update={"tracking": sinks})

@@ -26,6 +26,7 @@ from evalcore.nightly.demo import demo_config
 from evalcore.nightly.ledger import LedgerError
 from evalcore.nightly.night import FLAG_PRINT, night
 from evalcore.reports.html import markdown_html, page
+from evalcore.tracking_config import TrackFlagError, with_track_flags
 from evalcore.reports.tables_html import TESTS, comparison_rows, p_value, signed, table_html, table_md
 
 
@@ -49,6 +50,9 @@ def nightly(
                                       "(default: the config's storage.root, else ./runs/<name>)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every library's log lines, and every flagged "
                                  "row even without fail_on_regression."),
+    track: Optional[list[str]] = typer.Option(None, "--track", metavar="SINK[=VALUE]",
+                                              help="Also log each checkpoint evaluated tonight, at its training step, "
+                                              "to mlflow[=URI], wandb[=PROJECT] or lm_eval[=DIR] (repeatable)."),
 ) -> None:
     """Evaluate the new checkpoints of every series, compare them with the previous one and the baseline,
     write regressions.parquet, history.parquet and dashboard.html / .md under the root.
@@ -57,6 +61,11 @@ def nightly(
     (with fail_on_regression)."""
     console.setup(verbose)
     cfg = load_nightly_or_exit(config, out)
+    try:
+        cfg = with_track_flags(cfg, track)
+    except TrackFlagError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
     typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
     t = time.perf_counter()
     try:

@@ -52,16 +52,18 @@ def tracking_uri(sink: MlflowSink) -> str:
 
 @contextlib.contextmanager
 def bounded_requests(sink: MlflowSink) -> Iterator[None]:
-    """MLflow's HTTP retries and timeout bounded by the sink's settings (unless set in the environment), and
-    MLflow's INFO lines (a new store's migrations) kept off the run's console."""
+    """MLflow's HTTP retries and timeout bounded by the sink's settings (unless set in the environment); MLflow's
+    INFO lines (a new store's migrations) and urllib3's retry notices kept off the run's console (the sink's one
+    warning says what failed)."""
     env = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(sink.retries), "MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(sink.timeout_s)),
            "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
     set_here = {k: v for k, v in env.items() if k not in os.environ}
-    loggers = [logging.getLogger(n) for n in ("mlflow", "alembic")]
+    quiet = {"mlflow": logging.WARNING, "alembic": logging.WARNING, "urllib3.connectionpool": logging.ERROR}
+    loggers = [logging.getLogger(n) for n in quiet]
     levels = [lg.level for lg in loggers]
     os.environ.update(set_here)
     for lg in loggers:
-        lg.setLevel(logging.WARNING)
+        lg.setLevel(quiet[lg.name])
     try:
         yield
     finally:

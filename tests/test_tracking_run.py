@@ -42,7 +42,7 @@ def logged(demo_run, tmp_path_factory):
     cfg, _ = demo_run
     tmp = tmp_path_factory.mktemp("tracked")
     uri = fresh_mlflow_uri(tmp / "mlflow")
-    sinks = [MlflowSink(kind="mlflow", uri=uri, experiment="demo-tracked"),
+    sinks = [MlflowSink(kind="mlflow", uri=uri),  # experiment: the suite's name, "demo"
              WandbSink(kind="wandb", project="evalcore-demo", mode="offline", dir=str(tmp / "wb")),
              LmEvalSink(kind="lm_eval", out=str(tmp / "lm_eval"))]
     (tmp / "wb").mkdir()
@@ -63,7 +63,7 @@ def test_mlflow_holds_every_headline_cell_the_params_and_the_artifacts(logged) -
 
     cfg, tmp, uri, _ = logged
     summary, client = _summary(cfg), MlflowClient(tracking_uri=uri)
-    runs = {r.data.tags["evalcore.model"]: r for r in mlflow_runs(uri, "demo-tracked")}
+    runs = {r.data.tags["evalcore.model"]: r for r in mlflow_runs(uri, "demo")}
     assert set(runs) == {"listener", "text-prior"}  # one MLflow run per model
     for model, r in runs.items():
         want = expected_cells(summary, model)
@@ -180,11 +180,11 @@ def test_lm_eval_files_carry_every_tasks_headline_metric_in_lm_evals_field_names
 def test_a_replay_adds_nothing_and_failing_sinks_are_one_warning_each(logged, tmp_path, monkeypatch, caplog) -> None:
     cfg, tmp, uri, _ = logged
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(cfg.root).rglob("*") if p.is_file()}
-    runs = mlflow_runs(uri, "demo-tracked")
+    runs = mlflow_runs(uri, "demo")
     res = CliRunner().invoke(app, ["track", cfg.root, "--track", f"mlflow={uri}"])
     assert res.exit_code == 0, res.output
     assert res.stdout.count("already logged") == 2
-    after = mlflow_runs(uri, "demo-tracked")
+    after = mlflow_runs(uri, "demo")
     assert [r.info.run_id for r in after] == [r.info.run_id for r in runs]
     assert [len(r.data.metrics) for r in after] == [len(r.data.metrics) for r in runs]
 

@@ -65,30 +65,40 @@ def wait_up(url: str, proc: subprocess.Popen, timeout_s: float = 180.0) -> None:
 
 
 def page_url(base: str, store: Path) -> str:
-    """MLflow's metric page (its "metric view" of several runs) for METRICS of every run of the experiment."""
+    """MLflow's metric page ("metric view") of METRICS over every run of the experiment, x axis the step. Its route
+    reads JSON in the query: ``#/metric?runs=[…]&metric="…"&experiments=[…]&plot_metric_keys=[…]&…``."""
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{store}")
     exp = client.get_experiment_by_name(EXPERIMENT)
-    runs = client.search_runs([exp.experiment_id], order_by=["tags.`evalcore.step` ASC"])
-    ids = [r.info.run_id for r in runs]
-    q = {"runs": json.dumps(ids), "experiments": json.dumps([exp.experiment_id]),
-         "plot_metric_keys": json.dumps(list(METRICS)), "plot_layout": "{}", "x_axis": "step",
-         "y_axis_scale": "linear", "line_smoothness": "1", "show_point": "true", "deselected_curves": "[]",
-         "last_linear_y_axis_range": "[]"}
-    return f"{base}/#/metric/{urllib.parse.quote(METRICS[0], safe='')}?{urllib.parse.urlencode(q)}"
+    ids = [r.info.run_id for r in client.search_runs([exp.experiment_id])]
+
+    def j(x: object) -> str:
+        return json.dumps(x, separators=(",", ":"))
+
+    q = {"runs": j(ids), "metric": j(METRICS[0]), "experiments": j([exp.experiment_id]),
+         "plot_metric_keys": j(list(METRICS)), "plot_layout": "{}", "x_axis": "step", "y_axis_scale": "linear",
+         "line_smoothness": "1", "show_point": "true", "deselected_curves": "[]", "last_linear_y_axis_range": "[]"}
+    return f"{base}/#/metric?{urllib.parse.urlencode(q, quote_via=urllib.parse.quote)}"
 
 
-def screenshot(url: str, out: Path, width: int = 1280, height: int = 860) -> None:
+def screenshot(url: str, out: Path, width: int, height: int, crop_right: int) -> None:
+    """``url`` in a ``width`` × ``height`` headless Chromium window, its right ``crop_right`` pixels cut off (MLflow's
+    assistant panel, open on a fresh profile)."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         sys.exit("chromium is not installed (Debian: apt-get install chromium)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
+        raw = Path(profile) / "page.png"
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                         f"--user-data-dir={profile}", "--hide-scrollbars", f"--window-size={width},{height}",
-                        "--virtual-time-budget=30000", f"--screenshot={out}", url], check=True, capture_output=True,
+                        "--virtual-time-budget=30000", f"--screenshot={raw}", url], check=True, capture_output=True,
                        timeout=300)
+        from PIL import Image  # matplotlib's dependency
+
+        with Image.open(raw) as im:
+            im.crop((0, 0, im.width - crop_right, im.height)).save(out, optimize=True)
 
 
 def main() -> None:
@@ -96,6 +106,8 @@ def main() -> None:
     ap.add_argument("--ui-python", required=True, help="an interpreter with the full mlflow package (its UI)")
     ap.add_argument("--store", help="an existing sqlite store of a nightly (default: run the demo into a new one)")
     ap.add_argument("--out", default=str(OUT), help=f"where the PNG goes (default {OUT.relative_to(REPO)})")
+    ap.add_argument("--size", default="1600x900", help="the window, WIDTHxHEIGHT")
+    ap.add_argument("--crop-right", type=int, default=330, help="pixels cut off the right (the assistant panel)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(a.store) if a.store else Path(tmp) / "nightly.db"
@@ -110,7 +122,8 @@ def main() -> None:
         try:
             wait_up(f"{base}/health", server)
             url = page_url(base, store)
-            screenshot(url, Path(a.out))
+            width, height = (int(x) for x in a.size.split("x"))
+            screenshot(url, Path(a.out), width, height, a.crop_right)
         finally:
             server.terminate()
             server.wait(timeout=60)

@@ -152,7 +152,7 @@ def _tracked(uri: str | None, verdicts: dict[str, str]) -> dict:
         return {}
     from mlflow import MlflowClient
 
-    from tracking_helpers import mlflow_runs
+    from tracking_helpers import mlflow_runs, same
 
     client = MlflowClient(tracking_uri=uri)
     runs = {r.data.tags["evalcore.checkpoint"]: r for r in mlflow_runs(uri, "nightly-demo")}
@@ -167,7 +167,7 @@ def _tracked(uri: str | None, verdicts: dict[str, str]) -> dict:
         keys = keys or set(r.data.metrics)
         assert set(r.data.metrics) == keys and "mcq/synth/correct-random/accuracy" in keys
         points = [client.get_metric_history(r.info.run_id, k) for k in sorted(keys)]
-        assert all([(h.step, h.value) for h in p] == [(step, r.data.metrics[p[0].key])] for p in points), ck
+        assert all([h.step for h in p] == [step] and same(p[0].value, r.data.metrics[p[0].key]) for p in points), ck
         out[ck] = (r.info.run_id, sum(len(p) for p in points))
     return out
 

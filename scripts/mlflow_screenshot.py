@@ -5,11 +5,12 @@ metrics by training step, rendered by headless Chromium.
     .venv/bin/python scripts/mlflow_screenshot.py --ui-python … --store /tmp/x/nightly.db   # an existing store
 
 Without ``--store`` it runs the offline nightly demo (a few minutes on 2 cores) over five listener checkpoints —
-step-1000, an identical step-2000, step-3000 deaf to timbre, step-4000 hearing again, step-5000 deaf again — with
-the MLflow sink (``--track mlflow=sqlite:///…``). Then it starts ``mlflow server`` on 127.0.0.1 against that sqlite
-store with ``--ui-python`` (an interpreter with the full ``mlflow`` package: evalcore's ``tracking`` extra keeps to
-MLflow's client, which has no UI), opens MLflow's metric page of every checkpoint's run (x axis: step), and saves
-Chromium's screenshot. Needs ``chromium`` on PATH. The server is stopped at the end.
+step-1000, an identical step-2000, step-3000 deaf to timbre, step-6000 hearing again, step-7000 deaf again (the
+series of tests/test_nightly_demo.py) — with the MLflow sink (``--track mlflow=sqlite:///…``). Then it starts
+``mlflow server`` on 127.0.0.1 against that sqlite store with ``--ui-python`` (an interpreter with the full ``mlflow``
+package: evalcore's ``tracking`` extra keeps to MLflow's client, which has no UI), opens MLflow's metric page of the
+series' run (every checkpoint at its step), and saves Chromium's screenshot, MLflow's assistant panel cropped off.
+Needs ``chromium`` on PATH. The server is stopped at the end.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "docs" / "img" / "mlflow_nightly.png"
 METRICS = ("factual/synth/correct/f1_micro", "mcq/synth/correct-random/accuracy")
 EXPERIMENT = "nightly-demo"
-CHECKPOINTS = {"step-1000": [], "step-2000": [], "step-3000": ["timbre"], "step-4000": [], "step-5000": ["timbre"]}
+CHECKPOINTS = {"step-1000": [], "step-2000": [], "step-3000": ["timbre"], "step-6000": [], "step-7000": ["timbre"]}
 
 
 def run_nightly(root: Path, store: Path) -> None:
@@ -65,13 +66,15 @@ def wait_up(url: str, proc: subprocess.Popen, timeout_s: float = 180.0) -> None:
 
 
 def page_url(base: str, store: Path) -> str:
-    """MLflow's metric page ("metric view") of METRICS over every run of the experiment, x axis the step. Its route
+    """MLflow's metric page ("metric view") of METRICS in the series' run (every checkpoint's cells at their steps),
+    x axis the step. Its route
     reads JSON in the query: ``#/metric?runs=[…]&metric="…"&experiments=[…]&plot_metric_keys=[…]&…``."""
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{store}")
     exp = client.get_experiment_by_name(EXPERIMENT)
-    ids = [r.info.run_id for r in client.search_runs([exp.experiment_id])]
+    ids = [r.info.run_id for r in client.search_runs([exp.experiment_id],
+                                                      filter_string="tags.`evalcore.series_run` = 'true'")]
 
     def j(x: object) -> str:
         return json.dumps(x, separators=(",", ":"))
@@ -93,7 +96,7 @@ def screenshot(url: str, out: Path, width: int, height: int, crop_right: int) ->
         raw = Path(profile) / "page.png"
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                         f"--user-data-dir={profile}", "--hide-scrollbars", f"--window-size={width},{height}",
-                        "--virtual-time-budget=30000", f"--screenshot={raw}", url], check=True, capture_output=True,
+                        "--virtual-time-budget=90000", f"--screenshot={raw}", url], check=True, capture_output=True,
                        timeout=300)
         from PIL import Image  # matplotlib's dependency
 

@@ -3,7 +3,8 @@ a broken and a half-written checkpoint; the flags, the ledger, nightly.json; the
 ``fail_on_regression``, a night with nothing new and a night with a new clean checkpoint both exit 0 though
 an earlier night flagged step-3000, and a night whose new checkpoint is deaf again exits 3 printing only that
 checkpoint's rows; the webhook hears about every night. Each checkpoint evaluated is logged to a local MLflow store
-once, at its training step, with its verdict (a night with nothing new adds nothing)."""
+once, at its training step, with its verdict, under the series' own run that draws each metric by step (a night with
+nothing new adds nothing)."""
 
 from __future__ import annotations
 
@@ -147,7 +148,8 @@ def _mlflow_store(tmp_path) -> str | None:
 
 def _tracked(uri: str | None, verdicts: dict[str, str]) -> dict:
     """MLflow read back with its own client: one run per checkpoint evaluated, tagged with its step and verdict, every
-    metric one point at that step. Returns (run id, points) per checkpoint, to see that a night adds nothing."""
+    metric one point at that step; the series' own run, parent of them all, holds each metric once per checkpoint's
+    step (MLflow's curve by step). Returns (run id, points) per run, to see that a night adds nothing."""
     if uri is None:
         return {}
     from mlflow import MlflowClient
@@ -155,12 +157,15 @@ def _tracked(uri: str | None, verdicts: dict[str, str]) -> dict:
     from tracking_helpers import mlflow_runs, same
 
     client = MlflowClient(tracking_uri=uri)
-    runs = {r.data.tags["evalcore.checkpoint"]: r for r in mlflow_runs(uri, "nightly-demo")}
+    found = mlflow_runs(uri, "nightly-demo")
+    (parent,) = [r for r in found if r.data.tags.get("evalcore.series_run") == "true"]
+    runs = {r.data.tags["evalcore.checkpoint"]: r for r in found if r is not parent}
     assert {c: r.data.tags["evalcore.verdict"] for c, r in runs.items()} == verdicts
     out, keys = {}, None
     for ck, r in runs.items():
         step = int(ck.removeprefix("step-"))
         assert r.data.tags["evalcore.step"] == str(step) and r.info.run_name == f"listener@{ck}"
+        assert r.data.tags["mlflow.parentRunId"] == parent.info.run_id
         assert (int(r.data.tags["evalcore.flagged"]) > 0) == (verdicts[ck] == "regressed")
         if verdicts[ck] == "regressed":
             assert "flagged" in r.data.tags["mlflow.note.content"] and " vs step-" in r.data.tags["mlflow.note.content"]
@@ -169,6 +174,13 @@ def _tracked(uri: str | None, verdicts: dict[str, str]) -> dict:
         points = [client.get_metric_history(r.info.run_id, k) for k in sorted(keys)]
         assert all([h.step for h in p] == [step] and same(p[0].value, r.data.metrics[p[0].key]) for p in points), ck
         out[ck] = (r.info.run_id, sum(len(p) for p in points))
+    steps = sorted(int(ck.removeprefix("step-")) for ck in runs)
+    assert parent.info.run_name == "listener (series)" and set(parent.data.metrics) == keys
+    for k in sorted(keys):  # one point per checkpoint, each at its step, equal to the checkpoint's own run
+        curve = sorted((h.step, h.value) for h in client.get_metric_history(parent.info.run_id, k))
+        assert [x for x, _ in curve] == steps, k
+        assert all(same(v, runs[f"step-{x}"].data.metrics[k]) for x, v in curve), k
+    out["series"] = (parent.info.run_id, len(keys) * len(steps))
     return out
 
 

@@ -12,6 +12,10 @@ model, ``<model>@<checkpoint>`` in the nightly) in ``experiment`` (default the s
   step in the nightly, else 0), all with one timestamp;
 * artifacts: report.html, summary.parquet and the model's rows of per_item.parquet.
 
+In the nightly, the checkpoints' runs of a series are children (``mlflow.parentRunId``) of the series' own run,
+``<model> (series)``, which gets every checkpoint's headline cells at its step: one point per checkpoint per metric,
+drawn by MLflow as a curve by training step beside the training loss.
+
 Everything goes through ``MlflowClient.log_batch`` in chunks within MLflow's limits (1,000 metrics, 100 params, 100
 tags per call), never one call per number. Before creating a run the sink searches the experiment for a finished
 run with the same ``evalcore.key`` tag and logs nothing when there is one (a replay, a resumed checkpoint logged
@@ -34,10 +38,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore import storage
+from evalcore.fingerprint import digest
 from evalcore.tracking.record import Checkpoint, FinishedRun, headline
 from evalcore.tracking_config import DEFAULT_MLFLOW_URI, MlflowSink
-
-log = logging.getLogger("evalcore")
 
 METRICS_PER_BATCH = 1000
 PARAMS_PER_BATCH = 100
@@ -81,7 +84,7 @@ def chunks(seq: list, n: int) -> Iterator[list]:
 def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> str:
     """Log ``model`` of ``run`` (and its nightly ``checkpoint``); returns what was done, for the log line."""
     from mlflow import MlflowClient  # heavy: mlflow (seconds to import); an optional package
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
 
     uri = tracking_uri(sink)
     with bounded_requests(sink):
@@ -90,20 +93,23 @@ def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkp
         exp = client.get_experiment_by_name(experiment)
         exp_id = exp.experiment_id if exp is not None else client.create_experiment(
             experiment, artifact_location=artifact_root(uri))
+        cells = headline(run.summary, model)
+        step, now = (checkpoint.step if checkpoint else 0), int(time.time() * 1000)
+        metrics = [Metric(k, float(v), now, step) for k, v in zip(cells["key"], cells["value"])]
+        parent = series_run(client, exp_id, run, model, checkpoint) if checkpoint is not None else None
         tags = run.tags(model, checkpoint)
-        found = client.search_runs([exp_id], filter_string=f"tags.`evalcore.key` = '{tags['evalcore.key']}'")
-        for r in found:
+        for r in client.search_runs([exp_id], filter_string=f"tags.`evalcore.key` = '{tags['evalcore.key']}'"):
             if r.info.status == "FINISHED":
-                return f"already logged (run {r.info.run_id}); nothing added"
+                added = parent is not None and append_step(client, parent, metrics, step)
+                return (f"already logged (run {r.info.run_id}); "
+                        + ("its step added to the series' run" if added else "nothing added"))
             client.delete_run(r.info.run_id)  # an earlier logging that died part way
         name = sink.run_name or (f"{model}@{checkpoint.name}" if checkpoint else model)
-        mlrun = client.create_run(exp_id, run_name=name, tags={**tags, "mlflow.note.content": run.note(model,
-                                                                                                      checkpoint)})
-        run_id = mlrun.info.run_id
+        tags["mlflow.note.content"] = run.note(model, checkpoint)
+        if parent is not None:
+            tags["mlflow.parentRunId"] = parent
+        run_id = client.create_run(exp_id, run_name=name, tags=tags).info.run_id
         try:
-            cells = headline(run.summary, model)
-            step, now = (checkpoint.step if checkpoint else 0), int(time.time() * 1000)
-            metrics = [Metric(k, float(v), now, step) for k, v in zip(cells["key"], cells["value"])]
             params = [Param(k, str(v)[:PARAM_CHARS]) for k, v in run.params(model).items()]
             for part in chunks(params, PARAMS_PER_BATCH):
                 client.log_batch(run_id, params=part, synchronous=True)
@@ -114,7 +120,35 @@ def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkp
             client.set_terminated(run_id, status="FAILED")
             raise
         client.set_terminated(run_id)
+        if parent is not None:
+            append_step(client, parent, metrics, step)
     return f"experiment {experiment!r}, run {run_id} ({len(metrics)} metrics, {len(params)} params)"
+
+
+def series_run(client, exp_id: str, run: FinishedRun, model: str, checkpoint: Checkpoint) -> str:
+    """The id of the series' own run (``<model> (series)``, made on its first checkpoint), parent of the checkpoints'
+    runs: it holds every checkpoint's headline cells at their steps, so MLflow draws each metric as a curve by step
+    (a checkpoint's own run holds one point)."""
+    fingerprint = checkpoint.suite_fingerprint or run.fingerprint
+    key = digest(["series", fingerprint, checkpoint.series])
+    for r in client.search_runs([exp_id], filter_string=f"tags.`evalcore.key` = '{key}'"):
+        return r.info.run_id
+    note = (f"{checkpoint.series}: every checkpoint's headline cells at its training step (evalcore nightly); each "
+            "checkpoint's own run, below this one, holds its params, verdict and artifacts")
+    made = client.create_run(exp_id, run_name=f"{model} (series)", tags={
+        "evalcore.key": key, "evalcore.series": checkpoint.series, "evalcore.model": model,
+        "evalcore.suite_fingerprint": fingerprint, "evalcore.series_run": "true", "mlflow.note.content": note})
+    client.set_terminated(made.info.run_id)
+    return made.info.run_id
+
+
+def append_step(client, parent: str, metrics: list, step: int) -> bool:
+    """Add ``metrics`` (all at ``step``) to the series' run unless it holds that step already; whether it added."""
+    if not metrics or any(h.step == step for h in client.get_metric_history(parent, metrics[0].key)):
+        return False
+    for part in chunks(metrics, METRICS_PER_BATCH):
+        client.log_batch(parent, metrics=part, synchronous=True)
+    return True
 
 
 def artifact_root(uri: str) -> str | None:

@@ -19,7 +19,7 @@ A nightly checkpoint adds its :class:`Checkpoint` (series, training step, verdic
 from __future__ import annotations
 
 import json
-import math
+import logging
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,6 +32,7 @@ from evalcore import storage
 from evalcore.fingerprint import digest, suite_fingerprint
 from evalcore.reports.verdict import MIN_ITEMS, PRIMARY, verdicts
 
+log = logging.getLogger("evalcore")
 _UNSAFE = re.compile(r"[^\w.\- :/]")
 #: the per-item columns that hold a request's score, and the metric each stands for
 ITEM_SCORES = ("correct", "answered", "precision", "recall", "f1", "bleu", "bleu4", "meteor", "rouge", "bertscore",
@@ -70,7 +71,11 @@ def headline(summary: pd.DataFrame, model: str) -> pd.DataFrame:
     diffs = cells[cells["kind"] == "paired_diff"]
     bounds = [diffs.assign(key=diffs["key"] + f"_{b}", value=diffs[b]) for b in ("ci_low", "ci_high")]
     out = pd.concat([cells, *bounds], ignore_index=True)
-    return out.drop_duplicates("key", keep="first").reset_index(drop=True)
+    twice = out["key"].duplicated(keep="first")
+    if twice.any():  # two cells whose keys only differ in characters a tracker refuses: the first is logged
+        log.warning("WARNING: tracking: %s: %d cell(s) share a key with another once made safe (e.g. %s); the first "
+                    "is logged, the summary keeps both", model, int(twice.sum()), out.loc[twice, "key"].iloc[0])
+    return out[~twice].reset_index(drop=True)
 
 
 def primary_metric(metrics: list[str]) -> str:
@@ -205,11 +210,3 @@ class FinishedRun:
             lines += [f"- {line}" for line in checkpoint.flagged[:50]]
         return "\n".join(lines)
 
-
-def finite(x: Any) -> float:
-    """A cell's value as a float (NaN for a missing one)."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return math.nan
-    return v

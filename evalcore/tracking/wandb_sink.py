@@ -18,7 +18,6 @@ run's.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import tempfile
 
@@ -27,8 +26,6 @@ import pandas as pd
 from evalcore import storage
 from evalcore.tracking.record import ITEM_SCORES, Checkpoint, FinishedRun, headline
 from evalcore.tracking_config import WandbSink
-
-log = logging.getLogger("evalcore")
 
 #: per-item columns of the sample table (those present), then the request's scores
 SAMPLE_COLUMNS = ("request_id", "item_id", "protocol", "dataset", "condition", "variant", "option_order", "task",

@@ -13,6 +13,7 @@ not a finished run or nightly, or a ``--track`` flag is wrong.
 
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 import pandas as pd
@@ -22,6 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from evalcore import storage
 from evalcore.errors import ExitCode
 from evalcore.nightly.ledger import Ledger
+from evalcore.nightly.series import natural_key
 from evalcore.nightly.tonight import checkpoint_verdict
 from evalcore.nightly.tracked import flagged_lines
 from evalcore.tracking.record import Checkpoint
@@ -40,21 +42,25 @@ def sinks_of(flags: list[str], saved: list[dict]) -> list:
 
 
 def nightly_checkpoints(root: str, pattern: str) -> list[tuple[str, Checkpoint]]:
-    """(run root, checkpoint) of every finished checkpoint in the nightly at ``root``, oldest first per series."""
+    """(run root, checkpoint) of every finished checkpoint in the nightly at ``root``, oldest first per series (a
+    checkpoint whose step neither file nor name gives is logged at its position among them)."""
     regressions = pd.DataFrame()
     reg_uri = storage.join(root, "regressions.parquet")
     if storage.exists(reg_uri):
         regressions = storage.read_parquet(reg_uri).to_pandas()
-    out = []
-    for r in Ledger(root).records():
-        if r.get("status") != "finished" or not r.get("run_root"):
-            continue
+    summary_uri = storage.join(root, "nightly.json")
+    nightly = json.loads(storage.read_text(summary_uri)).get("name") if storage.exists(summary_uri) else None
+    done = sorted((r for r in Ledger(root).records() if r.get("status") == "finished" and r.get("run_root")),
+                  key=lambda r: (r["series"], natural_key(r["checkpoint"])))
+    out, position = [], 0
+    for i, r in enumerate(done):
+        position = 1 if i == 0 or done[i - 1]["series"] != r["series"] else position + 1
         step = training_step(r.get("uri") or "", r["checkpoint"], pattern)
         verdict = checkpoint_verdict(r["series"], r["checkpoint"], regressions)[0] if len(regressions) else None
-        out.append((r["run_root"], Checkpoint(r["series"], r["checkpoint"], step if step is not None else -1,
+        out.append((r["run_root"], Checkpoint(r["series"], r["checkpoint"], step if step is not None else position,
                                               verdict, flagged_lines(regressions, r["series"], r["checkpoint"]),
-                                              r.get("suite_fingerprint"))))
-    return sorted(out, key=lambda x: (x[1].series, x[1].step))
+                                              r.get("suite_fingerprint"), nightly)))
+    return out
 
 
 def track(

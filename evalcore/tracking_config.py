@@ -60,7 +60,7 @@ class MlflowSink(_Sink):
     kind: Literal["mlflow"]
     #: tracking URI; None = $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db (relative to the working directory)
     uri: str | None = None
-    #: experiment name; None = the suite's name
+    #: experiment name; None = the run's name (the nightly's name for its checkpoints)
     experiment: str | None = None
     #: run name; None = the model's name (and ``@<checkpoint>`` in the nightly)
     run_name: str | None = None

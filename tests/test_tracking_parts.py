@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -163,3 +164,21 @@ def test_mlflow_logs_thousands_of_cells_in_batches_within_its_limits(tmp_path, c
     assert r.data.metrics["mcq/d0/correct-random/metric0_ci_high"] == pytest.approx(2 / 1500 + 0.01)
     assert FinishedRun(str(tmp_path / "run")).models == ["m"]
     assert not [x for x in caplog.records if x.levelno >= logging.WARNING]
+
+
+def test_validate_names_a_sink_whose_package_is_missing_with_its_install_command(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from evalcore.cli import app
+
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(_cfg([{"kind": "lm_eval"}, {"kind": "wandb", "mode": "offline"}])))
+    monkeypatch.setitem(sys.modules, "wandb", None)  # W&B not installed
+    res = CliRunner().invoke(app, ["validate", str(path)])
+    assert res.exit_code == 2, res.output
+    assert 'tracking.1.kind: the wandb sink needs wandb, which does not import here; install: pip install -e ".[tracking]"' \
+        in res.stderr
+    assert CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)]).exit_code == 0
+    path.write_text(yaml.safe_dump(_cfg([{"kind": "mlflow", "uri": "http://[::1"}])))
+    res = CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)])
+    assert res.exit_code == 2 and "tracking.0.mlflow.uri: cannot be parsed as a URI" in res.stderr

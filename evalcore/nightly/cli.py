@@ -26,8 +26,8 @@ from evalcore.nightly.demo import demo_config
 from evalcore.nightly.ledger import LedgerError
 from evalcore.nightly.night import FLAG_PRINT, night
 from evalcore.reports.html import markdown_html, page
-from evalcore.tracking_config import TrackFlagError, with_track_flags
 from evalcore.reports.tables_html import TESTS, comparison_rows, p_value, signed, table_html, table_md
+from evalcore.tracking_config import TrackFlagError, with_track_flags
 
 
 def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):

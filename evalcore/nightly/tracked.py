@@ -67,5 +67,6 @@ def log_checkpoint(cfg: NightlyConfig, key: str, regressions: pd.DataFrame, verd
         return []
     series, name = key.split("/", 1)
     s = next(x for x in cfg.series if x.name == series)
-    ck = Checkpoint(series, name, step_of(s, name), verdict, flagged_lines(regressions, series, name))
+    ck = Checkpoint(series, name, step_of(s, name), verdict, flagged_lines(regressions, series, name),
+                    nightly=cfg.name)
     return track_run(cfg.tracking, run_root, ck, models=[series])

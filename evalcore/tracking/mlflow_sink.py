@@ -1,7 +1,8 @@
 """The MLflow sink: one MLflow run per model × suite × checkpoint, written with MLflow's own client.
 
 Per model of a finished run (:class:`evalcore.tracking.record.FinishedRun`): a run named ``run_name`` (default the
-model, ``<model>@<checkpoint>`` in the nightly) in ``experiment`` (default the suite's name), with
+model, ``<model>@<checkpoint>`` in the nightly) in ``experiment`` (default the run's name; the nightly's name for its
+checkpoints), with
 
 * tags: the suite fingerprint, model, checkpoint, listening verdict, the run's key and, in the nightly, series,
   step, verdict and the count of flagged comparisons; the note (``mlflow.note.content``, MLflow's run description)
@@ -89,7 +90,7 @@ def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkp
     uri = tracking_uri(sink)
     with bounded_requests(sink):
         client = MlflowClient(tracking_uri=uri)
-        experiment = sink.experiment or run.name
+        experiment = sink.experiment or (checkpoint and checkpoint.nightly) or run.name
         exp = client.get_experiment_by_name(experiment)
         exp_id = exp.experiment_id if exp is not None else client.create_experiment(
             experiment, artifact_location=artifact_root(uri))

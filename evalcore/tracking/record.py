@@ -52,7 +52,8 @@ def cell_key(protocol: str, dataset: str, variant: str, condition: str, metric: 
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A nightly checkpoint: its series, training step, tonight's verdict and its flagged comparisons (lines)."""
+    """A nightly checkpoint: its series, training step, tonight's verdict and its flagged comparisons (lines); the
+    nightly's name (the trackers' default experiment: every checkpoint of a nightly in one)."""
 
     series: str
     name: str
@@ -60,6 +61,7 @@ class Checkpoint:
     verdict: str | None = None
     flagged: list[str] = field(default_factory=list)
     suite_fingerprint: str | None = None
+    nightly: str | None = None
 
 
 def headline(summary: pd.DataFrame, model: str) -> pd.DataFrame:

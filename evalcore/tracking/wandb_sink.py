@@ -1,7 +1,8 @@
 """The Weights & Biases sink: one W&B run per model × suite × checkpoint, as lm-eval's and lmms-eval's W&B
 loggers lay out an evaluation (``--wandb_args project=…,name=…,step=N``).
 
-Per model of a finished run: ``wandb.init`` with the run's params as its config, its tags (``evalcore``, the
+Per model of a finished run: ``wandb.init`` (a nightly's checkpoints grouped as ``<nightly>/<series>``) with the
+run's params as its config, its tags (``evalcore``, the
 listening verdict, the suite fingerprint, the checkpoint, a nightly verdict) and its note; then one ``run.log`` at
 ``step`` (the checkpoint's training step in the nightly, else 0) holding every headline cell
 (:func:`evalcore.tracking.record.headline`), the model's summary rows as a ``wandb.Table``
@@ -55,7 +56,9 @@ def log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpo
         labels += [f"checkpoint-{checkpoint.name}"[:64], checkpoint.verdict or "unknown"]
     settings = wandb.Settings(silent=True, console="off", x_disable_stats=True, disable_git=True, save_code=False,
                               init_timeout=sink.timeout_s, x_save_requirements=False, reinit="create_new")
+    group = f"{checkpoint.nightly or 'nightly'}/{checkpoint.series}" if checkpoint else None
     wb = wandb.init(project=sink.project, entity=sink.entity, name=name, id=tags["evalcore.key"], dir=sink.dir,
+                    group=group,
                     mode=sink.mode, config={**run.params(model), **tags}, tags=labels,
                     notes=run.note(model, checkpoint), settings=settings, resume="allow")
     try:

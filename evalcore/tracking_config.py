@@ -87,8 +87,9 @@ class WandbSink(_Sink):
     run_name: str | None = None
     #: where W&B writes its run directory; None = $WANDB_DIR, else the working directory
     dir: str | None = None
-    #: per-item answers in the sample table, at most (the first in request order)
-    max_samples: int = Field(10_000, ge=0)
+    #: per-item answers in the sample table, at most (the first in the per-item table's order; W&B infers a type per
+    #: cell, about a millisecond a row: every answer is in the artifact's per_item.parquet)
+    max_samples: int = Field(1000, ge=0)
     #: seconds W&B may take to start a run before the sink gives up
     timeout_s: float = Field(90.0, gt=0, le=600)
 

@@ -109,8 +109,8 @@ def main() -> None:
     ap.add_argument("--ui-python", required=True, help="an interpreter with the full mlflow package (its UI)")
     ap.add_argument("--store", help="an existing sqlite store of a nightly (default: run the demo into a new one)")
     ap.add_argument("--out", default=str(OUT), help=f"where the PNG goes (default {OUT.relative_to(REPO)})")
-    ap.add_argument("--size", default="1600x900", help="the window, WIDTHxHEIGHT")
-    ap.add_argument("--crop-right", type=int, default=330, help="pixels cut off the right (the assistant panel)")
+    ap.add_argument("--size", default="2000x760", help="the window, WIDTHxHEIGHT")
+    ap.add_argument("--crop-right", type=int, default=510, help="pixels cut off the right (the assistant panel)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(a.store) if a.store else Path(tmp) / "nightly.db"

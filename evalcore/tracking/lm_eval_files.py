@@ -122,7 +122,7 @@ def results(run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) 
                 "total_evaluation_time_seconds": "N/A"})
     if checkpoint is not None:
         out["evalcore_checkpoint"] = {"series": checkpoint.series, "name": checkpoint.name, "step": checkpoint.step,
-                                      "verdict": checkpoint.verdict}
+                                      "verdict": checkpoint.verdict, "flagged": list(checkpoint.flagged)}
     return out
 
 

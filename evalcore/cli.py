@@ -30,6 +30,9 @@ from evalcore.compare_cli import compare as compare_command
 from evalcore.reproduce_cli import reproduce as reproduce_command
 from evalcore.nightly.cli import nightly as nightly_command
 from evalcore.score_cli import score_app
+from evalcore.track_cli import track as track_command
+from evalcore.tracking.checks import problems as tracking_problems
+from evalcore.tracking_config import TrackFlagError, with_track_flags
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
                   help="Evaluate Music Language Models: does the model actually listen?")
@@ -70,6 +73,9 @@ def run(
                                  "libraries' INFO lines."),
     no_ping: bool = typer.Option(False, "--no-ping", help="Do not call each LLM endpoint once (list its models) "
                                  "before the run starts."),
+    track: Optional[list[str]] = typer.Option(None, "--track", metavar="SINK[=VALUE]",
+                                              help="Also send the results to mlflow[=URI], wandb[=PROJECT] or "
+                                              "lm_eval[=DIR] (repeat for several); a failing sink is a warning."),
 ) -> None:
     """Run an evaluation end to end: items → requests → audio → models → judges → tables → report.
 
@@ -88,6 +94,11 @@ def run(
         cfg = resume_or_exit(resume, config, out)
     if (problem := cluster.temporary_root(cfg.root)) is not None:  # a Ray job's outputs outlive its working dir
         typer.echo(problem, err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    try:
+        cfg = with_track_flags(cfg, track)
+    except TrackFlagError as e:
+        typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     if quiet:
         cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"progress_bars": False})})
@@ -190,9 +201,18 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
+    exit_on_tracking_problems(cfg.tracking, check_paths)
     if not quiet:
         typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
                    f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+
+
+def exit_on_tracking_problems(sinks: list, check_paths: bool) -> None:
+    """The tracking block's problems that its model cannot see (a sink's package missing): exit 2, one line each."""
+    found = tracking_problems(sinks) if check_paths else []
+    if found:
+        typer.echo("invalid tracking block:\n" + "\n".join(f"  {x}" for x in found), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
 
 
 def validate_nightly(data: dict, check_paths: bool, ping: bool, quiet: bool = False) -> None:
@@ -210,6 +230,7 @@ def validate_nightly(data: dict, check_paths: bool, ping: bool, quiet: bool = Fa
     if found.problems:
         typer.echo("invalid nightly config:\n" + "\n".join(f"  {x}" for x in found.problems), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
+    exit_on_tracking_problems(cfg.tracking, check_paths)
     if not quiet:
         typer.echo(f"ok: nightly {cfg.name} — {len(cfg.series)} series, {len(cfg.datasets)} dataset(s), "
                    f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
@@ -263,6 +284,7 @@ def make_checkpoint(
 app.command("nightly")(nightly_command)
 app.command("compare")(compare_command)
 app.command("reproduce")(reproduce_command)
+app.command("track")(track_command)
 
 app.add_typer(score_app, name="score")
 

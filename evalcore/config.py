@@ -22,6 +22,7 @@ from evalcore.models.base import MODELS
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.registry import Registry
 from evalcore.schema import CONDITIONS, PROTOCOLS
+from evalcore.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
@@ -328,6 +329,9 @@ class SuiteConfig(_Strict):
     #: error budget: the run fails (after writing its tables) when more than this fraction of its
     #: requests errored, e.g. 0.05. None = no budget.
     max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+    #: where results are also sent once written: MLflow, Weights & Biases, lm-eval's files
+    #: (evalcore.tracking_config; a failing sink is a warning, never a failed run)
+    tracking: Sinks = Field(default_factory=list)
 
     @property
     def root(self) -> str:

@@ -2,10 +2,13 @@
 a broken and a half-written checkpoint; the flags, the ledger, nightly.json; then, under
 ``fail_on_regression``, a night with nothing new and a night with a new clean checkpoint both exit 0 though
 an earlier night flagged step-3000, and a night whose new checkpoint is deaf again exits 3 printing only that
-checkpoint's rows; the webhook hears about every night."""
+checkpoint's rows; the webhook hears about every night. Each checkpoint evaluated is logged to a local MLflow store
+once, at its training step, with its verdict, under the series' own run that draws each metric by step (a night with
+nothing new adds nothing)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -32,6 +35,9 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     data["series"][0]["prefix"] = str(prefix)
     data["storage"] = {"root": str(tmp_path / "nightly")}
     data.update(fail_on_regression=True, max_attempts=1)
+    uri = _mlflow_store(tmp_path)  # each checkpoint evaluated is logged to MLflow at its training step
+    if uri is not None:
+        data["tracking"] = [{"kind": "mlflow", "uri": uri, "experiment": "nightly-demo"}]
     for name, deaf in DEMO_CHECKPOINTS.items():
         write_checkpoint(str(prefix), name, deaf)
     write_checkpoint(str(prefix), "step-4000", ["smell"])  # broken: an analysis the listener does not have
@@ -83,6 +89,8 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert "listener/step-3000 vs step-2000 (previous): " in html and "<details open>" in html
     assert "## Tonight" in (tmp_path / "nightly" / "dashboard.md").read_text()
 
+    logged = _tracked(uri, {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed"})
+
     runs = tmp_path / "nightly" / "runs" / "listener"  # the ad-hoc A/B of two runs: the same comparison
     res = CliRunner().invoke(app, ["compare", str(runs / "step-2000"), str(runs / "step-3000"),
                                    "--out", str(tmp_path / "ab")])
@@ -107,6 +115,7 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert json.dumps(again["step-3000"], sort_keys=True) == json.dumps(ledger["step-3000"], sort_keys=True)
     page = (tmp_path / "nightly" / "dashboard.md").read_text()
     assert "## Tonight\n\n0 checkpoint(s) evaluated (0 resumed), 0 failed, 1 waiting" in page  # step-5000 waits
+    assert _tracked(uri, {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed"}) == logged
 
     heard: list[dict] = []
     server = _webhook(heard)
@@ -136,6 +145,59 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     last = json.loads((tmp_path / "nightly" / "nightly.json").read_text())
     assert last["exit_code"] == 3 and [(c["checkpoint"], c["verdict"]) for c in last["checkpoints"]] == [
         ("step-7000", "regressed"), ("step-5000", "waiting")]
+    last_logged = _tracked(uri, {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed",
+                                 "step-6000": "improved", "step-7000": "regressed"})
+    if uri is not None:  # the whole nightly replayed into the same store: every checkpoint is there, nothing is added
+        res = CliRunner().invoke(app, ["track", str(tmp_path / "nightly"), "--track", f"mlflow={uri}"])
+        assert res.exit_code == 0 and res.stdout.count("already logged") == 5, res.output
+        assert _tracked(uri, {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed",
+                              "step-6000": "improved", "step-7000": "regressed"}) == last_logged
+
+
+def _mlflow_store(tmp_path) -> str | None:
+    if importlib.util.find_spec("mlflow") is None:  # the tracking extra is not installed: no sink
+        return None
+    from tracking_helpers import fresh_mlflow_uri
+
+    return fresh_mlflow_uri(tmp_path / "mlflow")
+
+
+def _tracked(uri: str | None, verdicts: dict[str, str]) -> dict:
+    """MLflow read back with its own client: one run per checkpoint evaluated, tagged with its step and verdict, every
+    metric one point at that step; the series' own run, parent of them all, holds each metric once per checkpoint's
+    step (MLflow's curve by step). Returns (run id, points) per run, to see that a night adds nothing."""
+    if uri is None:
+        return {}
+    from mlflow import MlflowClient
+
+    from tracking_helpers import mlflow_runs, same
+
+    client = MlflowClient(tracking_uri=uri)
+    found = mlflow_runs(uri, "nightly-demo")
+    (parent,) = [r for r in found if r.data.tags.get("evalcore.series_run") == "true"]
+    runs = {r.data.tags["evalcore.checkpoint"]: r for r in found if r is not parent}
+    assert {c: r.data.tags["evalcore.verdict"] for c, r in runs.items()} == verdicts
+    out, keys = {}, None
+    for ck, r in runs.items():
+        step = int(ck.removeprefix("step-"))
+        assert r.data.tags["evalcore.step"] == str(step) and r.info.run_name == f"listener@{ck}"
+        assert r.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert (int(r.data.tags["evalcore.flagged"]) > 0) == (verdicts[ck] == "regressed")
+        if verdicts[ck] == "regressed":
+            assert "flagged" in r.data.tags["mlflow.note.content"] and " vs step-" in r.data.tags["mlflow.note.content"]
+        keys = keys or set(r.data.metrics)
+        assert set(r.data.metrics) == keys and "mcq/synth/correct-random/accuracy" in keys
+        points = [client.get_metric_history(r.info.run_id, k) for k in sorted(keys)]
+        assert all([h.step for h in p] == [step] and same(p[0].value, r.data.metrics[p[0].key]) for p in points), ck
+        out[ck] = (r.info.run_id, sum(len(p) for p in points))
+    steps = sorted(int(ck.removeprefix("step-")) for ck in runs)
+    assert parent.info.run_name == "listener (series)" and set(parent.data.metrics) == keys
+    for k in sorted(keys):  # one point per checkpoint, each at its step, equal to the checkpoint's own run
+        curve = sorted((h.step, h.value) for h in client.get_metric_history(parent.info.run_id, k))
+        assert [x for x, _ in curve] == steps, k
+        assert all(same(v, runs[f"step-{x}"].data.metrics[k]) for x, v in curve), k
+    out["series"] = (parent.info.run_id, len(keys) * len(steps))
+    return out
 
 
 def _flags(tmp_path, checkpoint: str) -> pd.DataFrame:

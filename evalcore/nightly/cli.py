@@ -27,6 +27,7 @@ from evalcore.nightly.ledger import LedgerError
 from evalcore.nightly.night import FLAG_PRINT, night
 from evalcore.reports.html import markdown_html, page
 from evalcore.reports.tables_html import TESTS, comparison_rows, p_value, signed, table_html, table_md
+from evalcore.tracking_config import TrackFlagError, with_track_flags
 
 
 def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
@@ -51,6 +52,9 @@ def nightly(
                                  "row even without fail_on_regression."),
     quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: notes, and the "
                                "checkpoints that regressed, failed or were lost, with why."),
+    track: Optional[list[str]] = typer.Option(None, "--track", metavar="SINK[=VALUE]",
+                                              help="Also log each checkpoint evaluated tonight, at its training step, "
+                                              "to mlflow[=URI], wandb[=PROJECT] or lm_eval[=DIR] (repeatable)."),
 ) -> None:
     """Evaluate the new checkpoints of every series, compare them with the previous one and the baseline,
     write regressions.parquet, history.parquet and dashboard.html / .md under the root.
@@ -59,6 +63,11 @@ def nightly(
     (with fail_on_regression)."""
     console.setup(verbose, quiet)
     cfg = load_nightly_or_exit(config, out)
+    try:
+        cfg = with_track_flags(cfg, track)
+    except TrackFlagError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
     if not quiet:
         typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
     t = time.perf_counter()

@@ -17,15 +17,13 @@ and Ray settings, the hash of the item set (audio locations excluded) and the me
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Callable
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from evalcore import storage
+from evalcore.fingerprint import digest, suite_fingerprint  # noqa: F401 (API: the nightly's fingerprints)
 from evalcore.metrics.aggregate import CLIP_COLUMN
 from evalcore.metrics.bootstrap import estimate
 from evalcore.metrics.mcnemar import MCNEMAR, is_binary, mcnemar
@@ -53,21 +51,7 @@ VERSION = 2
 # ----------------------------------------------------------------------------- fingerprints
 
 
-def digest(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def suite_fingerprint(run_root: str) -> str:
-    """Hash of the run's config minus its model (and storage, Ray, name), its item set and metric definitions."""
-    cfg = yaml.safe_load(storage.read_text(storage.join(run_root, "config.yaml"))) or {}
-    for k in ("models", "storage", "ray", "name", "reproduces", "published_values"):  # not the suite's
-        cfg.pop(k, None)
-    items = storage.read_parquet(storage.join(run_root, "items")).to_pandas()
-    items = items.drop(columns=[c for c in ("audio_uri", "metadata") if c in items.columns])
-    items = items.sort_values(["dataset", "item_id"]).astype(str).to_dict("records")
-    summary = storage.read_parquet(storage.join(run_root, "tables", "summary.parquet")).to_pandas()
-    definitions = sorted({(m, d) for m, d in zip(summary["metric"], summary["definition"].astype(str))})
-    return digest({"config": cfg, "items": digest(items), "definitions": definitions})
+# digest and suite_fingerprint live in evalcore/fingerprint.py (the trackers tag runs with it too)
 
 
 # ----------------------------------------------------------------------------- per-item scores

@@ -4,7 +4,8 @@
     max_new_per_night per series → claim a lease (lease.py: a conditional write) → run the ordinary pipeline
     into <root>/runs/<series>/<checkpoint>/ (resuming an interrupted run) → ledger record under the lease →
     compare (compare.py) → regressions.parquet, history.parquet, ledger.parquet → tonight's verdicts
-    (tonight.py) → dashboard.html / dashboard.md, nightly.json, the webhook
+    (tonight.py) → dashboard.html / dashboard.md, nightly.json, the webhook → the trackers, once per checkpoint
+    evaluated tonight (tracked.py)
 
 A checkpoint that fails (cannot be loaded, errors past the error budget, crashes) is recorded ``failed``
 with its reason and never stops the others.
@@ -23,7 +24,7 @@ import pyarrow as pa
 from evalcore import storage
 from evalcore.config import ConfigError
 from evalcore.errors import bounded
-from evalcore.nightly import compare, history, leaderboard, series as discovery, tonight as tn
+from evalcore.nightly import compare, history, leaderboard, series as discovery, tonight as tn, tracked
 from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
@@ -232,6 +233,9 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
             finally:
                 ledger.release(lease)
     summarize(cfg, ledger, result)
+    for key in result.evaluated:  # tonight's checkpoints, each logged once at its training step (nightly/tracked.py)
+        tracked.log_checkpoint(cfg, key, result.regressions, tracked.verdict_of(result, key),
+                               run_root(cfg.root, *key.split("/", 1)))
     return result
 
 

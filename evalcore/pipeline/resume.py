@@ -25,7 +25,7 @@ from evalcore.pipeline.commit import COMMITS, RunStateError, clean_uncommitted, 
 log = logging.getLogger("evalcore")
 
 #: config fields that may differ between the attempts of one run (where it runs, not what it computes)
-_MAY_DIFFER = (("storage", "root"), ("ray",))
+_MAY_DIFFER = (("storage", "root"), ("ray",), ("tracking",))
 _OUTPUTS = (COMMITS, "responses", "judgments", "items", "item_errors", "tables")  # markers first
 
 

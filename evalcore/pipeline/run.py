@@ -1,7 +1,7 @@
 """The evaluation pipeline, as a list of stages.
 
     read items → expand requests → [per model] fetch+decode+chunk → model actor pool
-    → judge → commit responses/judgments (Parquet shards) → score → summary → report
+    → judge → commit responses/judgments (Parquet shards) → score → summary → report → trackers
 
 This module holds the stages on the driver and :func:`run`, which strings them together. Ray Data streams
 requests through decode, model and judge stages (:mod:`evalcore.pipeline.graph`, sized by
@@ -35,6 +35,7 @@ from evalcore.pipeline.stream_metrics import SCORE_POOL_FROM
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
+from evalcore.tracking.sinks import track_run
 from evalcore.vocab_fit import default_judge
 
 log = logging.getLogger("evalcore")
@@ -189,8 +190,12 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     # 6. score and report over every committed row; the error budget is checked after both are written
     attempt = {"requests_sent": plan.to_run, "requests_rejudged": plan.rejudged,
                "requests_committed_earlier": plan.committed}
-    return finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
-                  empty=protocols_without_items(cfg, items), attempt=attempt)
+    result = finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
+                    empty=protocols_without_items(cfg, items), attempt=attempt)
+
+    # 7. the configured trackers read the written files (a failing one is a warning, never the run's failure)
+    track_run(cfg.tracking, cfg.root)
+    return result
 
 
 def sources(cfg: RunConfig, items: ItemTable, exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:

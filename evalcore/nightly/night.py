@@ -35,7 +35,7 @@ from evalcore.reports import dashboard
 log = logging.getLogger("evalcore")
 
 #: bumped when the comparison tables change shape: a night after an upgrade computes them again
-TABLES_VERSION = 2
+TABLES_VERSION = 3
 SERIES_ROW = "_series"  # the ledger row of a series whose prefix lists no checkpoint
 FLAG_PRINT = ["series", "checkpoint", "reference", "protocol", "dataset", "condition", "variant", "metric", "group",
               "delta", "ci_low", "ci_high", "p_adjusted"]

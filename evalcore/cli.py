@@ -25,6 +25,7 @@ from evalcore.nightly import validate as nv
 from evalcore.nightly.config import parse_nightly, run_config
 from evalcore.packages import MODELS_EXTRA, missing
 from evalcore.pipeline.commit import RunStateError
+from evalcore.pipeline.outcome import model_shares
 from evalcore.pipeline.resume import resume_config
 from evalcore.compare_cli import compare as compare_command
 from evalcore.reproduce_cli import reproduce as reproduce_command
@@ -113,9 +114,12 @@ def run(
 
 
 def echo_counts(c: dict) -> None:
-    """The run's reconciliation line (and its warnings) on stderr."""
+    """The run's reconciliation line, each model's errored share (the worst first), and the warnings, on stderr."""
     typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} errored; "
                f"items: {c['items_in']} in, {c['items_errored']} errored", err=True)
+    shares = model_shares(c)
+    if shares:
+        typer.echo("errored by model: " + ", ".join(f"{m} {e} of {n} ({s:.1%})" for m, n, e, s in shares), err=True)
     for line in c.get("protocols_without_items") or []:
         typer.echo(f"WARNING: {line}", err=True)
 
@@ -177,7 +181,15 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
-               f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+               f"{len(cfg.protocols)} protocol(s) → {cfg.root}; {budget_text(cfg.max_error_rate, 'max_error_rate' in data)}")
+
+
+def budget_text(limit: float | None, configured: bool) -> str:
+    """How ``max_error_rate`` will judge the run, as ``evalcore validate`` says it."""
+    if limit is None:
+        return "no error budget (max_error_rate: null)"
+    return (f"error budget: max_error_rate {limit:g} ({'set' if configured else 'the default'}; exit 4 when more than "
+            f"{limit:.0%} of the item rows, of any model's requests or of all requests error)")
 
 
 def validate_nightly(data: dict, check_paths: bool, ping: bool) -> None:

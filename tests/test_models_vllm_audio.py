@@ -219,6 +219,8 @@ def test_run_through_the_stream_gives_hf_audio_lms_tables(checkpoints, tmp_path,
         "storage": {"root": str(tmp_path / "run")},
         "stats": {"bootstrap_resamples": 100},
         "ray": {"progress_bars": False, "decode_num_cpus": 0.25},
+        # random-weight checkpoints: many answers run to the token limit (incomplete error rows) on purpose
+        "max_error_rate": None,
     })
     res = run(cfg)
     c = res.counts

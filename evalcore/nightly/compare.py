@@ -62,8 +62,9 @@ def digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-#: run config fields that are not the suite's (a comparison of checkpoints changes them freely)
-NOT_SUITE = ("models", "storage", "ray", "name", "reproduces", "published_values")
+#: run config fields that are not the suite's (a comparison of checkpoints changes them freely; the error budget
+#: decides an exit code, not a number)
+NOT_SUITE = ("models", "storage", "ray", "name", "reproduces", "published_values", "max_error_rate")
 
 
 def suite_parts(run_root: str) -> dict:

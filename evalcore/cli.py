@@ -24,6 +24,7 @@ from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
 from evalcore.nightly import validate as nv
 from evalcore.nightly.config import parse_nightly, run_config
 from evalcore.packages import MODELS_EXTRA, missing
+from evalcore.pipeline.attempts import superseded
 from evalcore.pipeline.commit import RunStateError
 from evalcore.pipeline.outcome import model_shares
 from evalcore.pipeline.resume import resume_config
@@ -106,6 +107,11 @@ def run(
         raise typer.Exit(code=ExitCode.UNSCORED)
     except Exception as e:  # noqa: BLE001 - a crash part way: what was committed stays, --resume finishes it
         logging.getLogger("evalcore").debug("run failed", exc_info=True)
+        if superseded(e):  # another attempt resumed this root while this one stalled: it finishes the run
+            typer.echo(f"evalcore: stopped: a later attempt took over {cfg.root} (an `evalcore run --resume` "
+                       "elsewhere, or a nightly that took the checkpoint over) while this one stalled; this attempt "
+                       "committed nothing more and wrote no tables: the other attempt finishes the run", err=True)
+            raise typer.Exit(code=ExitCode.FAILED)
         typer.echo(f"evalcore: the run failed part way: {type(e).__name__}: {e}\n"
                    f"evalcore: finish it with `evalcore run --resume {cfg.root}`", err=True)
         raise typer.Exit(code=ExitCode.FAILED)

@@ -1,7 +1,8 @@
 """``evalcore nightly`` and ``evalcore compare`` (registered on the main app in :mod:`evalcore.cli`).
 
 Exit codes of ``evalcore nightly``: 0 ok (checkpoints that failed are ``failed`` rows in the ledger and on the
-dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger);
+dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger), or
+stopped because another nightly took over a checkpoint it was evaluating (it stalled past ``lease_seconds``);
 2 a config mistake; 3 a checkpoint evaluated *tonight* has a flagged comparison and the config says
 ``fail_on_regression`` (its flagged rows are printed). Flags of checkpoints evaluated on earlier nights stay
 on the dashboard and never make a later night exit 3.
@@ -67,6 +68,11 @@ def nightly(
     except Exception as e:  # noqa: BLE001 - storage unreachable and the like; the ledger keeps what finished
         logging.getLogger("evalcore").debug("nightly failed", exc_info=True)
         typer.echo(f"evalcore: the nightly failed: {type(e).__name__}: {e}", err=True)
+        raise typer.Exit(code=ExitCode.FAILED)
+    if result.lost:
+        typer.echo(f"evalcore: the nightly stopped: another nightly took over {', '.join(result.lost)} while this one "
+                   "stalled past lease_seconds; this one committed nothing more and wrote nothing shared (comparisons, "
+                   "dashboard, nightly.json, webhook): the other nightly's are current", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)

@@ -155,6 +155,8 @@ def load_scores(run_root: str) -> pd.DataFrame:
     pi = storage.read_parquet(storage.join(run_root, "tables", "per_item.parquet")).to_pandas()
     if CLIP_COLUMN not in pi.columns:
         pi[CLIP_COLUMN] = None
+    if "model" not in pi.columns:  # a table of one unnamed model
+        pi["model"] = ""
     cols = [c for c in METRICS if c in pi.columns]
     keys = ["model", "protocol", "dataset", "condition", "variant", "task"]
     long = pi.melt(id_vars=[*keys, "item_id", CLIP_COLUMN], value_vars=cols, var_name="metric",

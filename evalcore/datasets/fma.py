@@ -36,7 +36,7 @@ from evalcore import storage
 from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.datasets.records import FileUnreadable
-from evalcore.datasets.tabular import check_table, read_table, string_list, text, undecodable
+from evalcore.datasets.tabular import check_table, csv_frame, read_table, string_list, text, undecodable
 from evalcore.params import Count, PathStr
 from evalcore.registry import DATASETS
 from evalcore.vocab import normalize, vocabulary
@@ -59,8 +59,8 @@ def read_tracks(uri: str) -> pd.DataFrame:
     if not data.strip():
         raise FileUnreadable(f"tracks: {uri!r} is empty")
     try:
-        df = pd.read_csv(io.BytesIO(data), header=[0, 1], index_col=0, dtype=str, keep_default_na=False,
-                         encoding_errors="surrogateescape")
+        misfits: list[int] = []
+        df = csv_frame(data, misfits, header=[0, 1], index_col=0)
     except (ValueError, OSError) as e:  # pandas' parse errors are ValueErrors
         raise FileUnreadable(f"tracks: {uri!r} is not a readable FMA tracks.csv ({type(e).__name__}: "
                              f"{str(e).splitlines()[0][:160] if str(e) else ''})") from None
@@ -68,7 +68,15 @@ def read_tracks(uri: str) -> pd.DataFrame:
     if missing:
         raise FileUnreadable(f"tracks: {uri!r} lacks column(s) {missing} of FMA's tracks.csv")
     df.index = df.index.map(lambda v: str(v).strip())
-    return df[df.index.str.fullmatch(r"\d{1,18}")]
+    problems = [f"{uri}: a CSV line of {n} fields does not fit the header" for n in misfits]
+    if not data.endswith(b"\n") and len(df):  # a released table ends with a line break: the last row is cut
+        df = df.iloc[:-1]
+        problems.append(f"{uri}: its last line has no line break (the file is cut short?); that row is left out as "
+                        "this error")
+    df.attrs["problems"] = problems
+    out = df[df.index.str.fullmatch(r"\d+")]
+    out.attrs["problems"] = df.attrs.get("problems", [])
+    return out
 
 
 def audio_path(audio_root: str, track_id: int) -> str:
@@ -164,6 +172,7 @@ class FMA(Dataset):
     def _standard(self, tree: GenreTree, limit: int | None) -> Iterator[dict[str, Any] | str]:
         """The factual items of the subset and split, at most ``limit`` (None: all)."""
         df = read_tracks(self.tracks)
+        yield from df.attrs.get("problems", [])
         keep = SUBSETS[: SUBSETS.index(self.subset) + 1]
         n = 0
         for tid, row in zip(df.index, df.to_dict("records")):
@@ -177,7 +186,8 @@ class FMA(Dataset):
                 continue
             n += 1
             problem = undecodable({str(k): v for k, v in row.items()})
-            yield f"FMA track {tid}: {problem}" if problem else self._item(int(tid), row, tree, subset, split)
+            problem = problem or (f"track id of {len(tid)} digits" if len(tid) > 18 else None)
+            yield f"FMA track {tid[:40]}: {problem}" if problem else self._item(int(tid), row, tree, subset, split)
 
     def _item(self, tid: int, row: dict, tree: GenreTree, subset: str | None, split: str | None) -> dict[str, Any]:
         ids = [g for g in (_id(x) for x in string_list(row.get(("track", "genres")))) if g is not None]

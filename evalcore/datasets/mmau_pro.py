@@ -42,12 +42,13 @@ def read_rows(path: str) -> list[dict[str, Any]]:
     cut short, another format) or lacks a column the loader reads."""
     try:
         table = storage.read_parquet(path)
-    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        missing = [c for c in COLUMNS if c not in table.column_names]
+        rows = [] if missing else table.to_pylist()
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, so is a string that is not UTF-8
         raise FileUnreadable(f"path: {path!r} is not a readable Parquet file ({str(e).splitlines()[0][:160]})") from None
-    missing = [c for c in COLUMNS if c not in table.column_names]
     if missing:
         raise FileUnreadable(f"path: {path!r} lacks column(s) {missing} of MMAU-Pro's test.parquet")
-    return table.to_pylist()
+    return rows
 
 
 def mcq_categories(categories: Sequence[str]) -> Sequence[str]:

@@ -53,6 +53,8 @@ def read_records(uri: str) -> Iterator[Any]:
 def check_records(uri: str) -> None:
     """:func:`read_records` to the end, for ``evalcore validate``: FileUnreadable when the file cannot be read."""
     raw = storage.read_bytes(uri)
+    if not raw.strip():
+        raise FileUnreadable(f"path: {uri!r} is empty")
     check_json(uri, "path", "list" if raw.lstrip().startswith(b"[") else "lines")
 
 

@@ -37,23 +37,39 @@ def read_rows(uri: str, param: str = "path", columns: tuple[str, ...] = ()) -> t
     if not data.strip():
         raise FileUnreadable(f"{param}: {uri!r} is empty")
     misfits: list[int] = []
+    kind = "Parquet" if uri.endswith(".parquet") else "CSV"
     try:
-        if uri.endswith(".parquet"):
+        if kind == "Parquet":
             df = pq.read_table(io.BytesIO(data)).to_pandas()
         else:
-            df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, engine="python",
-                             encoding_errors="surrogateescape",
-                             on_bad_lines=lambda fields: misfits.append(len(fields)))  # type: ignore[arg-type,return-value]
+            df = csv_frame(data, misfits)
+        rows = df.to_dict("records")
     except (ValueError, OSError, csv.Error, RecursionError) as e:  # pandas' and pyarrow's parse errors are ValueErrors
-        kind = "Parquet" if uri.endswith(".parquet") else "CSV"
         raise FileUnreadable(f"{param}: {uri!r} is not a readable {kind} file "
                              f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise FileUnreadable(f"{param}: {uri!r} lacks column(s) {missing}; it has {[str(c) for c in df.columns][:12]}")
     width = len(df.columns)
-    return df.to_dict("records"), [f"{uri}: a CSV line of {n} fields does not fit the header's {width} columns"
-                                   for n in misfits]
+    problems = [f"{uri}: a CSV line of {n} fields does not fit the header's {width} columns" for n in misfits]
+    if kind == "CSV" and rows and not data.endswith(b"\n"):  # a released table ends with a line break
+        rows.pop()
+        problems.append(f"{uri}: its last line has no line break (the file is cut short?); that row is left out "
+                        "as this error")
+    return rows, problems
+
+
+def csv_frame(data: bytes, misfits: list[int], **kwargs: Any) -> pd.DataFrame:
+    """A CSV's cells as Python strings: read by pandas' fast parser when the file is clean UTF-8 that fits its
+    header; else again line by line (its Python parser), the bytes that are not UTF-8 kept as lone surrogates (only
+    their row fails, :func:`undecodable`) and the number of fields of every line that does not fit the header
+    appended to ``misfits``."""
+    try:
+        return pd.read_csv(io.BytesIO(data), dtype=object, keep_default_na=False, **kwargs)
+    except (UnicodeDecodeError, pd.errors.ParserError):
+        return pd.read_csv(io.StringIO(data.decode("utf-8", "surrogateescape")), dtype=object, keep_default_na=False,
+                           engine="python", on_bad_lines=lambda fields: misfits.append(len(fields)),  # type: ignore
+                           **kwargs)
 
 
 def check_table(uri: str, param: str = "path", columns: tuple[str, ...] = ()) -> None:

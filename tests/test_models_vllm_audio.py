@@ -48,9 +48,10 @@ def checkpoints(tmp_path_factory) -> dict[str, str]:
     return {f: build_tiny(f, str(root / f), head_dim=32, ends_answers=True) for f in FAMILIES}
 
 
-def _start_engine(py: str, tmp: Path, params: dict, window: float, drop: int | None = None) -> subprocess.Popen:
+def _start_engine(py: str, tmp: Path, params: dict, window: float, drop: int | None = None,
+                  short: list[int] | None = None) -> subprocess.Popen:
     spec = tmp / "spec.json"
-    spec.write_text(json.dumps({"params": params, "window": window, "drop": drop}))
+    spec.write_text(json.dumps({"params": params, "window": window, "drop": drop, "short": short}))
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
     return subprocess.Popen([py, str(Path(vllm_worker.__file__)), str(spec)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
@@ -65,6 +66,15 @@ def _result(proc: subprocess.Popen) -> dict:
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, err[-3000:]
     return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def _short(family: str) -> list[int]:
+    """Clip lengths (samples at 16 kHz) around the family's measured minimum (a tenth of it, one short, exactly it),
+    or, for a family without one (Voxtral pads to 30 s), a 10 ms clip."""
+    from evalcore.models.audio_chat import MIN_AUDIO_SAMPLES
+
+    need = MIN_AUDIO_SAMPLES.get(family)
+    return [need // 10, need - 1, need] if need else [160]
 
 
 #: requests whose audio the engine runs of these families drop on the way (request 3 has 3 s of audio): Qwen2-Audio
@@ -84,7 +94,7 @@ def engine_runs(checkpoints, tmp_path_factory) -> dict[str, subprocess.Popen]:
         window = HFAudioLM.audio_spec({"checkpoint": checkpoints[family]})[1]
         params = {"checkpoint": checkpoints[family], "max_new_tokens": 24, "max_model_len": 2048}
         procs[family] = _start_engine(py, tmp_path_factory.mktemp(f"engine-{family}"), params, window,
-                                      DROP.get(family))
+                                      DROP.get(family), _short(family))
     yield procs
     for p in procs.values():
         if p.poll() is None:
@@ -170,6 +180,12 @@ def test_greedy_answers_equal_hf_audio_lm(checkpoints, engine_runs, family):
     finished = [a for a in want if not a.startswith("incomplete: ")]
     assert finished and len(finished) < len(want) and len(set(want)) >= 8  # both kinds, and inputs matter
     assert got["unknown_engine_args"] == [] and got["unknown_sampling"] == []  # the allowlists match vLLM's fields
+    # audio too short for two audio positions: one named error on both backends (finding 4), never a mislabel
+    short = [answer_view(a) for a in hf.generate(vllm_worker.short_requests(_short(family)))]
+    assert got["short"] == short
+    if family in ("qwen2_audio", "audioflamingo3", "glmasr"):
+        assert [a.startswith("input: audio_too_short: ") for a in short] == [True, True, False], short
+    assert not any("audio_not_received" in a for a in short)
     info = got["info"]
     assert info["vllm"] and info["checkpoint"]["sha256"] == hf.info()["checkpoint"]["sha256"]
     if drop is not None:

@@ -15,7 +15,10 @@ to the checkpoint's rate and cuts it to its window; this backend renders the che
   audio token for one without; otherwise the row is an error (:class:`AudioNotReceived`, class ``model``).
   Voxtral's mistral-common tokenizer places every audio position itself (the engine gets token ids): there the
   positions must be in the engine's prompt and the audio array must have gone with them;
-* ``finish_reason == "length"`` (cut at ``max_new_tokens``): an ``incomplete`` error row, as for endpoints.
+* ``finish_reason == "length"`` (cut at ``max_new_tokens``): an ``incomplete`` error row, as for endpoints;
+* audio shorter than its family needs for two audio positions never reaches the engine: an ``audio_too_short``
+  error row (class ``input``), as on ``hf_audio_lm`` (:data:`evalcore.models.audio_chat.MIN_AUDIO_SAMPLES`, measured:
+  with one position the prompt cannot show the placeholder was expanded, and shorter audio the engine refuses).
 
 Why not ``ray.data.llm``: see docs/models.md ("vllm_audio_lm").
 """
@@ -32,7 +35,7 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, incomplete, mistral_conversation,
-                                        stop_token_ids)
+                                        stop_token_ids, too_short)
 from evalcore.models.base import AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.models.hf_audio import processor_audio_spec, validated, window
@@ -157,6 +160,10 @@ def family_of(model_type: str | None, family: str | None = None) -> VLLMFamily:
                      f"it runs: {', '.join(t for f in FAMILIES.values() for t in f.model_types)} (docs/models.md)")
 
 
+#: the clone evalcore runs from (what an interpreter without evalcore should install or put on its path)
+REPO = Path(__file__).resolve().parents[2]
+
+
 def vllm_python() -> str | None:
     """The interpreter the engine actors run in: ``$EVALCORE_VLLM_PYTHON``, else ``.venv-vllm/bin/python`` of the
     checkout, else this one if it imports vLLM (an image with vLLM installed); None if none has it."""
@@ -220,19 +227,22 @@ class VLLMAudioLM(MusicLM):
 
     @classmethod
     def packages_problem(cls, params: dict[str, Any]) -> str | None:
-        """vLLM imports in the interpreter the engine actors will run in (:func:`vllm_python`; a subprocess asks
-        another interpreter, nothing is imported), else why not and how to get one (evalcore.packages)."""
+        """vLLM and evalcore import in the interpreter the engine actors will run in (:func:`vllm_python`; a subprocess
+        asks another interpreter, nothing is imported), else why not and how to get one (evalcore.packages)."""
         python = vllm_python()
         if python is None:
             return ("needs vllm, and no Python here imports it; build .venv-vllm: bash scripts/build_vllm_venv.sh "
                     "(docs/models.md), or set EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
-        gone = missing(["vllm"]) if os.path.abspath(python) == os.path.abspath(sys.executable) \
-            else missing_in(python, ["vllm"])
+        gone = missing(["vllm", "evalcore"]) if os.path.abspath(python) == os.path.abspath(sys.executable) \
+            else missing_in(python, ["vllm", "evalcore"])
         if isinstance(gone, str):
             return f"needs vllm in {python}, which cannot be asked: {gone}"
-        if gone:
+        if "vllm" in gone:
             return (f"needs vllm in {python}, which does not import it; rebuild .venv-vllm: "
                     "bash scripts/build_vllm_venv.sh, or set EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
+        if gone:  # the engine actors run evalcore's model stage in that interpreter
+            return (f"needs evalcore in {python} too (the engine actors run evalcore's model stage there), which does "
+                    f"not import it: pip install -e {REPO} there, or put {REPO} on PYTHONPATH")
         return None
 
     @classmethod
@@ -374,6 +384,12 @@ class VLLMAudioLM(MusicLM):
         return None
 
     def generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:  # type: ignore[override]
+        short: list[Exception | None] = [too_short(self.family.name, inp.audio, self.sample_rate) for inp in batch]
+        keep = [inp for inp, e in zip(batch, short) if e is None]
+        answers = iter(self._generate(keep) if keep else [])
+        return [e if e is not None else next(answers) for e in short]
+
+    def _generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:
         prompts = self.engine_prompts(batch)
         outs = self.llm.generate(prompts, self.sampling, use_tqdm=False)
         answers: list[str | Exception] = []

@@ -261,3 +261,44 @@ def test_run_through_the_stream_gives_hf_audio_lms_tables(checkpoints, tmp_path,
     again = run(cfg, resume=True)
     assert sorted(p.name for p in (Path(cfg.root) / "responses").rglob("*.parquet")) == shards  # nothing re-ran
     assert again.counts["requests_in"] == c["requests_in"] and again.counts["requests_scored"] == c["requests_scored"]
+
+
+def test_validate_catches_what_the_engine_would_refuse(checkpoints, tmp_path):
+    """Finding 4, before any engine starts: a decoder head size vLLM's CPU attention cannot run on a model that asks
+    no GPU, and a ``max_model_len`` that holds the audio window and the answer but not the run's longest prompt
+    (it used to pass, then every row failed), each one line naming the field."""
+    from evalcore import preflight
+    from evalcore.config import parse_config
+    from evalcore.models.tiny import build_tiny
+
+    narrow = build_tiny("qwen2_audio", str(tmp_path / "narrow"))  # head size 8
+    long_q = "Listen closely and tell me, " + "in as much detail as you can manage, " * 40 + "which instruments play?"
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps(
+        {"item_id": f"i{k}", "protocol": "factual", "task": "instrument", "labels": ["guitar"], "question": q,
+         "audio_uri": str(tmp_path / "a.wav")}) for k, q in enumerate(["Instruments?", long_q])))
+
+    def cfg(checkpoint: str, num_gpus: float, max_model_len: int | None) -> object:
+        params = {"checkpoint": checkpoint, "max_new_tokens": 32,
+                  **({"max_model_len": max_model_len} if max_model_len else {})}
+        return parse_config({"name": "v", "storage": {"root": str(tmp_path / "run")},
+                             "datasets": [{"name": "d", "kind": "items_file",
+                                           "params": {"path": str(tmp_path / "items.jsonl")}}],
+                             "models": [{"name": "v", "kind": "vllm_audio_lm", "params": params,
+                                         "resources": {"num_gpus": num_gpus}}],
+                             "protocols": [{"name": "factual", "conditions": ["correct"]}]})
+
+    (line,) = preflight.placement_problems(cfg(narrow, 0, None))
+    assert line.startswith("models.0.params.checkpoint: model 'v': decoder head size 8 is not one vLLM's CPU "
+                           "attention runs (32, 64,") and "resources.num_gpus" in line
+    assert preflight.placement_problems(cfg(narrow, 1, None)) == []  # on a GPU
+    assert preflight.placement_problems(cfg(checkpoints["qwen2_audio"], 0, None)) == []  # head size 32
+
+    from evalcore.models.vllm_audio import VLLMAudioLM
+
+    ck = checkpoints["qwen2_audio"]
+    VLLMAudioLM.check_files({"checkpoint": ck, "max_model_len": 820, "max_new_tokens": 32})  # window + answer fit
+    (line,) = preflight.prompt_problems(cfg(ck, 0, 820))
+    assert line.startswith("models.0.params.max_model_len: model 'v': 820 tokens cannot hold the run's longest "
+                           "prompt: ") and "Listen closely" in line and "750 audio positions" in line
+    assert preflight.prompt_problems(cfg(ck, 0, 4096)) == []
+    assert preflight.prompt_problems(cfg(ck, 0, None)) == []  # the checkpoint's own length: nothing set to check

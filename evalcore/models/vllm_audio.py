@@ -30,7 +30,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -185,6 +185,25 @@ def _spec(checkpoint: str) -> tuple[int, float | None]:
                                 read_checkpoint_json(checkpoint, "preprocessor_config.json"))
 
 
+#: the decoder head sizes vLLM's CPU attention runs (vLLM 0.32, ``vllm/v1/attention/backends/cpu_attn.py``,
+#: ``CPUAttentionBackend.get_supported_head_sizes``); an engine on CPU refuses any other at start
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+
+
+def head_size(checkpoint: str, family: VLLMFamily) -> int | None:
+    """The checkpoint's decoder head size as vLLM reads it: Mistral's ``params.json`` ``head_dim`` (Voxtral), else
+    ``config.json``'s text config ``head_dim`` or ``hidden_size / num_attention_heads``; None when it cannot say."""
+    if family.chat == "mistral":
+        return (read_checkpoint_json(checkpoint, "params.json") or {}).get("head_dim")
+    config = read_checkpoint_json(checkpoint, "config.json") or {}
+    text = config.get("text_config") or config
+    if text.get("head_dim"):
+        return int(text["head_dim"])
+    if text.get("hidden_size") and text.get("num_attention_heads"):
+        return int(text["hidden_size"]) // int(text["num_attention_heads"])
+    return None
+
+
 #: audio-token positions per second of audio of the Whisper-style encoders of most families (30 s → 750);
 #: GLM-ASR and Voxtral merge 4 encoder frames into one position (12.5: VLLMFamily.positions_per_second)
 POSITIONS_PER_SECOND = 25
@@ -224,6 +243,61 @@ class VLLMAudioLM(MusicLM):
                 raise ValueError(f"max_model_len: {p.max_model_len} tokens cannot hold a prompt with a full "
                                  f"{window:g} s audio window ({positions} audio positions) "
                                  f"plus max_new_tokens {p.max_new_tokens}; at least {need} plus the prompt's text")
+
+    @classmethod
+    def placement_problem(cls, params: dict[str, Any], num_gpus: float) -> tuple[str, str] | None:
+        """(field, reason) when the engine cannot run where the model is placed: an actor asking no GPU runs vLLM on
+        CPU, whose attention runs only :data:`CPU_HEAD_SIZES` (read from the checkpoint, no weights loaded)."""
+        if num_gpus:
+            return None
+        p = parse_params(params)
+        config = read_checkpoint_json(p.checkpoint, "config.json")
+        if config is None:
+            return None  # check_files names the checkpoint
+        try:
+            family = family_of(config.get("model_type"), p.family)
+        except ValueError:
+            return None
+        size = head_size(p.checkpoint, family)
+        if size is None or size in CPU_HEAD_SIZES:
+            return None
+        return "params.checkpoint", (f"decoder head size {size} is not one vLLM's CPU attention runs "
+                                     f"({', '.join(map(str, CPU_HEAD_SIZES))}), and the model asks no GPU "
+                                     "(resources.num_gpus: 0); give it a GPU or run it with hf_audio_lm")
+
+    @classmethod
+    def prompt_problem(cls, params: dict[str, Any], prompts: Iterable[str]) -> tuple[str, str] | None:
+        """(field, reason) when a set ``max_model_len`` cannot hold the longest of the run's ``prompts`` through the
+        checkpoint's chat template, with a full audio window and ``max_new_tokens`` (the tokenizer is read, no
+        weights); None when it can, when ``max_model_len`` is not set or transformers is not here."""
+        p = parse_params(params)
+        if p.max_model_len is None:
+            return None
+        try:
+            import transformers
+        except ImportError:
+            return None
+        config = read_checkpoint_json(p.checkpoint, "config.json") or {}
+        family = family_of(config.get("model_type"), p.family)
+        window = _window(p, _spec(p.checkpoint))[1]
+        positions = int((window or 0) * family.positions_per_second) * p.limit_mm_per_prompt.get("audio", 1)
+        proc = transformers.AutoProcessor.from_pretrained(p.checkpoint, local_files_only=True)
+        tok = proc.tokenizer
+
+        def tokens(prompt: str) -> int:  # the prompt's text through the chat template (placeholders aside)
+            if family.chat == "mistral":
+                return len(tok.apply_chat_template(conversation(prompt, False, p.system_prompt), tokenize=True))
+            text = proc.apply_chat_template([conversation(prompt, False, p.system_prompt)], tokenize=False,
+                                            add_generation_prompt=True)[0]
+            return len(tok(text, add_special_tokens=False)["input_ids"])
+
+        longest = max(((tokens(q), q) for q in prompts), default=None)
+        if longest is None or longest[0] + positions + p.max_new_tokens <= p.max_model_len:
+            return None
+        return "params.max_model_len", (f"{p.max_model_len} tokens cannot hold the run's longest prompt: {longest[0]} "
+                                        f"tokens of text ({longest[1][:60]!r}…) + {positions} audio positions (a "
+                                        f"full {window:g} s window) + max_new_tokens {p.max_new_tokens}; at least "
+                                        f"{longest[0] + positions + p.max_new_tokens}")
 
     @classmethod
     def packages_problem(cls, params: dict[str, Any]) -> str | None:

@@ -234,10 +234,11 @@ def outcome(loader: Loader, case: str, tmp: Path) -> str:
     (tmp / "genres.csv").write_bytes(GENRES)
     params = {PATH_PARAM.get(loader.kind, "path"): str(path), **loader.params(tmp)}
     cls = DATASETS.get(loader.kind)
-    try:
-        cls.check_files(params)
-    except ValueError as e:
-        return f"validate: {e}"
+    from evalcore.params import path_problems
+
+    found = path_problems(cls, params)  # what `evalcore validate` checks of the dataset's files
+    if found:
+        return "validate: " + "; ".join(f"{f}: {m}" if f else m for f, m in found)
     rows = list(cls(**params).items(DatasetContext(name="d", run_root=str(tmp / "run"), seed=0)))
     good, bad = validate_items("d", rows)
     assert len(good) + len(bad) == len(rows)  # every record an item or an error row

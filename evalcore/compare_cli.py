@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import typer
 
-from evalcore import storage
 from evalcore.errors import ExitCode
 from evalcore.nightly.cli import compare as compare_runs
 from evalcore.nightly.compare import fingerprint_of, suite_differences, suite_parts

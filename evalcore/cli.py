@@ -24,7 +24,9 @@ from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
 from evalcore.nightly import validate as nv
 from evalcore.nightly.config import parse_nightly, run_config
 from evalcore.packages import MODELS_EXTRA, PIP_INSTALL, missing
+from evalcore.pipeline.attempts import superseded
 from evalcore.pipeline.commit import RunStateError
+from evalcore.pipeline.outcome import model_shares
 from evalcore.pipeline.resume import resume_config
 from evalcore.compare_cli import compare as compare_command
 from evalcore.reproduce_cli import reproduce as reproduce_command
@@ -118,6 +120,11 @@ def run(
         raise typer.Exit(code=ExitCode.UNSCORED)
     except Exception as e:  # noqa: BLE001 - a crash part way: what was committed stays, --resume finishes it
         logging.getLogger("evalcore").debug("run failed", exc_info=True)
+        if superseded(e):  # another attempt resumed this root while this one stalled: it finishes the run
+            typer.echo(f"evalcore: stopped: a later attempt took over {cfg.root} (an `evalcore run --resume` "
+                       "elsewhere, or a nightly that took the checkpoint over) while this one stalled; this attempt "
+                       "committed nothing more and wrote no tables: the other attempt finishes the run", err=True)
+            raise typer.Exit(code=ExitCode.FAILED)
         typer.echo(f"evalcore: the run failed part way: {type(e).__name__}: {e}\n"
                    f"evalcore: finish it with `evalcore run --resume {cfg.root}`", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
@@ -126,10 +133,15 @@ def run(
 
 
 def echo_counts(c: dict, quiet: bool = False) -> None:
-    """The run's reconciliation line (``quiet``: only when something errored) and its warnings, on stderr."""
+    """The run's reconciliation line and each model's errored share, the worst first (``quiet``: only when something
+    errored), and its warnings, on stderr."""
     if not quiet or c["requests_errored"] or c["items_errored"]:
         typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} "
                    f"errored; items: {c['items_in']} in, {c['items_errored']} errored", err=True)
+        shares = model_shares(c)
+        if shares:
+            typer.echo("errored by model: " + ", ".join(f"{m} {e} of {n} ({s:.1%})" for m, n, e, s in shares),
+                       err=True)
     for line in c.get("protocols_without_items") or []:
         typer.echo(f"WARNING: {line}", err=True)
 
@@ -204,7 +216,16 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
     exit_on_tracking_problems(cfg.tracking, check_paths)
     if not quiet:
         typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
-                   f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+                   f"{len(cfg.protocols)} protocol(s) → {cfg.root}; "
+                   f"{budget_text(cfg.max_error_rate, 'max_error_rate' in data)}")
+
+
+def budget_text(limit: float | None, configured: bool) -> str:
+    """How ``max_error_rate`` will judge the run, as ``evalcore validate`` says it."""
+    if limit is None:
+        return "no error budget (max_error_rate: null)"
+    return (f"error budget: max_error_rate {limit:g} ({'set' if configured else 'the default'}; exit 4 when more than "
+            f"{limit:.0%} of the item rows, of any model's requests or of all requests error)")
 
 
 def exit_on_tracking_problems(sinks: list, check_paths: bool) -> None:

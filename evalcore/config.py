@@ -183,7 +183,7 @@ class ProtocolConfig(_Strict):
     #: report only: leave breakdown values holding at most this share of the questions out of the category
     #: breakdown (HumMusQA's Figure 1 leaves out categories with <= 5 % of the questions: 0.05)
     breakdown_min_share: float = Field(0.0, ge=0.0, lt=1.0)
-    #: free-form only: metric profile, registered metric names and their settings (evalcore.metric_config;
+    #: free-form only: metric profile, registered metric names and their settings (evalcore.metrics.metric_config;
     #: None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
 
@@ -313,6 +313,11 @@ class RayConfig(_Strict):
     metric_actors: int = Field(1, ge=1)
 
 
+#: the error budget of a run whose config sets none (``max_error_rate``): half of the items, of any model's requests
+#: or of all requests errored fails the run (exit 4)
+DEFAULT_MAX_ERROR_RATE = 0.5
+
+
 class SuiteConfig(_Strict):
     """A named suite: what models are evaluated on and how (datasets, protocols, seeds, stats, error budget),
     where it writes and on which Ray. A run config is a suite plus its models (:class:`RunConfig`); a nightly
@@ -326,9 +331,10 @@ class SuiteConfig(_Strict):
     seeds: Seeds = Field(default_factory=Seeds)
     stats: Stats = Field(default_factory=Stats)
     ray: RayConfig = Field(default_factory=RayConfig)
-    #: error budget: the run fails (after writing its tables) when more than this fraction of its
-    #: requests errored, e.g. 0.05. None = no budget.
-    max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+    #: error budget: the run fails with exit 4 (after writing its tables and report) when more than this fraction
+    #: of its item rows, of any one model's requests or of all its requests errored (a model with every request
+    #: errored always does, under any budget below 1); null = no budget
+    max_error_rate: float | None = Field(DEFAULT_MAX_ERROR_RATE, ge=0.0, le=1.0)
     #: where results are also sent once written: MLflow, Weights & Biases, lm-eval's files
     #: (evalcore.tracking_config; a failing sink is a warning, never a failed run)
     tracking: Sinks = Field(default_factory=list)

@@ -18,6 +18,7 @@ cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unle
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Any, Iterator
 
 from evalcore import storage
@@ -28,6 +29,9 @@ from evalcore.metrics.freeform import preflight as metric_problems
 from evalcore.models.base import MODELS
 from evalcore.packages import component_problem
 from evalcore.params import path_problems
+from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.validate import validated
+from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
 from evalcore.registry import Registry
 from evalcore.reports import published
@@ -115,7 +119,44 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
             continue
         cls = _REGISTRIES[package].get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
+    if not out:  # what the engine will refuse, read from files that exist
+        out += placement_problems(cfg) + (prompt_problems(cfg) if datasets else [])
     return package_problems(cfg) + out
+
+
+def placement_problems(cfg: RunConfig) -> list[str]:
+    """One line per model its backend cannot run where it is placed (``placement_problem(params, num_gpus)``, e.g.
+    ``vllm_audio_lm``'s decoder head size on an engine without a GPU)."""
+    out = []
+    for i, m in enumerate(cfg.models):
+        hook = getattr(MODELS.get(m.kind), "placement_problem", None)
+        if hook is not None and (found := hook(m.params, m.resources.num_gpus)) is not None:
+            out.append(f"models.{i}.{found[0]}: model {m.name!r}: {found[1]}")
+    return out
+
+
+def prompt_problems(cfg: RunConfig) -> list[str]:
+    """One line per model whose backend refuses the run's longest prompt (``prompt_problem(params, prompts)``, e.g.
+    ``vllm_audio_lm``'s set ``max_model_len``): the run's items are read (into a temporary run root: nothing is
+    written beside the config) and its requests for that model expanded, their distinct prompts checked."""
+    hooks = [(i, m, h) for i, m in enumerate(cfg.models)
+             if (h := getattr(MODELS.get(m.kind), "prompt_problem", None)) is not None
+             and m.params.get("max_model_len")]
+    if not hooks:
+        return []
+    with tempfile.TemporaryDirectory(prefix="evalcore-validate-") as tmp:
+        try:
+            items = [it for d in cfg.datasets for it, _ in validated(d.name, DATASETS.build(d.kind, **d.params)
+                     .items(DatasetContext(name=d.name, run_root=tmp, seed=cfg.seeds.derangement))) if it is not None]
+        except Exception:  # noqa: BLE001 - a dataset that cannot be read is named by its own checks
+            return []
+        exp = expansion(cfg, items)
+        out = []
+        for i, m, hook in hooks:
+            prompts = {r["prompt"] for r in iter_requests(cfg, items, exp, models={m.name}) if r.get("prompt")}
+            if (found := hook(m.params, prompts)) is not None:
+                out.append(f"models.{i}.{found[0]}: model {m.name!r}: {found[1]}")
+        return out
 
 
 def config_problems(cfg: RunConfig) -> list[str]:

@@ -145,5 +145,7 @@ def test_benchmark_runs_end_to_end(bench_run: dict, stem: str) -> None:
     section = bench_run["result"].report.split(f"## {protocol} · ", 1)[1].split("\n## ", 1)[0]
     assert "| model | variant | condition | n | accuracy | ifr |" in section
     if stem != "mmau-pro-music":
-        # the baselines answer "The correct answer is (A)." — a bare letter matches nothing under the word-set rule
-        assert _cell(bench_run, protocol, models["text-prior"], "correct", "ifr") == 0.0
+        # the listener answers a letter ("The correct answer is (B).") — a bare letter matches nothing under the
+        # word-set rule; the text prior answers the first option's text, as the prompt asks, which the rule reads
+        assert _cell(bench_run, protocol, models["listener"], "correct", "ifr") == 0.0
+        assert _cell(bench_run, protocol, models["text-prior"], "correct", "ifr") > 0.0

@@ -134,3 +134,20 @@ def test_vllm_in_its_venv_passes(tmp_path) -> None:
         pytest.skip("no .venv-vllm in this checkout (docs/testing.md)")
     res = _cli("validate", str(_config(tmp_path, kind="vllm_audio_lm")), env={"EVALCORE_VLLM_PYTHON": str(venv)})
     assert res.returncode == ExitCode.OK, res.stderr[-3000:]
+
+
+def test_an_interpreter_with_vllm_but_without_evalcore_is_named(tmp_path) -> None:
+    """Finding 4: ``EVALCORE_VLLM_PYTHON`` was checked for vllm only; an interpreter without evalcore passed
+    validate, then the run died after its engine actors started and advised ``--resume``, which cannot help."""
+    site = tmp_path / "site"
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("")  # vllm is there; evalcore is not (no site-packages: -S)
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text(f'#!/bin/sh\ncd /\nPYTHONPATH={site} exec {sys.executable} -S "$@"\n')  # not from the clone
+    python.chmod(0o755)
+    res = _cli("validate", str(_config(tmp_path, kind="vllm_audio_lm")), env={"EVALCORE_VLLM_PYTHON": str(python)})
+    assert res.returncode == ExitCode.USAGE, res.stderr[-3000:]
+    (line,) = _problems(res)
+    assert line.startswith(f"models.0.kind: model 'qwen' (vllm_audio_lm) needs evalcore in {python} too"), line
+    assert "pip install -e" in line and "PYTHONPATH" in line

@@ -1,7 +1,8 @@
 """``evalcore nightly`` and ``evalcore compare`` (registered on the main app in :mod:`evalcore.cli`).
 
 Exit codes of ``evalcore nightly``: 0 ok (checkpoints that failed are ``failed`` rows in the ledger and on the
-dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger);
+dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger), or
+stopped because another nightly took over a checkpoint it was evaluating (it stalled past ``lease_seconds``);
 2 a config mistake; 3 a checkpoint evaluated *tonight* has a flagged comparison and the config says
 ``fail_on_regression`` (its flagged rows are printed). Flags of checkpoints evaluated on earlier nights stay
 on the dashboard and never make a later night exit 3.
@@ -80,6 +81,11 @@ def nightly(
         logging.getLogger("evalcore").debug("nightly failed", exc_info=True)
         typer.echo(f"evalcore: the nightly failed: {type(e).__name__}: {e}", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
+    if result.lost:
+        typer.echo(f"evalcore: the nightly stopped: another nightly took over {', '.join(result.lost)} while this one "
+                   "stalled past lease_seconds; this one committed nothing more and wrote nothing shared (comparisons, "
+                   "dashboard, nightly.json, webhook): the other nightly's are current", err=True)
+        raise typer.Exit(code=ExitCode.FAILED)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
     t_ = result.tonight
@@ -133,14 +139,20 @@ def compare(
     t-test), flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run."""
     try:
         fa, fb = cmp.suite_fingerprint(run_a), cmp.suite_fingerprint(run_b)
-        rows = cmp.compare_scores(cmp.load_scores(run_b), cmp.load_scores(run_a), resamples, 0.95, seed)
+        cur, ref = cmp.load_scores(run_b), cmp.load_scores(run_a)
+        rows = cmp.compare_scores(cur, ref, resamples, 0.95, seed)
     except (FileNotFoundError, OSError, KeyError) as e:
         typer.echo(f"not a finished run: {e}", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     rows = cmp.decide(rows, lambda _m: min_effect, alpha)
     note = "" if fa == fb else (f"\n\n**The suites differ** (fingerprint {fa} ≠ {fb}): the items or config are not "
                                  "the same; only shared items are compared.")
-    shown = comparison_rows(rows)  # flagged first, then improved; formatted
+    only_b, only_a = cmp.unpaired(cur, ref)
+    if only_a or only_b:
+        note += ("\n\n**Not compared** (a model of one run only; models are paired by name, never mixed): "
+                 + "; ".join(f"{', '.join(ms)} in {which} only" for ms, which in ((only_a, "RUN_A"), (only_b, "RUN_B"))
+                             if ms) + ".")
+    shown = comparison_rows(rows, with_model=True)  # flagged first, then improved; formatted
     head = (f"# {run_b} vs {run_a}\n\n{int(rows['flagged'].sum())} of {len(rows)} comparisons flagged, "
             f"{int(rows['improved'].sum())} improved (Holm-adjusted p-values, α={alpha}, minimum effect "
             f"{min_effect}). Tests: {_tests(rows)}. CIs resample clips (every question of a clip together) where "

@@ -8,7 +8,10 @@
     evaluated tonight (tracked.py)
 
 A checkpoint that fails (cannot be loaded, errors past the error budget, crashes) is recorded ``failed``
-with its reason and never stops the others.
+with its reason and never stops the others. A nightly that loses a checkpoint's lease (it stalled past
+``lease_seconds`` and another nightly took the checkpoint over) stops: its pipeline at the next commit
+(:mod:`evalcore.pipeline.attempts`), its night there, writing nothing shared afterwards (no comparisons, dashboard,
+``nightly.json`` nor webhook: the nightly that took over writes them); ``evalcore nightly`` then exits 1 saying so.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from evalcore.reports import dashboard
 log = logging.getLogger("evalcore")
 
 #: bumped when the comparison tables change shape: a night after an upgrade computes them again
-TABLES_VERSION = 2
+TABLES_VERSION = 3
 SERIES_ROW = "_series"  # the ledger row of a series whose prefix lists no checkpoint
 FLAG_PRINT = ["series", "checkpoint", "reference", "protocol", "dataset", "condition", "variant", "metric", "group",
               "delta", "ci_low", "ci_high", "p_adjusted"]
@@ -52,7 +55,9 @@ class NightResult:
     resumed: list[str] = field(default_factory=list)  # of those, the ones an earlier attempt had started
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # leased by another nightly
-    lost: list[str] = field(default_factory=list)  # lease taken over by another nightly mid-evaluation
+    #: lease taken over by another nightly mid-evaluation (this one stalled past ``lease_seconds``): the night stops
+    #: there and writes nothing shared
+    lost: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # not ready (no ready marker, unreadable)
     reasons: dict[str, str] = field(default_factory=dict)  # failed / waiting / lost → why
     requests_sent: int = 0  # sent to models tonight
@@ -232,6 +237,10 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
                 evaluate(cfg, s, cp, ledger, lease, result)
             finally:
                 ledger.release(lease)
+            if result.lost:  # this nightly stalled past a lease: another holds the night now
+                log.warning("nightly: stopped: %s was taken over by another nightly; this one writes nothing shared "
+                            "(comparisons, dashboard, nightly.json, webhook)", ", ".join(result.lost))
+                return result
     summarize(cfg, ledger, result)
     for key in result.evaluated:  # tonight's checkpoints, each logged once at its training step (nightly/tracked.py)
         tracked.log_checkpoint(cfg, key, result.regressions, tracked.verdict_of(result, key),

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from evalcore import storage
+from evalcore.deadline import call_within
 from evalcore.errors import bounded
 from evalcore.reports.verdict import verdicts
 
@@ -153,6 +154,10 @@ def write(tonight: Tonight) -> None:
     storage.write_text(storage.join(tonight.root, "nightly.json"), json.dumps(tonight.as_json(), indent=2))
 
 
+#: the most characters of a failing webhook's reason in the warning (the server's own text is never echoed whole)
+WHY_CHARS = 120
+
+
 def message(tonight: Tonight) -> str:
     """The webhook's text: one line per checkpoint seen tonight, then where the dashboard is."""
     lines = [f"evalcore nightly {tonight.name} ({tonight.date}): exit {tonight.exit_code}"]
@@ -169,21 +174,29 @@ def message(tonight: Tonight) -> str:
 
 def notify(url_env: str, tonight: Tonight, timeout_s: float) -> bool:
     """POST a Slack-compatible ``{"text": …}`` body to the URL in ``$url_env``. Never raises and never logs the
-    URL (a webhook URL is a secret): a failure is one warning naming the variable and the error's class."""
+    URL (a webhook URL is a secret): a failure of any kind (an HTTP status, no connection, an answer that is not
+    HTTP, no complete answer within ``timeout_s`` — a deadline for the whole call, not for each read) is one
+    warning naming the variable, the error's class and a bounded reason."""
     url = os.environ.get(url_env)
     if not url:
         log.warning("nightly: notify.url_env %s is not set; no notification sent", url_env)
         return False
     body = json.dumps({"text": message(tonight)}).encode()
-    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
-    try:
+
+    def post() -> None:
+        req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - the user's configured URL
             resp.read(1 << 16)
+
+    try:
+        call_within(timeout_s, post)
         return True
     except urllib.error.HTTPError as e:
         why = f"HTTP {e.code}"
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        reason = getattr(e, "reason", e)
-        why = type(reason).__name__ + (f" (errno {reason.errno})" if getattr(reason, "errno", None) else "")
+    except Exception as e:  # noqa: BLE001 - a webhook never fails the night, whatever it answers
+        reason = getattr(e, "reason", e) if isinstance(e, urllib.error.URLError) else e
+        errno = getattr(reason, "errno", None)
+        text = bounded(str(reason).replace(url, "***"), WHY_CHARS) if not errno else ""
+        why = type(reason).__name__ + (f" (errno {errno})" if errno else "") + (f": {text}" if text else "")
     log.warning("nightly: the webhook in $%s failed (%s); the night's result stands", url_env, why)
     return False

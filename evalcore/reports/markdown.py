@@ -59,6 +59,11 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     ok = counts["requests_in"] == counts["requests_scored"] + counts["requests_errored"]
     out += ["", f"Requests in = scored + errored: {counts['requests_in']} = {counts['requests_scored']} + "
                 f"{counts['requests_errored']} ({'reconciled' if ok else 'MISMATCH'})."]
+    if counts.get("models"):  # each model's errored share, the worst first
+        shares = sorted(counts["models"].items(), key=lambda kv: (-float(kv[1]["error_share"]), kv[0]))
+        out += ["", "Errored requests by model: " + ", ".join(
+            f"{m} {v['requests_errored']} of {v['requests_in']} ({float(v['error_share']):.1%})" for m, v in shares)
+            + "."]
     if counts.get("labels_dropped") is not None:
         out += ["", f"Out-of-vocabulary labels dropped by the label extractor (never scored): "
                     f"{counts['labels_dropped']} (column `dropped` of per_item)."]

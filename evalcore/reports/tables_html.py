@@ -74,17 +74,24 @@ def _ci_over(r: Any) -> str:
     return f"{int(k)} {unit}{'' if int(k) == 1 else 's'}"
 
 
-def comparison_rows(rows: pd.DataFrame) -> list[dict[str, str]]:
+def comparison_rows(rows: pd.DataFrame, with_model: bool = False) -> list[dict[str, str]]:
     """Display rows of comparison rows (``evalcore.nightly.compare``): flagged first, then improved, then by key;
-    each with a ``_class`` (``flag`` / ``gain`` / ``""``)."""
+    each with a ``_class`` (``flag`` / ``gain`` / ``""``); ``with_model``: a first column naming the model (``a ←
+    b`` where the reference run's partner has another name)."""
     if not len(rows):
         return []
     df = rows.copy()
     df["rank_"] = [0 if bool(f) else 1 if bool(g) else 2 for f, g in zip(df["flagged"], df.get("improved", False))]
-    df = df.sort_values(["rank_", "protocol", "dataset", "condition", "variant", "metric", "group"], kind="stable")
+    keys = ["model"] if with_model and "model" in df.columns else []
+    df = df.sort_values(["rank_", *keys, "protocol", "dataset", "condition", "variant", "metric", "group"],
+                        kind="stable")
     out = []
     for r in df.itertuples(index=False):
-        out.append({"_class": "flag" if r.rank_ == 0 else "gain" if r.rank_ == 1 else "",
+        model = {}
+        if keys:
+            ref = getattr(r, "reference_model", r.model)
+            model = {"model": str(r.model) if ref == r.model else f"{r.model} ← {ref}"}
+        out.append({"_class": "flag" if r.rank_ == 0 else "gain" if r.rank_ == 1 else "", **model,
                     "protocol": f"{r.protocol} · {r.dataset}", "condition": str(r.condition),
                     "variant": str(r.variant), "metric": str(r.metric) + ("" if r.group == "all" else f" ({r.group})"),
                     "n": str(int(r.n)), "reference": num(r.reference_value), "value": num(r.value),

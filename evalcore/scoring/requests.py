@@ -148,16 +148,30 @@ def _by(rows: list[dict], key: str) -> dict[Any, list[dict]]:
 
 def counts(n_items_in: int, n_items_err: int, merged: list[dict]) -> dict[str, Any]:
     """Reconciliation figures: in = scored + errored, for items and for requests (``merged``: request rows)."""
-    return request_counts(n_items_in, n_items_err, len(merged), [r for r in merged if r.get("error") is not None])
+    by_model: dict[str, int] = defaultdict(int)
+    for r in merged:
+        by_model[str(r.get("model"))] += 1
+    return request_counts(n_items_in, n_items_err, len(merged), [r for r in merged if r.get("error") is not None],
+                          by_model)
 
 
-def request_counts(n_items_in: int, n_items_err: int, requests_in: int, errors: list[dict]) -> dict[str, Any]:
-    """:func:`counts` from the number of requests and their error rows alone."""
+def request_counts(n_items_in: int, n_items_err: int, requests_in: int, errors: list[dict],
+                   by_model: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """:func:`counts` from the number of requests and their error rows alone; with ``by_model`` (model → requests
+    in), ``models``: per model, requests in, errored and the errored share."""
     stages: dict[str, int] = defaultdict(int)
     for r in errors:
         stages[r.get("error_stage") or "?"] += 1
-    return {
+    out = {
         "items_in": n_items_in, "items_valid": n_items_in - n_items_err, "items_errored": n_items_err,
         "requests_in": requests_in, "requests_scored": requests_in - len(errors), "requests_errored": len(errors),
         "errors_by_stage": dict(sorted(stages.items())),
     }
+    if by_model is not None:
+        errored: dict[str, int] = defaultdict(int)
+        for r in errors:
+            errored[str(r.get("model"))] += 1
+        out["models"] = {m: {"requests_in": n, "requests_errored": errored[m],
+                             "error_share": round(errored[m] / n, 6) if n else 0.0}
+                         for m, n in sorted(by_model.items())}
+    return out

@@ -192,7 +192,8 @@ class PairTools:
         if not self.fast or weights not in self.bleu_weights:
             return sentence_bleu([ref], cand, weights=weights)
         if self._bleu is None or self._bleu[0] != (ref, cand):
-            values = sentence_bleu([ref], cand, weights=self.bleu_weights)
+            values = sentence_bleu([ref], cand, weights=self.bleu_weights)  # one weight tuple: one float back
+            values = values if len(self.bleu_weights) > 1 else [values]
             self._bleu = ((ref, cand), dict(zip(self.bleu_weights, values)))
         return self._bleu[1][weights]
 

@@ -129,11 +129,12 @@ def check_scored(result: RunResult, rows: list[dict], item_errors: list[dict], t
 
 
 def protocols_without_items(cfg: RunConfig, items: Iterable[dict]) -> list[str]:
-    """One line per configured protocol that no valid item reaches (its items all rejected, or none given)."""
+    """One line per configured protocol that no valid item reaches (its items all rejected, or none given). An
+    item reaches the instances of its protocol kind (``instrument``, of kind ``factual``), as requests are formed."""
     out = []
     for p in cfg.protocols:
         datasets = set(p.datasets) if p.datasets is not None else None
-        n = sum(1 for i in items if i["protocol"] == p.name and (datasets is None or i["dataset"] in datasets))
+        n = sum(1 for i in items if i["protocol"] == p.kind and (datasets is None or i["dataset"] in datasets))
         if n == 0:
             where = f" in dataset(s) {', '.join(sorted(datasets))}" if datasets else ""
             out.append(f"protocol {p.name!r} is configured but has no valid item{where}")

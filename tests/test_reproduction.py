@@ -90,6 +90,7 @@ def test_prose_numbers_join_where_the_run_computes_them() -> None:
     md = section(rep, ["factual/table8"], 0.95)
     assert "1 of 1 published cells compared" in md and "### In the prose" in md
     assert "* items_share (difficulty=High): “Of them 17.2% are high.”" in md
+    assert "| items | 320 | 40 | -280 | — |" in md  # a count as a count
     # a text table named itself is compared whole: what the run does not give is named
     named = reproduction(summary, prose)
     assert (named["status"] == "compared").sum() == 5 and len(named) == 7

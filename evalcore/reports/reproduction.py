@@ -144,10 +144,12 @@ def _compared_lines(done: pd.DataFrame) -> list[str]:
              "inside CI |", "|---|---|---|---|---|---|---|---|---|"]
     for r in done.itertuples(index=False):
         group = "" if r.group == "all" else f" ({r.group})"
-        ours = _f(r.ours) + (f" [{_f(r.ci_low)}, {_f(r.ci_high)}]" if r.ci_low is not None and not pd.isna(r.ci_low)
-                             else "")
+        count = r.metric == "items"  # a count of questions, not a score
+        ours = (f"{r.ours:.0f}" if count else _f(r.ours)) + (
+            f" [{_f(r.ci_low)}, {_f(r.ci_high)}]" if r.ci_low is not None and not pd.isna(r.ci_low) else "")
+        difference = f"{r.difference:+.0f}" if count else _f(r.difference, True)
         lines.append(f"| {r.model} | {r.protocol} · {r.dataset} | {r.condition} | {r.variant} | {r.metric}{group} | "
-                     f"{r.printed} | {ours} | {_f(r.difference, True)} | "
+                     f"{r.printed} | {ours} | {difference} | "
                      f"{'yes' if r.inside_ci is True else 'no' if r.inside_ci is False else '—'} |")
     return lines
 

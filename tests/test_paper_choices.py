@@ -123,11 +123,15 @@ def test_hummusqa_matcher_prompt_is_evalcores_own() -> None:
         for protocol in _config(stem)["protocols"]:
             assert protocol["judge"]["kind"] == "mcq_llm" and "output" not in protocol["judge"]["params"]
     assert McqLLMJudge.template is MCQ_MATCH
+    text = flat(paper("hummusqa-benchmark.txt"))
+    # the paper says what the matcher does, not how it was asked
+    assert "parsed by an LLM (gemini-2.5-flash) prompted to match the response with the given options" in text
     first = MCQ_MATCH.system.split(". ")[0]
-    assert first.startswith("You decide which option") and first not in flat(paper("hummusqa-benchmark.txt"))
+    assert first.startswith("You decide which option") and first not in text
 
 
 def test_hummusqa_answer_str_is_one_option_a_line_as_letter_colon_text() -> None:
+    assert r'prompt = f"{question}\n{answer_str}"' in paper("hummusqa-benchmark.txt")  # printed, never defined
     prompt = template_set("hummusqa-plain").render("Which key?", ["C major", "A minor", "G major", "E minor"])
     assert prompt == "Which key?\nA: C major\nB: A minor\nC: G major\nD: E minor"
 
@@ -141,6 +145,9 @@ def _orders(parsed: list[int], correct: list[bool]) -> pd.DataFrame:
 
 
 def test_hummusqa_a_question_unanswered_in_one_order_is_inconsistent() -> None:
+    # "the percentage of questions where the model produced identical answers across all four runs": whether no
+    # answer is an answer, the sentence does not say
+    assert "produced identical answers across all four runs" in flat(paper("hummusqa-benchmark.txt"))
     # the same option (w) in orders 0 and 1, then nothing in order 2: not consistent
     assert question_stats(_orders([0, 3, -1], [True, True, False]))["consistent"].iloc[0] == 0.0
     assert question_stats(_orders([0, 3], [True, True]))["consistent"].iloc[0] == 1.0

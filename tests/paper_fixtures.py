@@ -141,10 +141,14 @@ def llm_answer(messages: list[dict]) -> str:
     return text.replace("piano", "trumpet").replace("calm", "frantic")
 
 
-def trim(cfg: dict, models: list[str]) -> dict:
+def trim(cfg: dict, models: list[str], conditions: list[str] | None = None) -> dict:
     """A config with only ``models`` (the others dropped from its model list and every protocol's ``models`` and
-    ``templates``): the end-to-end test keeps what its checks read, not every model the paper ran."""
+    ``templates``) and, given ``conditions``, only those of them in each protocol: the end-to-end test keeps what
+    its checks read, not every model and condition the paper ran."""
     cfg = copy.deepcopy(cfg)
+    for p in cfg["protocols"] if conditions is not None else ():
+        p["conditions"] = [c for c in p.get("conditions") or ["correct"] if c in conditions]
+        assert p["conditions"], f"{cfg['name']}: protocol {p['name']} keeps no condition"
     missing = set(models) - {m["name"] for m in cfg["models"]}
     assert not missing, f"{cfg['name']}: no model {sorted(missing)}"
     cfg["models"] = [m for m in cfg["models"] if m["name"] in models]

@@ -84,18 +84,23 @@ KEEP = {p.stem: ["mu-llama"] for p in CONFIGS if p.stem.startswith("factual-")} 
     "hummusqa-table01": ["gemini-2.5-flash", "qwen2.5-omni-7b", "music-flamingo"],
     "hummusqa-table02-fake-audio": ["music-flamingo"],
 } | {p.stem: ["qwen-audio"] for p in CONFIGS if p.stem.startswith("muchomusic-")}
+#: the conditions a config keeps where its checks read none but the correct audio (the others keep theirs)
+CORRECT_ONLY = {"factual-table02-freeform", "factual-table10-11-captioning", "factual-table08-09-true-false"}
 
 
 @pytest.fixture(scope="module")
 def paper_run(tmp_path_factory, local_ray):
-    """Every paper config, localized (tests/paper_fixtures.py) and trimmed to :data:`KEEP`, in one run: the configs
+    """Every paper config, localized (tests/paper_fixtures.py) and trimmed to :data:`KEEP` (and
+    :data:`CORRECT_ONLY`), in one run: the configs
     share seeds and stats, so running them together changes only names (``<config>.<name>``); one Ray run instead
     of sixteen. It reproduces every config's tables, from a copy of the published values with the run's names."""
     tmp = tmp_path_factory.mktemp("paper")
     write_data(tmp)
     with LLMServer(answer=llm_answer) as srv:
-        configs = {p.stem: localize(trim(yaml.safe_load(p.read_text()), KEEP[p.stem]), tmp, tmp / "out", srv.base_url,
-                                    TEST_API_KEY_ENV, _metric_models(tmp)) for p in CONFIGS}
+        metric_models = _metric_models(tmp)
+        configs = {p.stem: localize(trim(yaml.safe_load(p.read_text()), KEEP[p.stem],
+                                         ["correct"] if p.stem in CORRECT_ONLY else None),
+                                    tmp, tmp / "out", srv.base_url, TEST_API_KEY_ENV, metric_models) for p in CONFIGS}
         models: dict = {}
         merged, renamed = merge(configs, models_out=models)
         merged["published_values"] = str(published_copy(tmp / "published.csv", configs, renamed, models))

@@ -46,37 +46,42 @@ def tables_named(keys: Sequence[str], cells: Sequence[Cell]) -> tuple[list[Cell]
     return named, prose
 
 
-def _why_missing(c: Cell, summary: pd.DataFrame) -> str:
-    """The first key of the cell the run does not have, in words."""
-    for col in ("model", "protocol", "dataset", "condition", "variant", "metric", "group"):
+MISSING_ORDER = ("model", "protocol", "dataset", "condition", "variant", "metric", "group")
+
+
+def _why_missing(c: Cell, present: dict[str, set[str]]) -> str:
+    """The first key of the cell the run does not have, in words (``present``: each summary column's values)."""
+    for col in MISSING_ORDER:
         value = getattr(c, col)
         if value == ANY or col == "metric" and c.metric in DERIVED:
             continue
-        if col in summary.columns and value not in set(summary[col].astype(str)):
+        if col in present and value not in present[col]:
             return f"not run: {col} {value!r} is not in this run"
     return "not run: this combination is not in this run"
 
 
-def _count(values: pd.DataFrame, c: Cell, group: str) -> int | None:
-    """Questions of ``group`` in the cell's dataset (and protocol, unless ``any``): the largest ``n`` of its
-    correct-audio cells."""
-    rows = values
-    for col, want in (("protocol", c.protocol), ("dataset", c.dataset), ("group", group), ("condition", "correct")):
-        if col in rows.columns and want != ANY:
-            rows = rows[rows[col].astype(str) == want]
-    rows = rows[rows["n"].notna()] if "n" in rows.columns else rows.iloc[0:0]
-    if not len(rows):
-        return None
-    counting = rows[rows["metric"].isin(COUNTING)]
-    return int((counting if len(counting) else rows)["n"].max())
+def _counts(values: pd.DataFrame) -> dict[tuple[str, str, str], int]:
+    """(protocol, dataset, group) → questions: the largest ``n`` of the correct-audio cells of a counting metric
+    (:data:`COUNTING`), else of any metric; protocol ``any`` is the largest over a dataset's protocols."""
+    need = {"protocol", "dataset", "group", "condition", "metric", "n"}
+    if not need <= set(values.columns):
+        return {}
+    rows = values[(values["condition"].astype(str) == "correct") & values["n"].notna()]
+    rows = rows.assign(counting=rows["metric"].isin(COUNTING))
+    out: dict[tuple[str, str, str], int] = {}
+    for (protocol, dataset, group), g in rows.groupby(["protocol", "dataset", "group"], sort=False):
+        n = int((g[g["counting"]] if g["counting"].any() else g)["n"].max())
+        for key in ((str(protocol), str(dataset), str(group)), (ANY, str(dataset), str(group))):
+            out[key] = max(out.get(key, 0), n)
+    return out
 
 
-def _derived(values: pd.DataFrame, c: Cell) -> float | None:
+def _derived(counts: dict[tuple[str, str, str], int], c: Cell) -> float | None:
     """``items`` or ``items_share`` of the cell's group, None when the run has no such group."""
-    n = _count(values, c, c.group)
+    n = counts.get((c.protocol, c.dataset, c.group))
     if c.metric == "items" or n is None:
         return n
-    total = _count(values, c, "all")
+    total = counts.get((c.protocol, c.dataset, "all"))
     return n / total if total else None
 
 
@@ -105,24 +110,26 @@ def reproduction(summary: pd.DataFrame, cells: Sequence[Cell], prose: Sequence[C
     kinds = summary["kind"] if "kind" in summary.columns else pd.Series("value", index=summary.index)
     values, both = summary[kinds == "value"], summary[kinds.isin(["value", "paired_diff"])]
     keys = [k for k in KEYS if k in values.columns]
+    present = {col: set(summary[col].astype(str)) for col in MISSING_ORDER if col in summary.columns}
+    counts = _counts(values)
     index = {tuple(str(v) for v in k): r for k, r in zip(both[keys].itertuples(index=False, name=None),
                                                          both.itertuples(index=False))}
     rows = []
     for c, required in [(c, True) for c in cells] + [(c, False) for c in prose]:
         row = _row(c)
         if c.metric in DERIVED:
-            got = _derived(values, c)
+            got = _derived(counts, c)
             if got is not None:
                 rows.append(_compared(row, got, None, None, None, c.is_bound))
             elif required:
-                rows.append({**row, "status": _why_missing(c, summary)})
+                rows.append({**row, "status": _why_missing(c, present)})
             continue
         hit = index.get(tuple(getattr(c, k) for k in keys))
         if hit is not None and not pd.isna(hit.value):
             rows.append(_compared(row, hit.value, hit.ci_low, hit.ci_high, None if pd.isna(hit.n) else int(hit.n),
                                   c.is_bound))
         elif required:
-            rows.append({**row, "status": _why_missing(c, summary) if hit is None else "no value (nothing scored)"})
+            rows.append({**row, "status": _why_missing(c, present) if hit is None else "no value (nothing scored)"})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

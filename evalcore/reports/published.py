@@ -111,8 +111,8 @@ def _in_quote(value: str, quote: str) -> bool:
     return re.search(rf"(?<![\d.]){re.escape(value)}(?!\d|\.\d)", plain) is not None
 
 
-def _problems(cells: Sequence[Cell]) -> list[str]:
-    """Every problem of ``cells``, one short line each."""
+def _problems(cells: Sequence[Cell], quotes: bool = True) -> list[str]:
+    """Every problem of ``cells``, one short line each (``quotes``: a ``text`` cell must have its sentence)."""
     out: list[str] = []
     seen: dict[tuple[str, ...], int] = {}
     for i, c in enumerate(cells, start=2):  # line 1 is the header
@@ -127,7 +127,7 @@ def _problems(cells: Sequence[Cell]) -> list[str]:
         for name, v in (("value", c.value), ("sd", c.sd)):
             if (v or name == "value") and not NUMBER.fullmatch(v):
                 out.append(f"{where}: {name} {v[:40]!r} is not a number as printed (digits, optional decimals)")
-        if c.table == "text" and not c.quote:
+        if quotes and c.table == "text" and not c.quote:
             out.append(f"{where}: a number in the prose without its sentence (quote)")
         elif c.quote and not _in_quote(c.value, c.quote):
             out.append(f"{where}: the quote does not print the value {c.value[:40]!r}")
@@ -138,10 +138,11 @@ def _problems(cells: Sequence[Cell]) -> list[str]:
     return out
 
 
-def validate(cells: Sequence[Cell]) -> None:
+def validate(cells: Sequence[Cell], quotes: bool = True) -> None:
     """Raise :class:`PublishedError` naming the first problems if any row lacks a key, a value that parses as a
-    number, a known paper or a table id, or repeats another row's cell."""
-    problems = _problems(cells)
+    number, a known paper or a table id, or repeats another row's cell; or if a ``text`` cell lacks its sentence
+    (unless ``quotes`` is False: a file of the format before ``quote``), or its sentence does not print its value."""
+    problems = _problems(cells, quotes)
     if problems:
         more = f" (and {len(problems) - MAX_PROBLEMS} more)" if len(problems) > MAX_PROBLEMS else ""
         raise PublishedError(f"{len(problems)} problem(s) in the published values: "
@@ -155,8 +156,9 @@ def read(path: Path | str = PUBLISHED_CSV) -> list[Cell]:
         if tuple(reader.fieldnames or ()) not in (COLUMNS, LEGACY_COLUMNS):
             raise PublishedError(f"{Path(path).name}: columns {list(reader.fieldnames or [])[:20]} "
                                  f"are not {list(COLUMNS)}")
+        legacy = tuple(reader.fieldnames or ()) == LEGACY_COLUMNS
         cells = [Cell(**{k: (row.get(k) or "").strip() for k in COLUMNS}) for row in reader]
-    validate(cells)
+    validate(cells, quotes=not legacy)
     return cells
 
 

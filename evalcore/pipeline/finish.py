@@ -21,8 +21,8 @@ from evalcore.pipeline import commit
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
 from evalcore.pipeline.reduce import group_rows, reduce_rows
-from evalcore.reports import markdown, published, report_html, verdict
-from evalcore.reports.reproduction import reproduction as reproduction_table, section
+from evalcore.reports import markdown, report_html, verdict
+from evalcore.reports.reproduction import compare, section
 from evalcore.scoring.agreement import agreement
 from evalcore.scoring.requests import error_rows
 from evalcore.scoring.summary import summary_table
@@ -110,11 +110,11 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
 
 
 def reproduction(cfg: RunConfig, summary: pd.DataFrame, out: storage.RunStorage, tables: str) -> str:
-    """With ``reproduces``: tables/reproduction.parquet (each published cell beside ours) and its report section."""
+    """With ``reproduces``: tables/reproduction.parquet (each published cell of its tables beside ours, and the
+    papers' prose numbers the run computes) and its report section."""
     if cfg.reproduces is None:
         return ""
-    cells = published.cells_of(cfg.reproduces, published.read(cfg.published_values or published.PUBLISHED_CSV))
-    rep = reproduction_table(summary, cells)
+    rep = compare(summary, cfg.reproduces, cfg.published_values)
     out.write_parquet(pa.Table.from_pandas(rep, preserve_index=False), storage.join(tables, "reproduction.parquet"))
     return section(rep, cfg.reproduces, cfg.stats.confidence)
 

@@ -24,7 +24,8 @@ def merge_chunks(rows: Iterable[dict]) -> list[dict]:
     """One row per request from its chunk rows.
 
     A request errors if any of its chunks errored (the first error is kept). Texts are joined
-    in chunk order; factual labels are united across chunks (in order of first appearance);
+    in chunk order by a newline (each chunk's text kept in ``chunk_texts``, for free-form metrics configured
+    with ``chunks: mean``); factual labels are united across chunks (in order of first appearance);
     for multiple choice the first chunk's parsed answer counts.
     """
     by_req: dict[str, list[dict]] = defaultdict(list)
@@ -41,6 +42,7 @@ def merge_chunks(rows: Iterable[dict]) -> list[dict]:
         # per-chunk judgments, in chunk order, for scorers that aggregate chunks their own way (true/false)
         row["chunk_extracted"] = [p.get("extracted") for p in parts]
         row["chunk_parsed"] = [p.get("parsed_index") for p in parts]
+        row["chunk_texts"] = [p.get("text") for p in parts]  # free-form ``chunks: mean`` scores each
         if len(parts) > 1:
             row["text"] = "\n".join(p.get("text") or "" for p in parts)
             labels: list[str] = []

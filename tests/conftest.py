@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+from typing import NamedTuple
 
 import pytest
 
@@ -22,3 +23,26 @@ def local_ray():
                  _node_ip_address="127.0.0.1")
     yield ray
     ray.shutdown()
+
+
+# The suite's session demo run (the same fixture as on branch `suite`, where test_demo_golden and test_pipeline_e2e
+# read it too): at the merge keep one copy of it.
+class DemoRun(NamedTuple):
+    cfg: object  # evalcore.config.RunConfig
+    result: object  # evalcore.pipeline.outcome.RunResult
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory, local_ray) -> DemoRun:
+    """The embedded demo (``evalcore/configs/demo.yaml`` as shipped, rooted in a temporary directory), run once per
+    session: ``(cfg, result)``. Its root is shared: a test reads it, and copies it before writing anything there."""
+    import yaml
+
+    from evalcore.config import demo_config_path, parse_config
+    from evalcore.pipeline.run import run
+
+    data = yaml.safe_load(demo_config_path().read_text())
+    data["storage"] = {"root": str(tmp_path_factory.mktemp("demo") / "run")}
+    data.setdefault("ray", {})["progress_bars"] = False
+    cfg = parse_config(data)
+    return DemoRun(cfg, run(cfg))

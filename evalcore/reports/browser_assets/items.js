@@ -179,10 +179,10 @@
     if (c.x && c.x !== c.a) td.append(el("div", { class: "txt", title: "the model's whole answer" }, c.x));
     if (c.s && c.s.length) td.append(el("div", { class: "scores" }, c.s.map(([k, v]) => `${k} ${v}`).join(" · ")));
     if (c.e) td.append(el("div", { class: "err" }, `${c.e[0]} · ${c.e[1]}: ${c.e[2]}`));
-    if (c.au) {
-      td.append(el("audio", { controls: "", preload: "none", src: `browser/clips/${c.au}`,
-                              "aria-label": `${META.models[group[0]]}, ${cond}: the clip as the model heard it`,
-                              "data-seconds": c.sec || null }));
+    if (c.au) { // a button until played: the page holds no media element, and no clip is fetched, before a click
+      td.append(el("button", { type: "button", class: "play", "data-clip": c.au, "data-seconds": c.sec || null,
+                               "aria-label": `play the ${cond} clip as ${META.models[group[0]]} heard it` },
+                   `▶ ${c.sec ? (+c.sec).toFixed(1) + " s" : "play"}`));
     }
     if (c.an) td.append(el("div", { class: "anote" }, c.an));
     return td;
@@ -316,6 +316,15 @@
     }
   }
 
+  function play(button) {
+    const a = el("audio", { controls: "", preload: "auto", src: `browser/clips/${button.dataset.clip}`,
+                            "aria-label": button.getAttribute("aria-label"), "data-seconds": button.dataset.seconds });
+    button.replaceWith(a);
+    a.play().catch(() => {});
+    return a;
+  }
+  EVB.play = play;
+
   function focusItem(step) {
     const items = [...document.querySelectorAll("article.item")];
     if (!items.length) return;
@@ -343,7 +352,8 @@
     else if (ev.key === "a") {
       const it = t.closest ? t.closest("article.item") : null;
       const audio = it && it.querySelector("audio");
-      if (audio) { if (audio.paused) audio.play(); else audio.pause(); }
+      const button = it && it.querySelector("button.play");
+      if (audio) { if (audio.paused) audio.play(); else audio.pause(); } else if (button) play(button);
     } else return;
     ev.preventDefault();
   }
@@ -367,6 +377,10 @@
       writeState(s);
     });
     document.getElementById("clear").onclick = () => writeState({ page: 1 });
+    document.getElementById("items").addEventListener("click", (ev) => {
+      const b = ev.target.closest && ev.target.closest("button.play");
+      if (b) play(b);
+    });
     window.addEventListener("hashchange", render);
     document.addEventListener("keydown", keys);
     render();

@@ -153,7 +153,7 @@ def browse(run_root: str = typer.Argument(..., metavar="RUN_ROOT",
     """Write (or refresh) RUN_ROOT's item browser, items.html beside report.html: each item's answers under every
     audio condition side by side, with the clips as each model heard them (rebuilt from the run's items). Prints
     where it is."""
-    from evalcore.pipeline.browse import write_browser  # heavy: pulls the pipeline's stages and pandas
+    from evalcore.pipeline.browse import write_browser  # heavy: pulls matplotlib (reports)
 
     try:
         uri = write_browser(run_root)

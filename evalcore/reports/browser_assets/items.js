@@ -284,6 +284,7 @@
     document.body.dataset.shown = String(ords.length);
     document.body.dataset.ready = String(mine);
     document.body.dataset.state = location.hash.slice(1); // what the shown rows answer (tests wait for it)
+    if (EVB.firstShown === undefined) EVB.firstShown = performance.now(); // ms from navigation to the first rows
   }
 
   // ------------------------------------------------------------------ the form, chips and keys

@@ -91,3 +91,16 @@ def test_the_dashboard_links_flagged_rows_only() -> None:
     html, md = comparisons(reg, {"s/c2"}, {("s", "c2", "c1", "factual", "d", "correct", "default", "f1", "all"): href})
     assert html.count("<a href=") == 1 and f'<a href="{href}"' in html and "▼ flagged</a>" in html
     assert "items.html" not in md
+
+
+def test_a_page_that_cannot_be_written_is_a_warning_not_a_failed_run(tmp_path, caplog) -> None:
+    import yaml
+
+    from evalcore.config import demo_config_path, parse_config
+    from evalcore.pipeline.browse import items_page
+
+    data = yaml.safe_load(demo_config_path().read_text())
+    cfg = parse_config({**data, "storage": {"root": str(tmp_path / "run")}})  # a root holding no run
+    with caplog.at_level("WARNING", logger="evalcore"):
+        assert items_page(cfg) is None
+    assert f"items.html was not written (FileNotFoundError: {tmp_path}/run/config.yaml not found)" in caplog.text

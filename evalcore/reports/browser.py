@@ -247,9 +247,8 @@ def write(root: str, inp: BrowserInput, out: storage.RunStorage | None = None) -
     written: set[str] = set()
 
     def put(rel: str, text: str) -> None:
-        uri = storage.join(base, rel)
-        out.write_text(uri, text)
-        written.add(uri)
+        out.write_text(storage.join(base, rel), text)
+        written.add(rel)
 
     p_codes = _codes(items["protocol"], fac.protocols).tolist()
     d_codes = _codes(items["dataset"], fac.datasets).tolist()
@@ -273,9 +272,9 @@ def write(root: str, inp: BrowserInput, out: storage.RunStorage | None = None) -
     out.write_parquet(pa.Table.from_pandas(items[["protocol", "dataset", "item_id", "ordinal"]], preserve_index=False),
                       storage.join(base, "items.parquet"))
     for sub in ("index", "data"):  # shards of an earlier, larger write of this run's page
-        for uri in storage.list_files(storage.join(base, sub), ".js"):
-            if uri not in written:
-                out.delete(uri)
+        for uri in storage.list_files(storage.join(base, sub), ".js"):  # listed as absolute paths: by name
+            if f"{sub}/{uri.rsplit('/', 1)[-1]}" not in written:
+                out.delete(storage.join(base, sub, uri.rsplit("/", 1)[-1]))
     page = (assets / "items.html").read_text(encoding="utf-8").replace("$NAME", _escape(inp.name or "run"))
     uri = storage.join(root, PAGE)
     out.write_text(uri, page)

@@ -245,7 +245,6 @@
     const mine = ++token;
     const s = readState();
     syncForm(s);
-    chips(s);
     let list = null;
     try {
       if (needsIndex(s)) {
@@ -257,6 +256,7 @@
       return;
     }
     if (mine !== token) return;
+    chips(s); // after the selection named in the state, if any, has loaded
     const total = list ? list.length : META.items;
     const pages = Math.max(1, Math.ceil(total / PAGE));
     const page = Math.min(s.page, pages);

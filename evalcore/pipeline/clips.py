@@ -83,6 +83,14 @@ def clip_name(x: np.ndarray, sample_rate: int) -> str:
     return h.hexdigest()[:20] + SUFFIX
 
 
+def listed(uri: str) -> list[str]:
+    """The files under ``uri``; none where it does not exist (an S3 prefix can list as a directory just deleted)."""
+    try:
+        return storage.list_files(uri)
+    except FileNotFoundError:
+        return []
+
+
 def rebase(uri: Any, old_root: str | None, new_root: str) -> Any:
     """``uri`` under ``old_root`` moved under ``new_root`` (a copied run's own audio); other URIs as they are."""
     if not isinstance(uri, str) or not old_root:
@@ -134,7 +142,7 @@ def rebuild(requests: pd.DataFrame, specs: dict[str, Spec | str], root: str, old
     is none, or what it is) and ``seconds``. ``specs``: model → its :class:`Spec`, or the reason it is unknown."""
     out = out or storage.RunStorage(root)
     clips_dir = storage.join(root, "browser", "clips")
-    existing = {u.rsplit("/", 1)[-1] for u in storage.list_files(clips_dir)}
+    existing = {u.rsplit("/", 1)[-1] for u in listed(clips_dir)}
     src = requests[SOURCE].copy()
     src["audio_uri"] = [rebase(u, old_root, root) for u in src["audio_uri"]]
     note = pd.Series(None, index=src.index, dtype=object)

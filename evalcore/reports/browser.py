@@ -272,7 +272,11 @@ def write(root: str, inp: BrowserInput, out: storage.RunStorage | None = None) -
     out.write_parquet(pa.Table.from_pandas(items[["protocol", "dataset", "item_id", "ordinal"]], preserve_index=False),
                       storage.join(base, "items.parquet"))
     for sub in ("index", "data"):  # shards of an earlier, larger write of this run's page
-        for uri in storage.list_files(storage.join(base, sub), ".js"):  # listed as absolute paths: by name
+        try:
+            found = storage.list_files(storage.join(base, sub), ".js")
+        except FileNotFoundError:  # an S3 prefix just deleted can still list as a directory
+            found = []
+        for uri in found:  # listed as absolute paths: by name
             if f"{sub}/{uri.rsplit('/', 1)[-1]}" not in written:
                 out.delete(storage.join(base, sub, uri.rsplit("/", 1)[-1]))
     page = (assets / "items.html").read_text(encoding="utf-8").replace("$NAME", _escape(inp.name or "run"))

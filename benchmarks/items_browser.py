@@ -153,17 +153,18 @@ def measure(root: Path, n_items: int, n_clips: int, seconds: float, models: list
     t = time.perf_counter()
     n_req = make_run(root, n_items, n_clips, seconds, models)
     made = time.perf_counter() - t
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()  # CPU seconds of every thread of this process
     write_browser(str(root))
-    written = time.perf_counter() - t
-    t = time.perf_counter()
+    written, written_cpu = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     requests_table(str(root))
-    reading = time.perf_counter() - t
-    t = time.perf_counter()
+    reading, reading_cpu = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     write_browser(str(root))  # again: every clip is on disk already (decoded and hashed, not encoded)
-    again = time.perf_counter() - t
+    again, again_cpu = time.perf_counter() - t, time.process_time() - c
     return {"items": n_items, "requests": n_req, "clips": n_clips, "made_s": made, "write_s": written,
-            "read_requests_s": reading, "rewrite_s": again, **sizes(root), **in_chromium(root, tmp / root.name)}
+            "write_cpu": written_cpu, "read_requests_s": reading, "read_cpu": reading_cpu, "rewrite_s": again,
+            "rewrite_cpu": again_cpu, **sizes(root), **in_chromium(root, tmp / root.name)}
 
 
 def main() -> None:
@@ -181,20 +182,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = measure(work / "baseline", a.baseline_items, max(2, a.clips * a.baseline_items // a.items), a.seconds, models, Path(tmp))
         big = measure(work / "big", a.items, a.clips, a.seconds, models, Path(tmp))
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end (CPU seconds do not "
+          "depend on the load; wall seconds do)")
     for r in (base, big):
         print(f"\n{r['items']:,} items, {r['requests']:,} requests ({len(models)} model(s) x 5 conditions), "
               f"{r['clips']:,} clips of {a.seconds:g} s")
         print(f"  run made (not measured) in {r['made_s']:.1f} s")
-        print(f"  browser written in {r['write_s']:.1f} s (reading the requests {r['read_requests_s']:.1f} s; "
-              f"written again with every clip on disk: {r['rewrite_s']:.1f} s)")
+        print(f"  browser written in {r['write_s']:.1f} s, {r['write_cpu']:.1f} s of CPU (reading the requests "
+              f"{r['read_requests_s']:.1f} s, {r['read_cpu']:.1f} s of CPU; written again with every clip on disk: "
+              f"{r['rewrite_s']:.1f} s, {r['rewrite_cpu']:.1f} s of CPU)")
         print(f"  page itself {r['page']:,} B · data shards {r['data_bytes']:,} B · index shards "
               f"{r['index_bytes']:,} B · {r['clips_n']:,} clip files {r['clips_bytes']:,} B")
         print(f"  Chromium: first {r['rows']} rows shown {r['first_page_ms']:.0f} ms after navigation "
               f"(wall {r['first_page_wall_s']:.2f} s); evidence of not listening over all items "
               f"({r['evidence_items']:,}) {r['evidence_ms']:.0f} ms; its page 2 {r['page2_ms']:.0f} ms; "
               f"overflow {r['overflow']} px")
-    print(f"\nratios {big['items']:,} / {base['items']:,} items: write {big['write_s'] / base['write_s']:.1f}x, "
+    print(f"\nratios {big['items']:,} / {base['items']:,} items: write {big['write_cpu'] / base['write_cpu']:.1f}x (CPU), "
           f"first page {big['first_page_ms'] / base['first_page_ms']:.2f}x, page bytes {big['page'] / base['page']:.2f}x, "
           f"evidence view {big['evidence_ms'] / base['evidence_ms']:.1f}x")
     if not a.keep:

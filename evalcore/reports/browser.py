@@ -70,8 +70,8 @@ def _codes(values: pd.Series, names: list[str]) -> np.ndarray:
     return pd.Categorical(values.astype(object), categories=names).codes.astype(np.int64)
 
 
-def _order(values: Iterable[Any], first: Iterable[str] = ()) -> list[str]:
-    seen = [str(v) for v in dict.fromkeys(values) if v is not None and v == v]
+def _order(values: pd.Series, first: Iterable[str] = ()) -> list[str]:
+    seen = [str(v) for v in pd.unique(values.dropna().astype(object))]
     return [v for v in first if v in seen] + sorted(v for v in seen if v not in set(first))
 
 
@@ -105,8 +105,8 @@ class Facets:
         self.tasks = _order(items["task"]) if "task" in items.columns else []
         self.models = _order(req["model"])
         self.variants = _order(req["variant"], ("default",))
-        self.conditions = [c for c in CONDITIONS if c in set(req["condition"])] + _order(
-            c for c in req["condition"] if c not in CONDITIONS)
+        present = _order(req["condition"])
+        self.conditions = [c for c in CONDITIONS if c in present] + [c for c in present if c not in CONDITIONS]
         self.outcomes = list(rows_.OUTCOMES)
 
     def request_codes(self, df: pd.DataFrame) -> np.ndarray:

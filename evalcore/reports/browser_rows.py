@@ -93,7 +93,7 @@ def answer_keys(df: pd.DataFrame) -> pd.Series:
     extracted = df["extracted"] if "extracted" in df.columns else pd.Series(None, index=df.index, dtype=object)
     text = df["text"] if "text" in df.columns else pd.Series("", index=df.index, dtype=object)
     keys = []
-    for p, ex, t in zip(parsed, extracted, text):
+    for p, ex, t in zip(parsed.tolist(), extracted.tolist(), text.tolist()):
         if p == p and p >= 0:
             keys.append(f"option:{int(p)}")
         elif isinstance(ex, (list, tuple, np.ndarray)) and len(ex):

@@ -27,7 +27,7 @@ import pyarrow as pa
 from evalcore import storage
 from evalcore.config import ConfigError
 from evalcore.errors import bounded
-from evalcore.nightly import compare, history, leaderboard, series as discovery, tonight as tn, tracked
+from evalcore.nightly import compare, evidence, history, leaderboard, series as discovery, tonight as tn, tracked
 from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
@@ -308,6 +308,8 @@ def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> t
 def render(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame, records: list[dict]) -> None:
     """dashboard.html and dashboard.md: the morning page."""
     board = leaderboard.leaderboard(cfg, records)
-    html, md = dashboard.render(result.tonight.as_json(), result.regressions, hist, records, result.notes, board)
+    links = evidence.links(cfg.root, result.regressions, set(result.evaluated), run_root)  # changed items
+    html, md = dashboard.render(result.tonight.as_json(), result.regressions, hist, records, result.notes, board,
+                                links)
     storage.write_text(storage.join(cfg.root, "dashboard.html"), html)
     storage.write_text(storage.join(cfg.root, "dashboard.md"), md)

@@ -18,6 +18,7 @@ from evalcore.config import RunConfig
 from evalcore.errors import bounded
 from evalcore.metrics.freeform import rewrite_roles, uses_ray
 from evalcore.pipeline import commit
+from evalcore.pipeline.browse import items_page
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
 from evalcore.pipeline.reduce import group_rows, reduce_rows
@@ -103,6 +104,7 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
                                                                "scoring": reduced.provenance}, indent=2, default=str))
     beside = reproduction(cfg, summary.to_pandas(), out, tables)
     report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(), beside)
+    items_page(cfg)  # items.html beside the report: every answer beside its controls, with the clips heard
     result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
     check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
     check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)

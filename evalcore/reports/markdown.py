@@ -10,6 +10,7 @@ import pandas as pd
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
 from evalcore.reports import verdict
+from evalcore.reports.browser_links import difference_href
 from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
 
@@ -154,9 +155,10 @@ def _listening(summary: pd.DataFrame, conf: int, min_items: int = verdict.MIN_IT
     for r in diffs.itertuples():
         rows.append([r.protocol, r.dataset, r.model, r.variant, r.condition, r.metric,
                      _fmt(r.value, r.ci_low, r.ci_high), r.n, verdict.ci_over(r), verdict.paired_test_label(r),
-                     verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items)])
+                     verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items),
+                     f"[listen]({difference_href(r.protocol, r.dataset, r.model, r.variant, r.condition)})"])
     out += ["", _md_table(["protocol", "dataset", "model", "variant", "contrast", "metric", "difference", "n",
-                           "CI over", "test", "verdict"], rows)]
+                           "CI over", "test", "verdict", "items"], rows)]
     return out
 
 

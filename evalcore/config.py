@@ -139,7 +139,7 @@ class JudgeConfig(_Strict):
     _fits = _params_fit("judges")
 
 
-ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
+ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice", "mir"]
 assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]
 
 

@@ -9,10 +9,11 @@ from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
 from evalcore.metrics.freeform import FreeformScorer
 from evalcore.metrics.mcq import MCQScorer
+from evalcore.metrics.mir import MirScorer
 from evalcore.registry import Registry
 
 SCORERS: Registry[Scorer] = Registry("scorer")
-for _cls in (FreeformScorer, FactualScorer, MCQScorer, TrueFalseScorer, BinaryChoiceScorer):
+for _cls in (FreeformScorer, FactualScorer, MCQScorer, TrueFalseScorer, BinaryChoiceScorer, MirScorer):
     SCORERS.register(_cls.protocol)(_cls)
 
 __all__ = ["SCORERS", "Aggregate", "Scorer"]

@@ -14,7 +14,8 @@ from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu")
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu",
+            "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
 
 
 def _fmt(v: float, lo: float, hi: float) -> str:

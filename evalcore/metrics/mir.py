@@ -1,0 +1,111 @@
+"""The ``mir`` protocol's scorer: each item scored by its task family's released rule (``category`` = the rule's
+name in :data:`evalcore.metrics.mir_rules.RULES`), with the rule's own figures as the summary's metrics.
+
+An item's columns come from its response and reference alone (row-local: a run scores its rows a group at a time);
+a column of another rule is left empty. Each summary group reports the figures of the rules its rows use
+(:meth:`MirScorer.aggregates_for`): a dataset holding one CMI-Bench task reports that task's figures; a dataset
+mixing tasks of one rule (GTZAN and VocalSet accuracy) reports them pooled over its tasks, and per task.
+
+A response a rule cannot score the released way (the released scorer would stop on it, or evalcore will not
+evaluate what it would) becomes an error row of the ``score`` stage with the reason — counted in ``errored``,
+never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from evalcore.metrics import cmi_beat, cmi_classes, cmi_key, cmi_lyrics, cmi_melody  # noqa: F401 (registration)
+from evalcore.metrics import cmi_regression, cmi_technique  # noqa: F401 (registration)
+from evalcore.metrics.base import Aggregate, Scorer
+from evalcore.metrics.mir_rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
+
+__all__ = ["MirScorer", "rule_of", "PRIMARY"]
+
+
+def _union(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    seen: dict[Any, None] = {}
+    for p in parts:
+        seen.update(dict.fromkeys(p))
+    return tuple(seen)
+
+
+def _all_rules() -> list[Rule]:
+    return [RULES.build(n) for n in RULES.in_order()]
+
+
+#: each rule's primary figure (higher is better), the one the listening verdict and the model card read
+PRIMARY = {r.name: r.aggregates[0].name for r in _all_rules()}
+
+
+def rule_of(row: dict[str, Any]) -> str | None:
+    """The rule name of a request or per-item row (its ``category``)."""
+    c = row.get("category")
+    return c if isinstance(c, str) and c in RULES else None
+
+
+def _meta(row: dict[str, Any]) -> dict[str, Any]:
+    m = row.get("metadata")
+    if isinstance(m, str) and m:
+        try:
+            m = json.loads(m)
+        except json.JSONDecodeError:
+            return {}
+    return m if isinstance(m, dict) else {}
+
+
+class MirScorer(Scorer):
+    """Scores ``mir`` requests by their rule; each group reports its rules' figures."""
+
+    protocol = "mir"
+    columns = _union([r.columns for r in _all_rules()])
+    aggregates = tuple({a.name: a for r in _all_rules() for a in r.aggregates}.values())
+    summary_columns = ()
+
+    def __init__(self) -> None:
+        self.rules = {r.name: r for r in _all_rules()}
+        self._used: set[str] = set()
+
+    def score(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for r in rows:
+            name = rule_of(r)
+            if name is None:
+                out.append({"error": f"unknown MIR rule {str(r.get('category'))[:40]!r}; known: "
+                                     f"{', '.join(RULES.names())}"})
+                continue
+            self._used.add(name)
+            try:
+                out.append(self.rules[name].score(r.get("text") or "", r.get("reference"), _meta(r)))
+            except (PublishedStops, Unreproducible) as e:
+                out.append({"error": f"{name}: {e}"})
+            except (ValueError, TypeError) as e:  # e.g. a reference the released code cannot read either
+                out.append({"error": f"{name}: the released scorer fails on this row ({type(e).__name__}: "
+                                     f"{str(e)[:80]})"})
+        return out
+
+    def aggregates_for(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
+        """The figures of the rules ``df``'s rows use (those all of them share, when it mixes rules)."""
+        names = [n for n in pd.unique(df["category"].astype(object)) if isinstance(n, str) and n in self.rules] \
+            if "category" in df.columns else []
+        if not names:
+            return ()
+        common = set.intersection(*({a.name for a in self.rules[n].aggregates} for n in names))
+        chosen: dict[str, Aggregate] = {}
+        for n in names:
+            for a in self.rules[n].aggregates:
+                if a.name in common:
+                    chosen.setdefault(a.name, a)
+        return tuple(chosen.values())
+
+    def provenance(self) -> dict[str, Any]:
+        """The released scorer followed and the libraries of the rules used, with their versions."""
+        if not self._used:
+            return {}
+        versions: dict[str, str] = {}
+        for n in sorted(self._used):
+            versions.update(self.rules[n].versions())
+        return {"source": SOURCE, "rules": sorted(self._used), "libraries": versions}

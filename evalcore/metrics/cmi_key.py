@@ -20,9 +20,9 @@ mean over items. ``answered`` (evalcore's addition): the parser found a key.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any, Mapping
 
-import mir_eval
 
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.mir_rules import RULES, Rule, reference_of
@@ -59,12 +59,14 @@ class KeyRule(Rule):
     aggregates = (
         Aggregate("key_weighted_score", ("key_score",), mean_of(),
                   "CMI-Bench key score (evaluate.py key_ensamble_score @ 4c15f410): mean over items of "
-                  f"mir_eval.key.weighted_score {mir_eval.__version__} (1 / 0.5 fifth / 0.3 relative / 0.2 parallel) "
+                  f"mir_eval.key.weighted_score {version('mir_eval')} (1 / 0.5 fifth / 0.3 relative / 0.2 parallel) "
                   "of the key the released parser reads; 0 where it reads none"),
         Aggregate("answered", ("answered",), mean_of(), "share of responses in which the released parser reads a key"),
     )
 
     def score(self, response: str, reference: Any, meta: Mapping[str, Any]) -> dict[str, float]:
+        import mir_eval  # heavy: scipy.stats (seconds); `evalcore --help` imports the metrics
+
         key = parse_key(str(response))
         value = 0.0
         if key is not None:
@@ -75,4 +77,4 @@ class KeyRule(Rule):
         return {"key_score": value, "answered": float(key is not None)}
 
     def versions(self) -> dict[str, str]:
-        return {"mir_eval": mir_eval.__version__}
+        return {"mir_eval": version("mir_eval")}

@@ -27,9 +27,6 @@ import string
 from importlib.metadata import version
 from typing import Any, Mapping
 
-import jiwer
-from num2words import num2words
-
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.mir_rules import RULES, PublishedStops, Rule, reference_of
 
@@ -51,6 +48,8 @@ def clean_prediction(text: str) -> str:
 
 def clean(text: str) -> str:
     """Step 2 of the released cleaning: punctuation but ``'`` deleted, lower case, digit words spelled out."""
+    from num2words import num2words  # heavy: 0.2 s with jiwer; `evalcore --help` imports the metrics
+
     words = text.translate(_DELETE).lower().replace("\n", " ").split()
     for i, w in enumerate(words):
         if w.isdigit():
@@ -79,6 +78,8 @@ class LyricsRule(Rule):
     )
 
     def score(self, response: str, reference: Any, meta: Mapping[str, Any]) -> dict[str, float]:
+        import jiwer  # heavy: see clean()
+
         prediction = clean(clean_prediction(str(response)))
         truth = clean(str(reference_of(reference)))
         try:

@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import re
 import warnings
+from importlib.metadata import version
 from typing import Any, Mapping
 
-import mir_eval
 import numpy as np
-import pretty_midi
 
 from evalcore.metrics.base import Aggregate, mean_of, safe_ratio
 from evalcore.metrics.mir_rules import RULES, PublishedStops, Rule, Unreproducible, literal
@@ -79,6 +78,7 @@ def _repaired(s: str) -> Any:
 
 
 def _hz(note: Any) -> float:
+    import pretty_midi  # heavy: mido and its backends; `evalcore --help` imports the metrics
     if isinstance(note, str):
         if note == "":
             return 0.0
@@ -154,12 +154,14 @@ class MelodyRule(Rule):
         Aggregate("melody_accuracy", ("overall_accuracy", "counted"),
                   lambda m: safe_ratio(m[..., 0], m[..., 1], np.nan),
                   f"CMI-Bench melody accuracy (evaluate.py melody_evaluation @ 4c15f410): mean of mir_eval.melody "
-                  f"{mir_eval.__version__} Overall Accuracy over the items it scores (0 where either sequence does not "
+                  f"{version('mir_eval')} Overall Accuracy over the items it scores (0 where either sequence does not "
                   "parse; items where mir_eval fails left out, as released); MIDI 0 is 8.18 Hz (pretty_midi)"),
         Aggregate("counted", ("counted",), mean_of(), "share of items the released loop counts (mir_eval did not fail)"),
     )
 
     def score(self, response: str, reference: Any, meta: Mapping[str, Any]) -> dict[str, float]:
+        import mir_eval  # heavy: scipy.stats (seconds); `evalcore --help` imports the metrics
+
         est, ref = sequence(response), sequence(reference)
         if est is None or ref is None:
             return {"overall_accuracy": 0.0, "counted": 1.0}
@@ -172,4 +174,4 @@ class MelodyRule(Rule):
         return {"overall_accuracy": acc, "counted": 1.0}
 
     def versions(self) -> dict[str, str]:
-        return {"mir_eval": mir_eval.__version__, "pretty_midi": pretty_midi.__version__}
+        return {"mir_eval": version("mir_eval"), "pretty_midi": version("pretty_midi")}

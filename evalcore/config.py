@@ -338,8 +338,18 @@ class SuiteConfig(_Strict):
         return self.model_copy(update={"storage": self.storage.model_copy(update={"root": root})}) if root else self
 
 
+class ModelCard(_Strict):
+    """The report's model-card table: one row per benchmark/task, one column per model, each cell the value [CI]
+    with its listening mark (evalcore.reports.model_card)."""
+
+    #: a CSV of published values (dataset, model, metric, value, source) set beside the run's
+    published: str | None = Field(None, min_length=1)
+
+
 class RunConfig(SuiteConfig):
     models: list[ModelConfig] = Field(min_length=1)
+    #: the report's model-card table (None: no card)
+    model_card: ModelCard | None = None
     #: a published table this run reproduces (``paper/table``, e.g. ``factual/table8``): the report and
     #: ``tables/reproduction.parquet`` put each of its published cells beside the run's value
     reproduces: str | None = Field(None, pattern=r"^[a-z]+/(table\d+|text)$")

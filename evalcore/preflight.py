@@ -27,7 +27,7 @@ from evalcore.packages import component_problem
 from evalcore.params import path_problems
 from evalcore.protocols.templates import check_templates
 from evalcore.protocols.vocab_fit import FACTUAL_KINDS, declared
-from evalcore.reports import published
+from evalcore.reports import model_card, published
 from evalcore.vocab.tasks import misfit
 
 
@@ -96,7 +96,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
-    out += key_problems(cfg)
+    out += key_problems(cfg) + card_problems(cfg)
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
@@ -169,6 +169,17 @@ def reproduction_problems(cfg: RunConfig) -> list[str]:
     if not published.cells_of(cfg.reproduces, cells):
         return [f"reproduces: no published cell of {cfg.reproduces!r} (tables: "
                 f"{', '.join(published.table_keys(cells)[:12])} …)"]
+    return []
+
+
+def card_problems(cfg: RunConfig) -> list[str]:
+    """``model_card.published`` must exist and read cleanly (:func:`evalcore.reports.model_card.read_published`)."""
+    if cfg.model_card is None or cfg.model_card.published is None:
+        return []
+    try:
+        model_card.read_published(storage.read_text(cfg.model_card.published))
+    except (OSError, ValueError) as e:
+        return [f"model_card.published: {str(e)[:300]}"]
     return []
 
 

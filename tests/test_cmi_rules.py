@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import pathlib
 import warnings
+import zlib
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from evalcore import audio
@@ -25,6 +27,7 @@ from evalcore.metrics.cmi_key import KeyRule, parse_key
 from evalcore.metrics.cmi_lyrics import LyricsRule
 from evalcore.metrics.cmi_melody import MelodyRule
 from evalcore.metrics.cmi_regression import rating
+from evalcore.metrics.cmi_tagging import TaggingRule, auc_rows, embedding_truth, exact_vectors
 from evalcore.metrics.cmi_technique import TechniqueRule
 from evalcore.metrics.mir import MirScorer
 from evalcore.metrics.mir_rules import PublishedStops, Unreproducible, literal
@@ -150,6 +153,34 @@ def test_a_response_the_released_scorer_stops_on_is_an_error_row_with_its_reason
     out = MirScorer().score(rows)
     assert [("error" in o) for o in out] == [True, True, True, False]
     assert "released scorer stops" in out[0]["error"] and "unknown MIR rule" in out[2]["error"]
+
+
+def _fixed(kind: str, text: str) -> np.ndarray:
+    """A fixed 8-d vector per text (the test's stand-in for GTE's embeddings of a query or a document)."""
+    return np.random.default_rng(zlib.crc32(f"{kind}:{text}".encode())).standard_normal(8)
+
+
+TAG_ROWS = [("Sounds like rock with some pop", "rock, pop"), ("A jazz trio", "jazz"), ("poprock anthem", "poprock"),
+            ("Smooth jazz and pop", "pop, jazz"), ("I hear rock", "rock"), ("Nothing to say", "jazz, poprock"),
+            ("POP!", "pop")]
+
+
+def test_tagging_rules_with_fixed_vectors_equal_the_released_functions() -> None:
+    """Released: ``multi_label_bert(rows, ["rock", "pop", "jazz", "poprock"], embed="gte")`` with
+    ``sentence_transformers.SentenceTransformer`` replaced by one whose ``encode(texts, prompt_name)`` returns
+    :func:`_fixed` ("q" with ``prompt_name="query"``, else "d"), and ``multi_label_classification`` on the rows."""
+    sim = lambda r, tags: (_fixed("q", r) @ np.stack([_fixed("d", t) for t in tags]).T) * 100  # noqa: E731
+    rule = TaggingRule(similarity=sim, embedder="fixed vectors", vocabularies={"toy": ("jazz", "pop", "poprock", "rock")})
+    rows = [{"protocol": "p", "dataset": "d", "model": "m", "variant": "v", "condition": "correct", "item_id": f"i{k}",
+             **rule.score(r, a, {"task": "toy"})} for k, (r, a) in enumerate(TAG_ROWS)]
+    got = {o["metric"]: o["value"] for o in auc_rows(pd.DataFrame(rows), resamples=20, confidence=0.95, seed=0)}
+    released = {"roc_auc": 0.48333333333333334, "pr_auc": 0.5892063492063492,
+                "roc_auc_exact": 0.8395833333333332, "pr_auc_exact": 0.7172619047619048}
+    assert got == pytest.approx(released, abs=1e-12)
+    # quirks: the embedding rule's truth is a substring of the answer ("rock" is true for "poprock"), the
+    # string-match rule's truth the answer's normalised parts, its prediction a substring of the response
+    assert embedding_truth("poprock", ("pop", "poprock", "rock")) == [1, 1, 1]
+    assert exact_vectors("Electric Guitar", "electric guitar", ("electricguitar",)) == ([1], [0])
 
 
 # --------------------------------------------------------------------------- the released layout

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.metrics import cmi_beat, cmi_classes, cmi_key, cmi_lyrics, cmi_melody  # noqa: F401 (registration)
-from evalcore.metrics import cmi_regression, cmi_technique  # noqa: F401 (registration)
+from evalcore.metrics import cmi_regression, cmi_tagging, cmi_technique  # noqa: F401 (registration)
 from evalcore.metrics.base import Aggregate, Scorer
 from evalcore.metrics.mir_rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
 
@@ -63,7 +63,8 @@ class MirScorer(Scorer):
     protocol = "mir"
     columns = _union([r.columns for r in _all_rules()])
     aggregates = tuple({a.name: a for r in _all_rules() for a in r.aggregates}.values())
-    summary_columns = ()
+    #: the tagging rule's per-item vectors, which its AUC rows read (:func:`evalcore.metrics.cmi_tagging.auc_rows`)
+    summary_columns = ("tag_vectors",)
 
     def __init__(self) -> None:
         self.rules = {r.name: r for r in _all_rules()}
@@ -79,7 +80,8 @@ class MirScorer(Scorer):
                 continue
             self._used.add(name)
             try:
-                out.append(self.rules[name].score(r.get("text") or "", r.get("reference"), _meta(r)))
+                meta = {**_meta(r), "task": r.get("task")}
+                out.append(self.rules[name].score(r.get("text") or "", r.get("reference"), meta))
             except (PublishedStops, Unreproducible) as e:
                 out.append({"error": f"{name}: {e}"})
             except (ValueError, TypeError) as e:  # e.g. a reference the released code cannot read either
@@ -100,6 +102,15 @@ class MirScorer(Scorer):
                 if a.name in common:
                     chosen.setdefault(a.name, a)
         return tuple(chosen.values())
+
+    def extra_rows(self, df: pd.DataFrame, *, resamples: int, confidence: float, seed: int) -> list[dict[str, Any]]:
+        """The tagging figures (ROC-AUC, PR-AUC: not means of item values) with their CIs and paired differences."""
+        if "category" not in df.columns:
+            return []
+        tagging = df[df["category"].astype(object) == "cmi_tagging"]
+        rule = self.rules["cmi_tagging"]
+        return cmi_tagging.auc_rows(tagging, resamples=resamples, confidence=confidence, seed=seed,
+                                    embedder=getattr(rule, "embedder", cmi_tagging.STAND_IN)) if len(tagging) else []
 
     def provenance(self) -> dict[str, Any]:
         """The released scorer followed and the libraries of the rules used, with their versions."""

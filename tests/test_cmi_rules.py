@@ -27,7 +27,7 @@ from evalcore.metrics.cmi_key import KeyRule, parse_key
 from evalcore.metrics.cmi_lyrics import LyricsRule
 from evalcore.metrics.cmi_melody import MelodyRule
 from evalcore.metrics.cmi_regression import rating
-from evalcore.metrics.cmi_tagging import TaggingRule, auc_rows, embedding_truth, exact_vectors
+from evalcore.metrics.cmi_tagging import TaggingRule, _auc, auc_rows, embedding_truth, exact_vectors, resampled_auc
 from evalcore.metrics.cmi_technique import TechniqueRule
 from evalcore.metrics.mir import MirScorer
 from evalcore.metrics.mir_rules import PublishedStops, Unreproducible, literal
@@ -181,6 +181,17 @@ def test_tagging_rules_with_fixed_vectors_equal_the_released_functions() -> None
     # string-match rule's truth the answer's normalised parts, its prediction a substring of the response
     assert embedding_truth("poprock", ("pop", "poprock", "rock")) == [1, 1, 1]
     assert exact_vectors("Electric Guitar", "electric guitar", ("electricguitar",)) == ([1], [0])
+
+
+def test_resampled_auc_equals_scikit_learn_with_ties() -> None:
+    """The bootstrap's fast path (ranks, summed precision steps) gives scikit-learn's macro ROC-AUC and AP."""
+    rng = np.random.default_rng(0)
+    for trial in range(12):
+        n, tags = int(rng.integers(6, 120)), int(rng.integers(1, 40))
+        truth = (rng.random((n, tags)) < rng.uniform(0.1, 0.6)).astype(float)
+        scores = (np.round(rng.normal(size=(n, tags)) * 3, int(rng.choice([0, 1, 5]))) if trial % 3
+                  else (rng.random((n, tags)) < 0.3).astype(float))  # ties; binary predictions (string match)
+        assert resampled_auc(truth, scores) == pytest.approx(_auc(truth, scores), abs=1e-12, nan_ok=True), trial
 
 
 # --------------------------------------------------------------------------- the released layout

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from evalcore.reports.verdict import MIN_ITEMS, interval_label, listening_rows
+from evalcore.schema import PROTOCOLS
 
 __all__ = ["CARD_METRICS", "MARKS", "read_published", "cells", "section"]
 
@@ -73,10 +74,15 @@ def cells(summary: pd.DataFrame, published: Iterable[dict[str, str]] = (), min_i
     models = sorted(vals["model"].unique())
     listen = listening_rows(summary, excluded)
     pub = {(p["dataset"], p["model"], p["metric"]): float(p["value"]) for p in published}
-    kinds = vals.assign(_kind=vals["protocol_kind"].fillna(vals["protocol"]) if "protocol_kind" in vals else "")
+    kind_of: dict[tuple[str, str], str] = {}
+    for r in vals.itertuples():  # a row's kind: its protocol's (rows a scorer did not write may lack it)
+        kind = getattr(r, "protocol_kind", None)
+        if kind in PROTOCOLS:
+            kind_of[(r.protocol, r.dataset)] = kind
+        else:
+            kind_of.setdefault((r.protocol, r.dataset), "")
     order = {"mcq": 0, "mir": 1, "freeform": 2}
-    keys = sorted({(r.protocol, r.dataset, r._kind) for r in kinds.itertuples()},
-                  key=lambda k: (order.get(k[2], 3), k[0], k[1]))
+    keys = sorted(((p, d, k) for (p, d), k in kind_of.items()), key=lambda k: (order.get(k[2], 3), k[0], k[1]))
     rows = []
     for proto, ds, _ in keys:
         here = vals[(vals["protocol"] == proto) & (vals["dataset"] == ds) & (vals["metric"] != "errored")]

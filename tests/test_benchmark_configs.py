@@ -7,8 +7,9 @@ datasets, protocols, conditions, orders, prompts and judges kept; the Music LM r
 answering one fixed choice text per benchmark (``simulated_gpu``, one model per protocol, named
 ``<protocol>.qwen2-audio-7b-instruct``), the two weight-free baselines kept, MMAU-Pro's NV-Embed-v2 judge swapped
 for its bag-of-words stand-in (no weights offline). Accuracy and the instruction-following rate (IFR: the share of
-responses the published rule maps to a choice) come out for every model × condition. MuChoMusic and
-RUL-MuchoMusic run end to end in their own tests (tests/test_paper_configs.py, tests/test_rul_muchomusic.py).
+responses the published rule maps to a choice) come out for every model × condition. RUL-MuchoMusic runs in the same
+run over its fixture in MuChoMusic's released layout (tests/test_rul_muchomusic.py's), by the null model and the text
+prior; MuChoMusic runs end to end in tests/test_paper_configs.py.
 
 The CMI-Bench part (tests/fixtures/cmi_bench/data: synthesized clips in the released layout, one ``.m4a`` that
 decodes and one that does not, malformed records) scores every task's released rule under every control, with the
@@ -44,10 +45,11 @@ FIXTURE = {
     "mmau-pro-music": ("mmau-pro", {"path": FIXTURES / "mmau_pro" / "test.parquet",
                                     "audio_root": FIXTURES / "mmau_pro"}, "Double bass"),
 }
-#: configs whose end-to-end run lives in their own test file (RUListening's folds and one order per fold)
-OWN_RUN = {"rul-muchomusic": "tests/test_rul_muchomusic.py"}
+#: RUL-MuchoMusic runs in the card with its fixture in MuChoMusic's released layout (tests/test_rul_muchomusic.py's),
+#: answered by the text prior and the null model, as its own test set it up
+RUL = "rul-muchomusic"
 #: the music card's protocols run end to end elsewhere (their data's fixtures live with those tests)
-ELSEWHERE = {"muchomusic": "tests/test_paper_configs.py", "rul-muchomusic": "tests/test_rul_muchomusic.py"}
+ELSEWHERE = {"muchomusic": "tests/test_paper_configs.py"}
 #: the CMI-Bench tasks with fixture files: one or more per released rule
 CMI_TASKS = ("GTZAN", "GS_key", "gtzan_beat", "DSing", "MedleyDB", "Guzheng_Tech", "EMO_arousal", "MTG_genre", "SDD")
 STAND_IN = "qwen2-audio-7b-instruct"
@@ -58,8 +60,8 @@ def _yaml(path: pathlib.Path) -> dict:
 
 
 def test_a_config_per_benchmark() -> None:
-    assert {p.stem for p in CONFIGS} == set(FIXTURE) | set(OWN_RUN) | {"music-card"}
-    for test_file in {**OWN_RUN, **ELSEWHERE}.values():
+    assert {p.stem for p in CONFIGS} == set(FIXTURE) | {RUL, "music-card"}
+    for test_file in ELSEWHERE.values():
         assert (REPO / test_file).exists()
     assert {TASKS[t][1] for t in CMI_TASKS} == {rule for _, rule, _ in TASKS.values()}  # every rule has a fixture
 
@@ -77,7 +79,7 @@ def test_music_card_holds_every_benchmark_config_and_task() -> None:
     card = _yaml(CARD)
     protocols = {p["name"]: p for p in card["protocols"]}
     datasets = {d["name"]: d for d in card["datasets"]}
-    for stem in [*FIXTURE, *OWN_RUN]:
+    for stem in [*FIXTURE, RUL]:
         cfg = _yaml(REPO / "configs" / "benchmarks" / f"{stem}.yaml")
         (proto,) = cfg["protocols"]
         (ds,) = cfg["datasets"]
@@ -96,7 +98,10 @@ def test_music_card_holds_every_benchmark_config_and_task() -> None:
 
 
 def _localized(out: pathlib.Path) -> dict:
+    from test_rul_muchomusic import FIXTURE as RUL_JSON, write_muchomusic
+
     cfg = copy.deepcopy(_yaml(CARD))
+    rul_data = write_muchomusic(out / "muchomusic-data")
     by_proto = {proto: (files, answer) for proto, files, answer in FIXTURE.values()}
     keep_ds, datasets = set(), []
     for d in cfg["datasets"]:
@@ -106,7 +111,11 @@ def _localized(out: pathlib.Path) -> dict:
                 keep_ds.add(d["name"])
             continue
         proto = next((p["name"] for p in cfg["protocols"] if d["name"] in p["datasets"]), None)
-        if proto in by_proto:
+        if proto == RUL:
+            datasets.append({**d, "params": {"path": str(RUL_JSON), "muchomusic_csv": str(rul_data / "muchomusic.csv"),
+                                             "audio_root": str(rul_data)}})
+            keep_ds.add(d["name"])
+        elif proto in by_proto:
             datasets.append({**d, "params": {**d["params"], **{k: str(v) for k, v in by_proto[proto][0].items()}}})
             keep_ds.add(d["name"])
     small = {"num_cpus": 0.1, "batch_size": 32}
@@ -126,13 +135,16 @@ def _localized(out: pathlib.Path) -> dict:
         if p.get("judge", {}).get("kind") == "mcq_mmau_pro":
             p["judge"] = {"kind": "mcq_mmau_pro", "params": {"embedder": "bag-of-words"}}
         if p["kind"] in ("mir", "freeform"):
-            p["models"] = [STAND_IN, *baselines]
+            p["models"] = [STAND_IN, "listener"]  # the text prior's one description says nothing of these tasks
+        if p["name"] == RUL:
+            p["models"] = ["null", "text-prior"]
         protocols.append(p)
     models.append({"name": STAND_IN, "kind": "simulated_gpu", "resources": small,
                    "params": {"seconds_per_batch": 0, "answer": "C major"}})
+    models.append({"name": "null", "kind": "null", "resources": small})
     cfg.update(datasets=datasets, models=models, protocols=protocols, storage={"root": str(out / "run")},
                model_card={"published": str(REPO / cfg["model_card"]["published"])},
-               stats={**cfg["stats"], "bootstrap_resamples": 100},
+               stats={**cfg["stats"], "bootstrap_resamples": 40},
                ray={"progress_bars": False, "decode_num_cpus": 0.5})
     return cfg
 
@@ -216,7 +228,7 @@ def test_music_card_scores_every_cmi_task_under_every_control(card_run: dict) ->
     assert c["items_in"] == c["items_valid"] + c["items_errored"]
     assert c["requests_in"] == c["requests_scored"] + c["requests_errored"]
     s, per_item, errors = card_run["summary"], card_run["per_item"], card_run["errors"]
-    models = {STAND_IN, "listener", "text-prior"}
+    models = {STAND_IN, "listener"}
     for ds, (metric, load_errors) in CMI_EXPECTED.items():
         rows = per_item[per_item["dataset"] == ds]
         assert set(rows["condition"]) == CONTROLS and set(rows["model"]) == models, ds
@@ -237,7 +249,7 @@ def test_music_card_scores_every_cmi_task_under_every_control(card_run: dict) ->
     assert len(m4a) and set(m4a["error_class"]) == {"input"} and m4a["error"].str.contains("corrupt").all()
     assert set(m4a["condition"]) >= {"correct", "silence", "noise"}
     text_only = per_item[(per_item.dataset == "cmi-dsing") & (per_item.condition == "text_only")]
-    assert text_only["item_id"].nunique() == 3  # nothing is decoded without audio: the broken .m4a item scores too
+    assert text_only["item_id"].nunique() == 2  # nothing is decoded without audio: the broken .m4a item scores too
     caps = s[(s.protocol == "cmi-captions") & (s.metric == "meteor") & (s.kind == "value") & (s.group == "all")]
     assert len(caps) == len(models) * len(CONTROLS)
 
@@ -248,11 +260,11 @@ def test_model_card_in_the_report_and_in_chromium(card_run: dict, tmp_path: path
     report = card_run["result"].report
     card = report.split("## Model card", 1)[1].split("\n## ", 1)[0]
     header = next(ln for ln in card.splitlines() if ln.startswith("| benchmark |"))
-    assert all(m in header for m in ("listener", "text-prior", STAND_IN))
+    assert all(m in header for m in ("listener", "text-prior", "null", STAND_IN))
     rows = [ln for ln in card.splitlines() if ln.startswith("| ") and not ln.startswith("| benchmark")]
     labels = {ln.split(" | ")[0].lstrip("| ") for ln in rows}
-    assert {ds for ds in CMI_EXPECTED} | {"mmau-test-mini (mmau)", "mmar-music (mmar)", "cmi-sdd (cmi-captions)"} \
-        <= {lab.split(" (cmi)")[0] for lab in labels}
+    assert {ds for ds in CMI_EXPECTED} | {"mmau-test-mini (mmau)", "mmar-music (mmar)", "cmi-sdd (cmi-captions)",
+                                         "rul-muchomusic"} <= {lab.split(" (cmi)")[0] for lab in labels}
     gtzan = next(ln for ln in rows if ln.startswith("| cmi-gtzan (cmi) | accuracy |"))
     assert "pub. 0.624" in gtzan  # CMI-Bench's released scorer on Qwen2-Audio's released GTZAN outputs
     assert "? " in gtzan or gtzan.rstrip(" |").endswith("?")  # two items: too few to say whether it listened
@@ -261,3 +273,20 @@ def test_model_card_in_the_report_and_in_chromium(card_run: dict, tmp_path: path
     page = card_run["root"] / "report.html"
     scroll, client = chromium.widths(page, tmp_path)
     assert scroll <= client, f"the page overflows a 1280 px window: {scroll} > {client}"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_rul_muchomusic_config_runs_in_the_card(card_run: dict) -> None:
+    """The RUL-MuchoMusic config's protocol (released prompt, judge, one order per fold) over its fixture in
+    MuChoMusic's released layout (question 2050 has no clip there), by the null model and the text prior."""
+    per_item, errors, s = card_run["per_item"], card_run["errors"], card_run["summary"]
+    loads = errors[(errors.dataset == RUL) & (errors.error_stage == "load")]
+    assert sorted(loads["item_id"]) == [f"2050-f{k}" for k in range(4)]          # question 2050 has no clip
+    rul = per_item[per_item.protocol == RUL]
+    assert len(rul) == 12 * 2 * 5 and set(rul["condition"]) == CONTROLS           # items × models × conditions
+    fails = s[(s.protocol == RUL) & (s.metric == "parse_failure_rate") & (s.group == "all")].set_index(
+        ["model", "condition"])["value"]
+    assert len(fails) == 10 and (fails.loc["null"] == 1.0).all() and (fails.loc["text-prior"] == 0.0).all()
+    assert ((s.protocol == RUL) & (s.metric == "perceptual_index") & (s.condition == "text_only")).sum() == 2
+    assert "perceptual_index" in card_run["result"].report and "parse_failure_rate" in card_run["result"].report

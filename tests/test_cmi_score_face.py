@@ -83,3 +83,26 @@ def test_score_mcq_with_the_benchmarks_parsers(tmp_path: Path) -> None:
     assert got["mmau"] == got["mmar"] == [0, -1, -1]
     assert got["strict"][:2] == [0, 0]
     assert len(got["rul"]) == len(got["mmau-pro-bow"]) == 3
+
+
+def test_score_mcq_reads_the_released_mmau_and_mmar_outputs(tmp_path: Path) -> None:
+    recs = [{"id": "a", "choices": ["Male speech", "Female speech"], "answer": "Male speech", "task": "music",
+             "model_output": "Male speech."},
+            {"id": "b", "choices": ["Piano", "Guitar"], "answer": "Guitar", "task": "music",
+             "model_output": "It is (B)"},
+            {"id": "c", "choices": ["Piano", "Guitar"], "answer": "Guitar", "task": "sound"}]  # no model_output
+    path = tmp_path / "mmau-test-mini-with-outputs.json"
+    path.write_text(json.dumps(recs))
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["score", "mcq", str(path), "--released", "mmau", "--parser", "mmau", "--out", str(out),
+                              "--resamples", "10"])
+    assert res.exit_code == 0, res.output
+    assert "rows: 3 in = 2 scored + 1 errored" in res.output  # the released scorer skips "c"; counted here
+    per_item = pq.read_table(out / "per_item.parquet").to_pandas()
+    assert per_item["correct"].tolist()[:2] == [True, False]  # a bare letter matches nothing under MMAU's rule
+    assert "released scorer skips" in str(per_item["error"].iloc[2])
+    mmar = [{**r, "answer_prediction": r.pop("model_output", None), "modality": "music"} for r in recs[:2]]
+    path.write_text("".join(json.dumps(r) + "\n" for r in mmar))
+    res = runner.invoke(app, ["score", "mcq", str(path), "--released", "mmar", "--parser", "mmar", "--out",
+                              str(tmp_path / "out2"), "--resamples", "10"])
+    assert res.exit_code == 0 and "rows: 2 in = 2 scored + 0 errored" in res.output, res.output

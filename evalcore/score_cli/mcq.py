@@ -29,6 +29,7 @@ from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import (RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe, default_group_by,
                                    exit_if_unscored, fail, index_value, is_missing, read_rows, write_outputs)
+from evalcore.score_cli.released_mcq import RELEASED, released_rows
 from evalcore.score_cli.stage import score_judged
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
@@ -203,6 +204,9 @@ def score_mcq(
                                            "'' = no groups)."),
     breakdown: Optional[str] = typer.Option(None, "--breakdown", help="Comma-separated columns: extra summary "
                                             "rows per value of each (e.g. category,difficulty,genre)."),
+    released: Optional[str] = typer.Option(None, "--released", help="INPUT is a benchmark's released output file: "
+                                           "mmau (its JSON with model_output) | mmar (MMAR-meta with "
+                                           "answer_prediction)."),
     llm_base_url: Optional[str] = llm.BASE_URL,
     llm_model: Optional[str] = llm.MODEL,
     llm_key_env: str = llm.KEY_ENV,
@@ -219,10 +223,12 @@ def score_mcq(
         fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSER_NAMES)}")
     if resamples < 1:
         fail("mcq", f"--resamples must be at least 1, got {resamples}")
+    if released is not None and released not in RELEASED:
+        fail("mcq", f"unknown --released {released!r}; choose one of: {', '.join(RELEASED)}")
     try:
-        df = read_rows(input_uri, REQUIRED)
-    except InputError as e:
-        fail("mcq", str(e))
+        df = released_rows(input_uri, released) if released else read_rows(input_uri, REQUIRED)
+    except (InputError, ValueError, OSError) as e:
+        fail("mcq", str(e)[:300])
     bd = [c.strip() for c in (breakdown or "").split(",") if c.strip()]
     unknown = [c for c in bd if c not in df.columns or c in _OWN]
     if unknown:

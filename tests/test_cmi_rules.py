@@ -16,6 +16,7 @@ import zlib
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from evalcore import audio
@@ -224,3 +225,26 @@ def test_m4a_decodes_by_pyav_and_a_broken_one_is_an_input_error() -> None:
     with pytest.raises(audio.AudioError) as e:
         audio.load(str(vocals / "take-3.m4a"), 16_000)
     assert e.value.reason == "corrupt" and e.value.error_class == "input"
+
+
+def test_rules_scored_in_the_stream_are_what_the_run_scorer_takes() -> None:
+    """The stage on the workers' judged batches stores each whole request's columns (or its error) in ``scores``;
+    the run's scorer takes them as they are, and computes what is missing (a chunked request) the same way."""
+    from evalcore.metrics.mir import score_batch
+    from evalcore.pipeline.stages import JUDGED
+
+    base = {"protocol": "cmi", "error": None, "n_chunks": 1, "task": "GS_key", "category": "cmi_key",
+            "reference": "C major", "metadata": None}
+    rows = [{**base, "request_id": "a", "text": "G major"}, {**base, "request_id": "b", "text": "C major"},
+            {**base, "request_id": "c", "text": "[(0, 69)]", "category": "cmi_melody", "task": "MedleyDB",
+             "reference": REFERENCE},
+            {**base, "request_id": "d", "text": "C major", "n_chunks": 2},  # a chunk: left to the run's scorer
+            {**base, "request_id": "e", "text": "C major", "protocol": "other"}]
+    table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in JUDGED} for r in rows], schema=JUDGED)
+    out = score_batch(table, ["cmi"]).to_pylist()
+    assert [r["scores"] is not None for r in out] == [True, True, True, False, False]
+    assert json.loads(out[0]["scores"]) == {"mir_rule": "cmi_key", "key_score": 0.5, "answered": 1.0}
+    assert "released scorer stops" in json.loads(out[2]["scores"])["error"]
+    scorer = MirScorer()
+    streamed = scorer.score([{**r, "text": "x"} for r in out[:3]])  # the stored values win over the text
+    assert streamed == scorer.score([{k: v for k, v in r.items() if k != "scores"} for r in out[:3]])

@@ -9,21 +9,31 @@ mixing tasks of one rule (GTZAN and VocalSet accuracy) reports them pooled over 
 A response a rule cannot score the released way (the released scorer would stop on it, or evalcore will not
 evaluate what it would) becomes an error row of the ``score`` stage with the reason — counted in ``errored``,
 never guessed.
+
+In a run the rules score in the stream, on the workers' judged batches (:func:`score_batch`, a stage after the
+judge, as the free-form lexical metrics do): each whole request's columns go into its row's ``scores`` (JSON) and
+are committed with it, so the scoring overlaps the models instead of following the last answer. The run's scorer
+takes them as they are and computes only what is missing (a chunked request, a row of an older run): the same
+function on the same row, so the same values.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
+import pyarrow as pa
 
 from evalcore.metrics import cmi_beat, cmi_classes, cmi_key, cmi_lyrics, cmi_melody  # noqa: F401 (registration)
 from evalcore.metrics import cmi_regression, cmi_tagging, cmi_technique  # noqa: F401 (registration)
 from evalcore.metrics.base import Aggregate, Scorer
 from evalcore.metrics.mir_rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
 
-__all__ = ["MirScorer", "rule_of", "PRIMARY"]
+__all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]
+
+#: the key marking a row's ``scores`` as the mir rules' columns (the free-form metrics' JSON has "profile")
+STREAM_KEY = "mir_rule"
 
 
 def _union(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -79,15 +89,22 @@ class MirScorer(Scorer):
                                      f"{', '.join(RULES.names())}"})
                 continue
             self._used.add(name)
-            try:
-                meta = {**_meta(r), "task": r.get("task")}
-                out.append(self.rules[name].score(r.get("text") or "", r.get("reference"), meta))
-            except (PublishedStops, Unreproducible) as e:
-                out.append({"error": f"{name}: {e}"})
-            except (ValueError, TypeError) as e:  # e.g. a reference the released code cannot read either
-                out.append({"error": f"{name}: the released scorer fails on this row ({type(e).__name__}: "
-                                     f"{str(e)[:80]})"})
+            stored = _stored(r.get("scores"), name)
+            if stored is not None:  # scored in the stream (score_batch): the same function on the same row
+                out.append(stored)
+                continue
+            out.append(self.score_one(name, r))
         return out
+
+    def score_one(self, name: str, r: dict[str, Any]) -> dict[str, Any]:
+        """One row's columns by rule ``name`` (or its ``error``)."""
+        try:
+            meta = {**_meta(r), "task": r.get("task")}
+            return self.rules[name].score(r.get("text") or "", r.get("reference"), meta)
+        except (PublishedStops, Unreproducible) as e:
+            return {"error": f"{name}: {e}"}
+        except (ValueError, TypeError) as e:  # e.g. a reference the released code cannot read either
+            return {"error": f"{name}: the released scorer fails on this row ({type(e).__name__}: {str(e)[:80]})"}
 
     def aggregates_for(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
         """The figures of the rules ``df``'s rows use (those all of them share, when it mixes rules)."""
@@ -120,3 +137,41 @@ class MirScorer(Scorer):
         for n in sorted(self._used):
             versions.update(self.rules[n].versions())
         return {"source": SOURCE, "rules": sorted(self._used), "libraries": versions}
+
+
+def _stored(scores: Any, name: str) -> dict[str, Any] | None:
+    """The columns :func:`score_batch` stored in a row's ``scores`` for rule ``name``, or None."""
+    if not isinstance(scores, str) or STREAM_KEY not in scores:
+        return None
+    try:
+        got = json.loads(scores)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(got, dict) or got.get(STREAM_KEY) != name:
+        return None
+    return {k: v for k, v in got.items() if k != STREAM_KEY}
+
+
+_SCORER: MirScorer | None = None  # one per worker process: its rules' libraries load once
+
+
+def score_batch(batch: pa.Table, protocols: Sequence[str]) -> pa.Table:
+    """``batch`` (judged rows) with ``scores`` set, for the rows of the ``mir`` protocol instances ``protocols``
+    that are whole requests without error, to their rule's columns (or the rule's error) as JSON."""
+    global _SCORER
+    if not protocols or batch.num_rows == 0:
+        return batch
+    cols = {k: batch.column(k).to_pylist() for k in ("protocol", "n_chunks", "error")}
+    todo = [i for i, p in enumerate(cols["protocol"]) if p in protocols and cols["error"][i] is None
+            and int(cols["n_chunks"][i] or 1) == 1]
+    if not todo:
+        return batch
+    _SCORER = _SCORER or MirScorer()
+    rows = batch.take(todo).select(["category", "text", "reference", "metadata", "task"]).to_pylist()
+    scores = batch.column("scores").to_pylist()
+    for i, r in zip(todo, rows):
+        name = rule_of(r)
+        if name is not None:
+            scores[i] = json.dumps({STREAM_KEY: name, **_SCORER.score_one(name, r)})
+    return batch.set_column(batch.schema.get_field_index("scores"), batch.schema.field("scores"),
+                            pa.array(scores, pa.string()))

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from evalcore.metrics.mir import score_batch as mir_batch
 from evalcore.metrics.stage import ModelScorer, score_batch
 
 SCORE_POOL_FROM = 10_000  # requests to run from which lexical scoring runs on a pool of actors
@@ -15,6 +16,12 @@ SCORE_POOL_FROM = 10_000  # requests to run from which lexical scoring runs on a
 def score(batch: pa.Table, plan: Any) -> pa.Table:
     """The scoring stage (:func:`score_batch`) as Ray tasks, under the name Ray Data shows: ``score``."""
     return score_batch(batch, plan)
+
+
+def score_mir(batch: pa.Table, protocols: Any) -> pa.Table:
+    """The mir protocols' released rules on a judged batch (:func:`evalcore.metrics.mir.score_batch`) as Ray tasks,
+    under the name Ray Data shows: ``score_mir``."""
+    return mir_batch(batch, protocols)
 
 
 class Scoring:

@@ -144,7 +144,7 @@ def _localized(out: pathlib.Path) -> dict:
     models.append({"name": "null", "kind": "null", "resources": small})
     cfg.update(datasets=datasets, models=models, protocols=protocols, storage={"root": str(out / "run")},
                model_card={"published": str(REPO / cfg["model_card"]["published"])},
-               stats={**cfg["stats"], "bootstrap_resamples": 40},
+               stats={**cfg["stats"], "bootstrap_resamples": 100},
                ray={"progress_bars": False, "decode_num_cpus": 0.5})
     return cfg
 
@@ -252,6 +252,11 @@ def test_music_card_scores_every_cmi_task_under_every_control(card_run: dict) ->
     assert text_only["item_id"].nunique() == 2  # nothing is decoded without audio: the broken .m4a item scores too
     caps = s[(s.protocol == "cmi-captions") & (s.metric == "meteor") & (s.kind == "value") & (s.group == "all")]
     assert len(caps) == len(models) * len(CONTROLS)
+    # the rules scored in the stream: every whole mir request without error carries its rule's columns as committed
+    from evalcore.pipeline.commit import load_committed
+
+    mir = [r for r in load_committed(str(card_run["root"])).rows if r["protocol"] == "cmi" and r["error"] is None]
+    assert mir and all(json.loads(r["scores"])["mir_rule"] == r["category"] for r in mir)
 
 
 @pytest.mark.ray

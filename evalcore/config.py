@@ -143,7 +143,7 @@ class JudgeConfig(_Strict):
     _fits = _params_fit(JUDGES)
 
 
-ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
+ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice", "mir"]
 assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]
 
 
@@ -351,8 +351,18 @@ class SuiteConfig(_Strict):
         return self.model_copy(update={"storage": self.storage.model_copy(update={"root": root})}) if root else self
 
 
+class ModelCard(_Strict):
+    """The report's model-card table: one row per benchmark/task, one column per model, each cell the value [CI]
+    with its listening mark (evalcore.reports.model_card)."""
+
+    #: a CSV of published values (dataset, model, metric, value, source) set beside the run's
+    published: str | None = Field(None, min_length=1)
+
+
 class RunConfig(SuiteConfig):
     models: list[ModelConfig] = Field(min_length=1)
+    #: the report's model-card table (None: no card)
+    model_card: ModelCard | None = None
     #: the published tables this run reproduces (``paper/table``, e.g. ``factual/table8``; one, or a list): the report
     #: and ``tables/reproduction.parquet`` put each of their published cells beside the run's value, and the paper's
     #: numbers in the prose (``paper/text``) where the run computes the same quantity

@@ -22,7 +22,7 @@ from evalcore.pipeline.browse import items_page
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
 from evalcore.pipeline.reduce import group_rows, reduce_rows
-from evalcore.reports import markdown, report_html, verdict
+from evalcore.reports import markdown, model_card, published, report_html, verdict
 from evalcore.reports.reproduction import compare, section
 from evalcore.scoring.agreement import agreement
 from evalcore.scoring.requests import error_rows
@@ -41,6 +41,14 @@ def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict
             params[p.name] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
                               "s3": cfg.storage.s3.model_dump()}
     return params
+
+
+def card_meta(cfg: RunConfig) -> dict[str, Any] | None:
+    """The model card's settings and published values for run.json (the report reads them there), or None."""
+    if cfg.model_card is None:
+        return None
+    path = cfg.model_card.published
+    return {"published": path, "values": model_card.read_published(storage.read_text(path)) if path else []}
 
 
 def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
@@ -99,7 +107,8 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
-            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces}
+            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces,
+            "model_card": card_meta(cfg)}
     out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "attempt": attempt or {},
                                                                "scoring": reduced.provenance}, indent=2, default=str))
     beside = reproduction(cfg, summary.to_pandas(), out, tables)

@@ -19,7 +19,7 @@ from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (COMMIT_CPUS, METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
                                          decode_memory, metric_gpus, model_groups, uses_audio)
-from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics
+from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics, mir_rules
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
 
 log = logging.getLogger("evalcore")
@@ -35,6 +35,7 @@ class GraphSettings:
     models: tuple[ModelConfig, ...]
     judges: dict[str, tuple[str, str]]  #: protocol instance → (judge kind, params JSON)
     freeform: dict[str, FreeformMetrics]  #: free-form protocol instance → its metrics
+    mir: tuple[str, ...]  #: the mir protocol instances (their released rules score in the stream)
     s3: dict[str, Any]  #: the run's S3 options (endpoint, region, scheme; never keys)
     read_timeout_s: float | None
     decode_num_cpus: float
@@ -47,6 +48,7 @@ class GraphSettings:
         """The settings of ``cfg``, with its protocols' ``judges`` (:func:`evalcore.pipeline.run.protocol_judges`)."""
         return cls(root=cfg.root, models=tuple(cfg.models), judges=judges,
                    freeform={p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"},
+                   mir=tuple(p.name for p in cfg.protocols if p.kind == "mir"),
                    s3=cfg.storage.s3.model_dump(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
                    metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg))
@@ -204,6 +206,9 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
         ds = actor_stage(ds, LexicalMetricsActor, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64,
                          batch_format="pyarrow", num_cpus=0.5,
                          compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
+    if settings.mir:  # the mir rules (mir_eval, jiwer, …) on the workers' batches, overlapping the models
+        ds = ds.map_batches(mir_rules, fn_kwargs={"protocols": settings.mir}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5)
     models = model_plan(freeform)
     if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
         gpus = settings.metric_gpus

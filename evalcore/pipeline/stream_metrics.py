@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from evalcore.metrics.freeform_metric import model_devices, models_key
 from evalcore.metrics.metric_config import FreeformMetrics
+from evalcore.metrics.mir import score_batch as mir_batch
 from evalcore.metrics.stream_values import encode, merge
 from evalcore.metrics.text_profiles import model_metrics, score_pairs
 
@@ -144,3 +145,9 @@ class ModelMetricsActor:
 
 
 ModelMetricsActor.__name__ = "score_models"  # (its qualified name stays ModelMetricsActor)
+
+
+def mir_rules(batch: pa.Table, protocols: Any) -> pa.Table:
+    """The mir protocols' released rules on a judged batch (:func:`evalcore.metrics.mir.score_batch`) as Ray tasks,
+    under the name Ray Data shows: ``mir_rules``."""
+    return mir_batch(batch, protocols)

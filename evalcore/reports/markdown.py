@@ -9,13 +9,14 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
-from evalcore.reports import verdict
+from evalcore.reports import model_card, verdict
 from evalcore.reports.browser_links import difference_href
 from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu")
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu",
+            "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
 
 
 def _fmt(v: float, lo: float, hi: float) -> str:
@@ -52,6 +53,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
                f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
     out += verdict.section(summary, conf, min_items, rewrite_models(meta))
+    out += model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta))
     out += ["", "## Counts", ""]
     out.append(_md_table(["", "in", "scored / valid", "errored"], [
         ["items", counts["items_in"], counts["items_valid"], counts["items_errored"]],

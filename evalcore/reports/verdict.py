@@ -45,7 +45,9 @@ __all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "ci_over", "degenerate", "
 #: default of ``stats.min_items``: the fewest paired items a difference needs to decide a verdict
 MIN_ITEMS = 20
 #: a protocol's primary metric for the verdict: the first of these its differences have
-PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macro", "bleu", "consistency")
+PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macro", "bleu", "consistency",
+           # the mir protocol's figures (CMI-Bench's rules), each higher-is-better (lyrics: word_accuracy = 1 − WER)
+           "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
 
 #: how the verdict is decided, one list item each ({m}: stats.min_items)
 RULE = ("**yes**: some difference has its CI entirely above 0, over at least {m} paired items",

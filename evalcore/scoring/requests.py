@@ -17,6 +17,7 @@ from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
 from evalcore.metrics.freeform import FreeformScorer
 from evalcore.metrics.mcq import MCQScorer
+from evalcore.metrics.mir import MirScorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 
 
@@ -69,7 +70,7 @@ ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword 
 
 #: the scorer of each protocol kind (:data:`evalcore.schema.PROTOCOLS`: a closed set, not a registry)
 SCORERS: dict[str, type[Scorer]] = {c.protocol: c for c in (FreeformScorer, FactualScorer, MCQScorer,
-                                                             TrueFalseScorer, BinaryChoiceScorer)}
+                                                             TrueFalseScorer, BinaryChoiceScorer, MirScorer)}
 
 
 def build_scorer(kind: str, params: ScorerParams | None = None, protocol: str | None = None) -> Scorer:

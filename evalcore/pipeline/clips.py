@@ -40,6 +40,7 @@ from evalcore.pipeline.stages import Decoder
 SOURCE = ["model", "condition", "audio_uri", "excerpt_start", "excerpt_end", "seed", "error_stage"]
 NO_CLIP_STAGES = frozenset({"expand", "load", "pipeline"})  # the request never reached the decode stage
 WORKERS = 4
+BLOCK = 1 << 16  # frames per write (see encode)
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,12 @@ FORMAT, SUBTYPE, SUFFIX = _encoding()
 
 
 def encode(x: np.ndarray, sample_rate: int) -> bytes:
-    """``x`` (mono float32) as an Ogg Vorbis file (WAV where Vorbis is missing)."""
+    """``x`` (mono float32) as an Ogg Vorbis file (WAV where Vorbis is missing), written in blocks of
+    :data:`BLOCK` frames: libsndfile's Vorbis writer handed hours of audio at once overflows a thread's stack."""
     buf = io.BytesIO()
-    sf.write(buf, x, sample_rate, format=FORMAT, subtype=SUBTYPE)
+    with sf.SoundFile(buf, "w", sample_rate, 1, format=FORMAT, subtype=SUBTYPE) as f:
+        for i in range(0, len(x), BLOCK):
+            f.write(x[i:i + BLOCK])
     return buf.getvalue()
 
 

@@ -117,8 +117,8 @@ def matrix(series: str, hist: pd.DataFrame, regressions: pd.DataFrame) -> tuple[
 
 def comparisons(regressions: pd.DataFrame, tonight: set[str], links: dict[tuple, str] | None = None) -> tuple[str, str]:
     """(HTML, Markdown): every checkpoint's comparisons folded per reference, newest first; tonight's open.
-    ``links``: (series, checkpoint, reference, protocol, dataset, condition, variant, metric, group) → a flagged
-    row's link to the checkpoint's item browser, filtered to the items whose outcome changed."""
+    ``links``: (series, checkpoint, reference, model, protocol, dataset, condition, variant, metric, group) → a
+    flagged row's link to the checkpoint's item browser, filtered to the items whose outcome changed."""
     if not len(regressions):
         return "<h2>Comparisons</h2><p>None yet.</p>", "## Comparisons\n\nNone yet.\n"
     h, md = ["<h2>Comparisons</h2>"], ["## Comparisons"]

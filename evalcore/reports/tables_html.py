@@ -92,7 +92,8 @@ def comparison_rows(rows: pd.DataFrame, with_model: bool = False) -> list[dict[s
             ref = getattr(r, "reference_model", r.model)
             model = {"model": str(r.model) if ref == r.model else f"{r.model} ← {ref}"}
         out.append({"_class": "flag" if r.rank_ == 0 else "gain" if r.rank_ == 1 else "", **model,
-                    "_key": (r.protocol, r.dataset, r.condition, r.variant, r.metric, r.group),
+                    "_key": (getattr(r, "model", None), r.protocol, r.dataset, r.condition, r.variant, r.metric,
+                             r.group),  # evalcore.nightly.compare.KEYS
                     "protocol": f"{r.protocol} · {r.dataset}", "condition": str(r.condition),
                     "variant": str(r.variant), "metric": str(r.metric) + ("" if r.group == "all" else f" ({r.group})"),
                     "n": str(int(r.n)), "reference": num(r.reference_value), "value": num(r.value),

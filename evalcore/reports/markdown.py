@@ -9,6 +9,7 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
+from evalcore.reports import run_profile
 from evalcore.reports import verdict
 from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
@@ -79,6 +80,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     if meta.get("models"):
         out += ["", "## Models", ""]
         out.append(_md_table(["model", "identity"], [[k, f"`{v}`"] for k, v in meta["models"].items()]))
+    out += run_profile.section(meta.get("profile"))
     return "\n".join(out) + "\n"
 
 

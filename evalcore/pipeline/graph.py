@@ -194,9 +194,13 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
         handed += int(pc.sum(pc.fill_null(out.column(commit.ROWS_COLUMN), 1)).as_py() or 0)
         yield out
     if profile is not None:
-        ops = [op for s in streams for op in s.operators()]
-        profile.add_operators(ops, node_offsets({n for op in ops for n, _, _ in op.spans}),
-                              {m.name: m.resources.concurrency for m in settings.models})
+        try:  # Ray Data's internals (evalcore.pipeline.raydata): a Ray that moved them costs the profile, not the run
+            ops = [op for s in streams for op in s.operators()]
+            profile.add_operators(ops, node_offsets({n for op in ops for n, _, _ in op.spans}),
+                                  {m.name: m.resources.concurrency for m in settings.models})
+        except Exception as e:  # noqa: BLE001
+            log.warning("profile: Ray Data's operator stats could not be read (%s); its stages are left out",
+                        type(e).__name__)
         profile.add_commit(committer.stage, handed)
 
 

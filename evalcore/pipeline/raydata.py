@@ -4,8 +4,8 @@
 (the stream of ``RefBundle`` s and the executor behind it, whose final stats outlive the iteration),
 ``RefBundle.blocks`` / ``slices`` and the executor's ``DatasetStats`` chain (per operator: the ``BlockStats`` of
 every output block, with its task's start and end on the worker's ``time.perf_counter`` clock, and the operator's
-runtime metrics). It is the one place that does: a Ray upgrade that moves them breaks here, and
-``tests/test_pipeline_e2e.py`` (the run's profile) and ``tests/test_commit_stream.py`` catch it.
+runtime metrics). It is the one place that does: a Ray upgrade that moves them breaks here, and every end-to-end
+run test catches it (``tests/test_pipeline_e2e.py`` checks the profile's figures against the run's counts).
 
 Block times are each node's monotonic clock; :func:`node_offsets` measures, per node, the offset to wall time, so
 that a multi-node cluster's operators line up with the driver's clock.

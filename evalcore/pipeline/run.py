@@ -30,8 +30,8 @@ from evalcore.pipeline.finish import finish
 from evalcore.pipeline.graph import GraphSettings, init_ray, judged_batches, rejudged_batches
 from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
 from evalcore.pipeline.outcome import RunResult, protocols_without_items
-from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
+from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.scorers import SCORE_POOL_FROM
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401

@@ -116,7 +116,7 @@ def test_run_json_has_the_profile_and_its_rows_reconcile_with_the_counts(demo_ru
     for s in profile["stages"]:
         assert s["where"] == ("driver" if s["stage"] in ("items", "requests", "score", "report") else "ray"), s
         assert 0 <= s["start_s"] <= s["first_output_s"] <= s["end_s"] <= profile["wall_s"], s
-        assert 0 < s["wall_s"] <= s["end_s"] - s["start_s"] + 1e-3 and s["busy_s"] > 0, s
+        assert 0 < s["wall_s"] <= s["end_s"] - s["start_s"] + 5e-3 and s["busy_s"] > 0, s  # (each rounded to 1 ms)
     sent = res.attempt["requests_sent"]
     assert (stages["items"]["rows_in"], stages["items"]["rows_out"]) == (c["items_in"], c["items_valid"])
     assert stages["requests"]["rows_out"] == c["requests_in"] == sent  # a fresh run sends every request

@@ -114,8 +114,8 @@ def worker_shard_rows(to_run: int) -> int:
 
 
 def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None) -> pa.Table:
-    """A commit task's work on a Ray worker (:mod:`evalcore.pipeline.committer`): the batch's complete requests (every chunk present) committed as one
-    shard (:func:`commit_shard`). Returns what the driver counts: the committed rows as a few tally rows (one per
+    """A commit task's work on a Ray worker (:mod:`evalcore.pipeline.committer`): the batch's complete requests
+    (every chunk present) committed as one shard (:func:`commit_shard`). Returns what the driver counts: the committed rows as a few tally rows (one per
     model, failing stage and first-chunk-or-not; column ``rows`` says how many rows each stands for,
     column ``shard`` holds the shard's key, the other columns null), then the rows of requests missing some chunks
     whole, with ``shard`` and ``rows`` null, for the driver's :class:`ShardWriter` to complete and commit.

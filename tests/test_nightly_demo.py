@@ -57,6 +57,14 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert verdicts == {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed",
                         "step-4000": "failed", "step-5000": "waiting"}
     assert summary["exit_code"] == 3 and summary["store"]["conditional_writes"] is True
+    for c in summary["checkpoints"]:  # each run's profile in short (its run.json's), none for one that did not run
+        p = c["profile"]
+        if c["checkpoint"] not in DEMO_CHECKPOINTS:
+            assert p is None, c
+            continue
+        assert p["wall_s"] > 0 and 0 < p["first_commit_after_model_start_s"] < p["wall_s"], p
+        assert {"items", "decode", "commit", "score", "report"} <= set(p["stages_s"]) and p["models"], p
+        assert all(m["answers_per_s"] > 0 and 0 < m["busy_fraction"] <= 1 for m in p["models"].values()), p
     # step-3000's drops, each counted once (flagged against step-2000 and against the baseline), and why
     regressed = next(c for c in summary["checkpoints"] if c["checkpoint"] == "step-3000")
     drops = _flags(tmp_path, "step-3000").drop_duplicates(CHANGE_KEY)

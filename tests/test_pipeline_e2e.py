@@ -106,6 +106,41 @@ def test_run_json_has_counts(demo_run):
     assert set(meta["models"]) == {"listener", "text-prior"}
 
 
+def test_run_json_has_the_profile_and_its_rows_reconcile_with_the_counts(demo_run):
+    cfg, res = demo_run
+    c, profile = res.counts, json.loads(open(f"{cfg.root}/run.json").read())["profile"]
+    stages = {s["stage"]: s for s in profile["stages"]}
+    judged = next(name for name in stages if name.startswith("judge"))  # judge, or judge+metrics fused by Ray Data
+    assert list(stages) == ["items", "requests", "read", "align", "decode", "model:listener", "model:text-prior",
+                            judged, "commit", "score", "report"]
+    for s in profile["stages"]:
+        assert s["where"] == ("driver" if s["stage"] in ("items", "requests", "score", "report") else "ray"), s
+        assert 0 <= s["start_s"] <= s["first_output_s"] <= s["end_s"] <= profile["wall_s"], s
+        assert 0 < s["wall_s"] <= s["end_s"] - s["start_s"] + 5e-3 and s["busy_s"] > 0, s  # (each rounded to 1 ms)
+    sent = res.attempt["requests_sent"]
+    assert (stages["items"]["rows_in"], stages["items"]["rows_out"]) == (c["items_in"], c["items_valid"])
+    assert stages["requests"]["rows_out"] == c["requests_in"] == sent  # a fresh run sends every request
+    assert stages["read"]["rows_out"] == stages["align"]["rows_in"] == stages["align"]["rows_out"] == sent
+    assert stages["decode"]["rows_in"] == sent and stages["decode"]["rows_out"] >= sent  # a row per chunk
+    answers = [stages[f"model:{m}"] for m in ("listener", "text-prior")]
+    assert sum(s["rows_in"] for s in answers) == sum(s["rows_out"] for s in answers) == stages["decode"]["rows_out"]
+    assert stages[judged]["rows_in"] == stages[judged]["rows_out"] == stages["commit"]["rows_in"] \
+        == stages["commit"]["rows_out"] == stages["decode"]["rows_out"]
+    assert (stages["score"]["rows_in"], stages["score"]["rows_out"]) == (c["requests_in"], c["requests_scored"])
+    for name, m in profile["models"].items():  # per model: wall, how busy, answers/s
+        stage = stages[f"model:{name}"]
+        assert (m["wall_s"], m["answers"]) == (stage["wall_s"], stage["rows_out"]) and 0 < m["busy_fraction"] <= 1
+        assert m["answers_per_s"] == pytest.approx(m["answers"] / m["wall_s"], rel=1e-2)
+    first = profile["first_commit"]  # the first shard, after the model stage started and before the stream ended
+    model_start = min(s["start_s"] for s in answers)
+    assert first["model_start_s"] == model_start and 0 < first["after_model_start_s"] == pytest.approx(
+        first["at_s"] - model_start, abs=1e-3) and first["at_s"] <= stages["commit"]["end_s"]
+    # the report's run section shows the same stages (but its own), and the console's closing lines come from it
+    run_section = res.report.split("\n## Run\n", 1)[1]
+    assert [ln.split(" | ")[0][2:] for ln in run_section.splitlines() if ln.startswith("| ")][1:len(stages)] \
+        == list(stages)[:-1]
+
+
 def test_cli_report_and_help(demo_run, tmp_path):
     from typer.testing import CliRunner
 

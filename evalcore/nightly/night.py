@@ -60,6 +60,7 @@ class NightResult:
     lost: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # not ready (no ready marker, unreadable)
     reasons: dict[str, str] = field(default_factory=dict)  # failed / waiting / lost → why
+    profiles: dict[str, dict] = field(default_factory=dict)  # "<series>/<checkpoint>" → its run's profile in short
     requests_sent: int = 0  # sent to models tonight
     requests_committed_earlier: int = 0  # committed by an interrupted attempt: resumed, not sent again
     requests_errored: int = 0  # error rows of the runs finished tonight
@@ -134,6 +135,8 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
                 out = run_pipeline(rcfg, resume=resume)
         except (ConfigError, RunStateError, RunUnscored) as e:  # cannot load, bad checkpoint, past the error budget
             count(result, getattr(e, "result", None))
+            if getattr(e, "result", None) is not None:  # the run finished (past the error budget): its profile
+                note_profile(result, key, root)
             fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key)
             return
         except Exception as e:  # noqa: BLE001 - a crash: recorded, retried next night (resuming), others go on
@@ -148,9 +151,22 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
         log.warning("nightly: %s: %s", key, bounded(e, 300))
         return
     count(result, out)
+    note_profile(result, key, root)
     result.evaluated.append(key)
     if out.attempt.get("requests_committed_earlier", 0) or resume:
         result.resumed.append(key)
+
+
+def note_profile(result: NightResult, key: str, root: str) -> None:
+    """Keep the checkpoint's run profile in short (from the run.json its run wrote tonight) and say it."""
+    uri = storage.join(root, "run.json")
+    try:
+        summary = tn.profile_summary(json.loads(storage.read_text(uri)).get("profile")) if storage.exists(uri) else None
+    except (OSError, ValueError):
+        summary = None
+    if summary:
+        result.profiles[key] = summary
+        log.info("%s", tn.profile_line(key, summary))
 
 
 def count(result: NightResult, out: object) -> None:
@@ -290,12 +306,14 @@ def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> t
         verdicts.append(tn.CheckpointVerdict(series, ck, verdict, tn.listening(hist, series, ck, cfg.stats.min_items),
                                              flagged, improved, key in result.resumed,
                                              reason=tn.why(series, ck, result.regressions),
-                                             run_root=run_root(cfg.root, series, ck)))
+                                             run_root=run_root(cfg.root, series, ck),
+                                             profile=result.profiles.get(key)))
     for keys, verdict in ((result.failed, "failed"), (result.lost, "lost"), (result.skipped, "leased"),
                           (result.waiting, "waiting")):
         for key in keys:
             series, ck = key.split("/", 1)
-            verdicts.append(tn.CheckpointVerdict(series, ck, verdict, reason=result.reasons.get(key)))
+            verdicts.append(tn.CheckpointVerdict(series, ck, verdict, reason=result.reasons.get(key),
+                                                 profile=result.profiles.get(key)))
     counts = tn.Counts(evaluated=len(result.evaluated), resumed=len(result.resumed), failed=len(result.failed),
                        waiting=len(result.waiting), leased_elsewhere=len(result.skipped), lost=len(result.lost),
                        requests_sent=result.requests_sent,

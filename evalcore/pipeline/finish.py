@@ -7,13 +7,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pandas as pd
 import pyarrow as pa
 
 import evalcore
-from evalcore import storage
+from evalcore import console, storage
 from evalcore.config import RunConfig
 from evalcore.errors import bounded
 from evalcore.metrics.freeform import rewrite_roles, uses_ray
@@ -21,6 +22,7 @@ from evalcore.pipeline import commit
 from evalcore.pipeline.browse import items_page
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
+from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.reduce import group_rows, reduce_rows
 from evalcore.reports import markdown, model_card, published, report_html, verdict
 from evalcore.reports.reproduction import compare, section
@@ -58,13 +60,60 @@ def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
 
 def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict] | None = None,
            warnings: list[str] | None = None, empty: list[str] | None = None,
-           attempt: dict[str, int] | None = None) -> RunResult:
+           attempt: dict[str, int] | None = None, profile: Profile | None = None) -> RunResult:
     """Stage 6: per-item and summary tables, errors, run.json and report.md (with the data ``warnings``).
 
     A request its protocol's scorer cannot score (e.g. a free-form answer the metrics reject) becomes an
     error row of stage ``score`` here, counted with the others. ``empty``: the configured protocols left
-    without a valid item (a warning in the report and the log; an error under ``max_error_rate``). Raises
-    :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything is written."""
+    without a valid item (a warning in the report and the log; an error under ``max_error_rate``). ``profile``:
+    the run's stages so far; the score and report stages are added, and it goes to run.json, the report's run
+    section and the closing lines. Raises :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything
+    is written."""
+    profile = profile or Profile()
+    with profile.driver("score") as rows:
+        tables = _tables(cfg, items_in, item_errors, judged, empty)
+        rows.update(rows_in=tables.reduced.requests_in, rows_out=len(tables.reduced.per_item))
+    c, models, reduced, summary, errors = tables.counts, tables.models, tables.reduced, tables.summary, tables.errors
+    root, out = cfg.root, storage.RunStorage(cfg.root)
+    meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
+            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
+            "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
+            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces,
+            "model_card": card_meta(cfg)}
+    record = {"counts": c, "attempt": attempt or {}, "scoring": reduced.provenance}
+    with profile.driver("report") as rows:  # the report shows the stages before its own (run.json has it too)
+        meta["profile"] = profile.as_json()
+        out.write_text(storage.join(root, "run.json"), json.dumps({**meta, **record}, indent=2, default=str))
+        beside = reproduction(cfg, summary.to_pandas(), out, storage.join(root, "tables"))
+        report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(),
+                                         beside)
+        items_page(cfg)  # items.html beside the report: every answer beside its controls, with the clips heard
+        rows.update(rows_in=len(summary))
+    meta["profile"] = profile.as_json()
+    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, **record}, indent=2, default=str))
+    for line in console.profile_lines(meta["profile"]):
+        log.info("%s", line)
+    result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
+    check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
+    check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
+    return result
+
+
+@dataclass
+class Tables:
+    """What the score stage wrote: the counts, the models' identities, the reduction, the summary and errors."""
+
+    counts: dict[str, Any]
+    models: dict[str, Any]
+    reduced: Any
+    summary: pa.Table
+    errors: pa.Table
+
+
+def _tables(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict] | None,
+            empty: list[str] | None) -> Tables:
+    """The score stage: per-item, summary, agreement and error tables written under ``tables/``."""
     root = cfg.root
     out = storage.RunStorage(root)
     tables = storage.join(root, "tables")
@@ -103,21 +152,7 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
         log.warning("WARNING: %s: its section is missing from the report (see the item errors)", line)
     if reduced.labels_dropped is not None:
         c["labels_dropped"] = reduced.labels_dropped  # out-of-vocabulary terms, never scored
-    meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
-            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
-            "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
-            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces,
-            "model_card": card_meta(cfg)}
-    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "attempt": attempt or {},
-                                                               "scoring": reduced.provenance}, indent=2, default=str))
-    beside = reproduction(cfg, summary.to_pandas(), out, tables)
-    report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(), beside)
-    items_page(cfg)  # items.html beside the report: every answer beside its controls, with the clips heard
-    result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
-    check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
-    check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
-    return result
+    return Tables(c, models, reduced, summary, errors)
 
 
 def reproduction(cfg: RunConfig, summary: pd.DataFrame, out: storage.RunStorage, tables: str) -> str:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
-from evalcore.reports import model_card, verdict
+from evalcore.reports import model_card, run_profile, verdict
 from evalcore.reports.browser_links import difference_href
 from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
@@ -87,6 +87,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     if meta.get("models"):
         out += ["", "## Models", ""]
         out.append(_md_table(["model", "identity"], [[k, f"`{v}`"] for k, v in meta["models"].items()]))
+    out += run_profile.section(meta.get("profile"))
     return "\n".join(out) + "\n"
 
 

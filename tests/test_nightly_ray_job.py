@@ -26,8 +26,8 @@ BASE = f"s3://{DATA_BUCKET}/nightly-e2e"
 
 
 @pytest.fixture
-def s3():
-    with s3_server.as_run_identity() as server:  # before ray_env: the head and its jobs get the run's keys
+def s3(seaweedfs):
+    with s3_server.as_run_identity(seaweedfs) as server:  # before ray_env: the head and its jobs get the run's keys
         yield server
 
 

@@ -22,11 +22,32 @@ os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 E2E_FIXTURES = frozenset({"local_ray", "demo_run", "seaweedfs"})
 
 
+#: the modules that read ``demo_run``: under pytest-xdist they go to one worker, so the demo runs once
+DEMO_READERS = frozenset({"test_demo_golden.py", "test_pipeline_e2e.py"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if (item.get_closest_marker("ray") or item.get_closest_marker("slow")
-                or E2E_FIXTURES & set(getattr(item, "fixturenames", ()))):
+        uses = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("ray") or item.get_closest_marker("slow") or E2E_FIXTURES & uses:
             item.add_marker(pytest.mark.e2e)
+        if "demo_run" in uses and item.path.name not in DEMO_READERS:
+            raise pytest.UsageError(f"{item.nodeid} reads demo_run: add its module to DEMO_READERS (tests/conftest.py)")
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: nothing without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under ``pytest -n N`` (pytest-xdist, when installed): a worker takes whole modules, so a module's fixtures are
+    built once, and the readers of the demo run together (xdist's own ``loadgroup`` cannot group them: it renames
+    node ids through an attribute pytest 9 no longer reads)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "demo_run" if pathlib.PurePath(module).name in DEMO_READERS else module
+
+    return ByModule(config, log)
 
 
 @pytest.fixture(scope="session")

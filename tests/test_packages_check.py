@@ -36,6 +36,8 @@ def started(*a, **k):
     sys.exit(99)
 run_module.init_ray = run_module.read_items = started
 from evalcore.cli import app
+
+pytestmark = pytest.mark.e2e  # each test starts a Python of its own
 app(sys.argv[1:], prog_name="evalcore")
 """
 

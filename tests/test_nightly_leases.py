@@ -54,6 +54,7 @@ def _trials(root: str, n: int) -> dict[str, int]:
     return winners
 
 
+@pytest.mark.e2e  # 40 races of 8 forked processes
 def test_eight_claimers_on_a_local_directory_exactly_one_wins_every_trial(tmp_path) -> None:
     assert cond.probe(str(tmp_path)) is None
     assert _trials(str(tmp_path), 40) == {"new": 20, "takeover": 20}

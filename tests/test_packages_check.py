@@ -19,6 +19,8 @@ import yaml
 
 from evalcore.errors import ExitCode
 
+pytestmark = pytest.mark.e2e  # each test starts a Python of its own
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: run the evalcore CLI with ``torch`` and ``bert_score`` absent; Ray's start and the item reader exit 99
@@ -36,8 +38,6 @@ def started(*a, **k):
     sys.exit(99)
 run_module.init_ray = run_module.read_items = started
 from evalcore.cli import app
-
-pytestmark = pytest.mark.e2e  # each test starts a Python of its own
 app(sys.argv[1:], prog_name="evalcore")
 """
 

@@ -23,13 +23,18 @@ from evalcore.models.tiny import FAMILIES, build_tiny
 from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
 from evalcore.nightly import validate as nv
 from evalcore.nightly.config import parse_nightly, run_config
-from evalcore.packages import MODELS_EXTRA, missing
+from evalcore.packages import MODELS_EXTRA, PIP_INSTALL, missing
+from evalcore.pipeline.attempts import superseded
 from evalcore.pipeline.commit import RunStateError
+from evalcore.pipeline.outcome import model_shares
 from evalcore.pipeline.resume import resume_config
 from evalcore.compare_cli import compare as compare_command
 from evalcore.reproduce_cli import reproduce as reproduce_command
 from evalcore.nightly.cli import nightly as nightly_command
 from evalcore.score_cli import score_app
+from evalcore.track_cli import track as track_command
+from evalcore.tracking.checks import problems as tracking_problems
+from evalcore.tracking_config import TrackFlagError, with_track_flags
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
                   help="Evaluate Music Language Models: does the model actually listen?")
@@ -64,11 +69,15 @@ def run(
     retry_errors: str = typer.Option(",".join(RETRY_BY_DEFAULT), "--retry-errors", metavar="CLASS,…",
                                      help="With --resume: run again the committed error rows of these failure "
                                      "classes (transient, input, incomplete, model, judge; '' = none)."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bars or progress lines."),
+    quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: where the report is, "
+                               "the verdicts, and the counts line when something errored."),
     verbose: bool = typer.Option(False, "--verbose", help="Print the report at the end, and Ray's and the "
                                  "libraries' INFO lines."),
     no_ping: bool = typer.Option(False, "--no-ping", help="Do not call each LLM endpoint once (list its models) "
                                  "before the run starts."),
+    track: Optional[list[str]] = typer.Option(None, "--track", metavar="SINK[=VALUE]",
+                                              help="Also send the results to mlflow[=URI], wandb[=PROJECT] or "
+                                              "lm_eval[=DIR] (repeat for several); a failing sink is a warning."),
 ) -> None:
     """Run an evaluation end to end: items → requests → audio → models → judges → tables → report.
 
@@ -88,10 +97,16 @@ def run(
     if (problem := cluster.temporary_root(cfg.root)) is not None:  # a Ray job's outputs outlive its working dir
         typer.echo(problem, err=True)
         raise typer.Exit(code=ExitCode.USAGE)
+    try:
+        cfg = with_track_flags(cfg, track)
+    except TrackFlagError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
     if quiet:
         cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"progress_bars": False})})
-    console.setup(verbose)
-    typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
+    console.setup(verbose, quiet)
+    if not quiet:
+        typer.echo(f"evalcore: {'resume' if resume else 'run'} {cfg.name!r} → {cfg.root}", err=True)
     try:
         result = run_pipeline(cfg, resume=resume is not None, commit_every_s=commit_every, retry_errors=retry,
                               ping=not no_ping)
@@ -99,23 +114,34 @@ def run(
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     except RunUnscored as e:  # tables and report were written before the check
-        echo_counts(e.result.counts)
+        echo_counts(e.result.counts, quiet)
         console.finished(e.result.root, e.result.report, verbose)
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=ExitCode.UNSCORED)
     except Exception as e:  # noqa: BLE001 - a crash part way: what was committed stays, --resume finishes it
         logging.getLogger("evalcore").debug("run failed", exc_info=True)
+        if superseded(e):  # another attempt resumed this root while this one stalled: it finishes the run
+            typer.echo(f"evalcore: stopped: a later attempt took over {cfg.root} (an `evalcore run --resume` "
+                       "elsewhere, or a nightly that took the checkpoint over) while this one stalled; this attempt "
+                       "committed nothing more and wrote no tables: the other attempt finishes the run", err=True)
+            raise typer.Exit(code=ExitCode.FAILED)
         typer.echo(f"evalcore: the run failed part way: {type(e).__name__}: {e}\n"
                    f"evalcore: finish it with `evalcore run --resume {cfg.root}`", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
-    echo_counts(result.counts)
+    echo_counts(result.counts, quiet)
     console.finished(result.root, result.report, verbose, result.verdicts)
 
 
-def echo_counts(c: dict) -> None:
-    """The run's reconciliation line (and its warnings) on stderr."""
-    typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} errored; "
-               f"items: {c['items_in']} in, {c['items_errored']} errored", err=True)
+def echo_counts(c: dict, quiet: bool = False) -> None:
+    """The run's reconciliation line and each model's errored share, the worst first (``quiet``: only when something
+    errored), and its warnings, on stderr."""
+    if not quiet or c["requests_errored"] or c["items_errored"]:
+        typer.echo(f"requests: {c['requests_in']} in = {c['requests_scored']} scored + {c['requests_errored']} "
+                   f"errored; items: {c['items_in']} in, {c['items_errored']} errored", err=True)
+        shares = model_shares(c)
+        if shares:
+            typer.echo("errored by model: " + ", ".join(f"{m} {e} of {n} ({s:.1%})" for m, n, e, s in shares),
+                       err=True)
     for line in c.get("protocols_without_items") or []:
         typer.echo(f"WARNING: {line}", err=True)
 
@@ -136,15 +162,40 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
 
 
 @app.command()
-def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished run's root (path or s3:// URI).")) -> None:
-    """Render RUN's report.md again from its tables and print it."""
+def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished run's root (path or s3:// URI)."),
+           quiet: bool = typer.Option(False, "--quiet",
+                                      help=console.QUIET_HELP + " The report is not printed.")) -> None:
+    """Render RUN's report.md and report.html again from its tables and print report.md."""
     from evalcore.pipeline.finish import rerender  # heavy: pulls matplotlib (reports)
 
+    console.setup(quiet=quiet)
     try:
-        typer.echo(rerender(run_root))
+        text = rerender(run_root)
+        if not quiet:
+            typer.echo(text)
     except FileNotFoundError as e:
         typer.echo(f"not a finished run: {run_root} ({e})", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
+
+
+@app.command()
+def browse(run_root: str = typer.Argument(..., metavar="RUN_ROOT",
+                                          help="A finished run's root (path, a copy of one, or s3:// URI)."),
+           quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: the page's "
+                                      "address.")) -> None:
+    """Write (or refresh) RUN_ROOT's item browser, items.html beside report.html: each item's answers under every
+    audio condition side by side, with the clips as each model heard them (rebuilt from the run's items). Prints
+    where it is."""
+    from evalcore.pipeline.browse import write_browser  # heavy: pulls matplotlib (reports)
+
+    console.setup(quiet=quiet)
+
+    try:
+        uri = write_browser(run_root)
+    except (FileNotFoundError, RunStateError) as e:
+        typer.echo(f"not a finished run: {run_root} ({e})", err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    typer.echo(uri if storage.is_s3(uri) else Path(uri).resolve().as_uri())
 
 
 @app.command("validate")
@@ -155,32 +206,57 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
                                               "configured files, s3:// objects, checkpoints and series prefixes "
                                               "exist, API key variables are set, packages import."),
              ping: bool = typer.Option(False, "--ping", help="Also call each LLM endpoint once (list its models): "
-                                       "unreachable, a refused key or an unknown model exits 2.")) -> None:
+                                       "unreachable, a refused key or an unknown model exits 2."),
+             quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Nothing is printed when the "
+                                        "config is valid.")) -> None:
     """Check a run config or a nightly config without running anything or loading a model: fields, every
     component's params, vocabularies, templates, and that configured files and checkpoints exist. A nightly
     config's series are checked too: the prefix lists, the ready marker and baseline are bare names, the baseline
     is among the checkpoints, the model template's params fit its kind (with the first checkpoint found). A
-    mistake exits 2, one line per field."""
+    mistake exits 2, one line per field. The audio file each items-file row names must exist too (reading stops at
+    the fifth missing one)."""
+    console.setup(quiet=quiet)
     try:
         data = read_yaml(config)
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     if isinstance(data, dict) and "series" in data:
-        return validate_nightly(data, check_paths, ping)
+        return validate_nightly(data, check_paths, ping, quiet)
     cfg = load_or_exit(config, None)
     try:
         preflight.check(cfg, check_paths=check_paths)
+        if check_paths and (missing_audio := preflight.audio_problems(cfg)):
+            raise ConfigError("invalid run config:\n" + "\n".join(f"  {line}" for line in missing_audio))
         if ping:
             preflight.check_endpoints(cfg)
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
-               f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+    exit_on_tracking_problems(cfg.tracking, check_paths)
+    if not quiet:
+        typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
+                   f"{len(cfg.protocols)} protocol(s) → {cfg.root}; "
+                   f"{budget_text(cfg.max_error_rate, 'max_error_rate' in data)}")
 
 
-def validate_nightly(data: dict, check_paths: bool, ping: bool) -> None:
+def budget_text(limit: float | None, configured: bool) -> str:
+    """How ``max_error_rate`` will judge the run, as ``evalcore validate`` says it."""
+    if limit is None:
+        return "no error budget (max_error_rate: null)"
+    return (f"error budget: max_error_rate {limit:g} ({'set' if configured else 'the default'}; exit 4 when more than "
+            f"{limit:.0%} of the item rows, of any model's requests or of all requests error)")
+
+
+def exit_on_tracking_problems(sinks: list, check_paths: bool) -> None:
+    """The tracking block's problems that its model cannot see (a sink's package missing): exit 2, one line each."""
+    found = tracking_problems(sinks) if check_paths else []
+    if found:
+        typer.echo("invalid tracking block:\n" + "\n".join(f"  {x}" for x in found), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+
+
+def validate_nightly(data: dict, check_paths: bool, ping: bool, quiet: bool = False) -> None:
     """``evalcore validate`` of a nightly config (:mod:`evalcore.nightly.validate`); a mistake exits 2."""
     try:
         cfg = parse_nightly(data)
@@ -190,13 +266,15 @@ def validate_nightly(data: dict, check_paths: bool, ping: bool) -> None:
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    for line in found.notes:
+    for line in found.notes if not quiet else []:
         typer.echo(line, err=True)
     if found.problems:
         typer.echo("invalid nightly config:\n" + "\n".join(f"  {x}" for x in found.problems), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    typer.echo(f"ok: nightly {cfg.name} — {len(cfg.series)} series, {len(cfg.datasets)} dataset(s), "
-               f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
+    exit_on_tracking_problems(cfg.tracking, check_paths)
+    if not quiet:
+        typer.echo(f"ok: nightly {cfg.name} — {len(cfg.series)} series, {len(cfg.datasets)} dataset(s), "
+                   f"{len(cfg.protocols)} protocol(s) → {cfg.root}")
 
 
 @app.command("schema")
@@ -218,8 +296,11 @@ def make_checkpoint(
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
     head_dim: int = typer.Option(8, "--head-dim", min=1, help="Attention head size of the language model; "
                                  "vllm_audio_lm on a CPU needs 32 or more."),
-    ends_answers: bool = typer.Option(False, "--ends-answers", help="Make some greedy answers end before the token "
-                                      "limit (the tests' checkpoints do)."),
+    ends_answers: bool = typer.Option(False, "--ends-answers", help="Make every greedy answer end after its first "
+                                      "token, so a dry run's rows are answers that are judged and scored, not answers "
+                                      "cut at the token limit (a random model's answers otherwise run to "
+                                      "max_new_tokens)."),
+    quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP),
 ) -> None:
     """Write a tiny random-weight checkpoint of FAMILY to DIR, to dry-run a config or a nightly without real
     weights: give DIR as params.checkpoint of hf_audio_lm (or vllm_audio_lm). Nothing is downloaded."""
@@ -230,18 +311,21 @@ def make_checkpoint(
         problem = f"DIR: {out_dir} exists and is not an empty directory"
     elif gone := missing(["torch", "transformers"] + (["mistral_common"] if family == "voxtral" else [])):
         problem = (f"make-checkpoint needs {', '.join(gone)}, which do not import here; install: "
-                   + (MODELS_EXTRA if gone != ["mistral_common"] else "pip install mistral-common"))
+                   + (MODELS_EXTRA if gone != ["mistral_common"] else f"{PIP_INSTALL} mistral-common"))
     if problem is not None:
         typer.echo(problem, err=True)
         raise typer.Exit(code=ExitCode.USAGE)
+    console.setup(quiet=quiet)
     build_tiny(family, str(out_dir), seed=seed, head_dim=head_dim, ends_answers=ends_answers)
-    typer.echo(f"wrote a tiny random-weight {family} checkpoint to {out_dir}; use it as params.checkpoint of "
+    if not quiet:
+        typer.echo(f"wrote a tiny random-weight {family} checkpoint to {out_dir}; use it as params.checkpoint of "
                "hf_audio_lm" + (" or vllm_audio_lm (with --head-dim 32 on a CPU)" if family in VLLM_FAMILIES else ""))
 
 
 app.command("nightly")(nightly_command)
 app.command("compare")(compare_command)
 app.command("reproduce")(reproduce_command)
+app.command("track")(track_command)
 
 app.add_typer(score_app, name="score")
 

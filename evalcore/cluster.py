@@ -94,11 +94,9 @@ def start(configured: str | None = None, **init_kwargs: Any) -> None:
 def _node_pids() -> list[int]:
     """PIDs of the processes Ray's node started in this driver (GCS, raylet, dashboard, monitors)."""
     try:
-        from ray._private import worker
+        from evalcore import ray_internals  # heavy: imports ray.data at its top
 
-        node = worker._global_node
-        return [info.process.pid for infos in node.all_processes.values() for info in infos
-                if getattr(info, "process", None) is not None]
+        return ray_internals.node_pids()
     except Exception:  # noqa: BLE001 - a Ray without this attribute: fall back to the driver's children
         return [p for p, (ppid, _) in _table().items() if ppid == os.getpid()]
 

@@ -3,40 +3,41 @@ described and a check first that the two runs are of one suite.
 
 Two runs compare item by item only where they share items (the suite fingerprint covers the items, the config
 apart from its models, and the metric definitions: :func:`evalcore.nightly.compare.suite_fingerprint`). Runs of
-different suites exit 2 with one line saying so, unless ``--shared-items`` asks for the items they share; runs
-that share no item exit 2 either way (there would be nothing in the table). The comparison itself is
-:func:`evalcore.nightly.cli.compare`.
+different suites exit 2 with one line naming what differs (items only in one run, with counts; shared items whose
+content differs; config fields; metric definitions: :func:`evalcore.nightly.compare.suite_differences`) and the
+flag to use, unless ``--shared-items`` asks for the items they share; runs that share no item exit 2 either way
+(there would be nothing in the table). The comparison itself is :func:`evalcore.nightly.cli.compare`: models are
+paired by name, never mixed.
 """
 
 from __future__ import annotations
 
 import typer
 
-from evalcore import storage
 from evalcore.errors import ExitCode
 from evalcore.nightly.cli import compare as compare_runs
-from evalcore.nightly.compare import suite_fingerprint
+from evalcore.nightly.compare import fingerprint_of, suite_differences, suite_parts
 
-
-def _item_keys(run_root: str) -> set[tuple[str, str]]:
-    """(dataset, item_id) of every item of the run at ``run_root``."""
-    items = storage.read_parquet(storage.join(run_root, "items"))
-    return set(zip(map(str, items.column("dataset").to_pylist()), map(str, items.column("item_id").to_pylist())))
+#: the most characters of the differences a refusal names
+DIFF_CHARS = 600
 
 
 def suite_problem(run_a: str, run_b: str, shared_items: bool) -> str | None:
-    """Why RUN_A and RUN_B cannot be compared as asked (one line), else None; a run that is not finished raises
-    FileNotFoundError / OSError / KeyError."""
-    fa, fb = suite_fingerprint(run_a), suite_fingerprint(run_b)
+    """Why RUN_A and RUN_B cannot be compared as asked (one line naming what differs), else None; a run that is
+    not finished raises FileNotFoundError / OSError / KeyError."""
+    pa_, pb = suite_parts(run_a), suite_parts(run_b)
+    fa, fb = fingerprint_of(pa_), fingerprint_of(pb)
     if fa == fb:
         return None
-    if not _item_keys(run_a) & _item_keys(run_b):
-        return (f"RUN_A and RUN_B share no item: they are runs of different suites (fingerprint {fa} ≠ {fb}); "
-                "there is nothing to compare")
+    what = "; ".join(suite_differences(pa_, pb)) or "their item sets hash differently"
+    what = what if len(what) <= DIFF_CHARS else what[:DIFF_CHARS - 1] + "…"
+    keys_a = {(r["dataset"], r["item_id"]) for r in pa_["items"]}
+    if not keys_a & {(r["dataset"], r["item_id"]) for r in pb["items"]}:
+        return (f"RUN_A and RUN_B share no item: they are runs of different suites (fingerprint {fa} ≠ {fb}: "
+                f"{what}); there is nothing to compare")
     if not shared_items:
-        return (f"RUN_A and RUN_B are runs of different suites (fingerprint {fa} ≠ {fb}: their items, their config "
-                "apart from the models, or their metric definitions differ); add --shared-items to compare the "
-                "items they share")
+        return (f"RUN_A and RUN_B are runs of different suites (fingerprint {fa} ≠ {fb}): {what}; add --shared-items "
+                "to compare the items they share")
     return None
 
 

@@ -6,20 +6,23 @@ by its path (``models.0.resources.batch_size: ...``).
 
 from __future__ import annotations
 
-import importlib
 import string
 import typing
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
-from evalcore import registry
-from evalcore.metric_config import FreeformMetrics
+from evalcore.datasets.base import DATASETS
+from evalcore.judges.base import JUDGES
+from evalcore.metrics.metric_config import FreeformMetrics
+from evalcore.models.base import MODELS
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
+from evalcore.registry import Registry
 from evalcore.schema import CONDITIONS, PROTOCOLS
+from evalcore.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
@@ -28,26 +31,27 @@ assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
 #: the chunk length of the factual-QA paper's chunked models (§4.2): ``chunk_seconds: 60``
 CHUNK_SECONDS_PAPER = 60.0
 
+#: a published table, ``paper/table`` as in configs/paper/published.csv (``factual/table8``, ``muchomusic/text``)
+TableKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+/(table\d+|text|results)$")]
+
 #: placeholders a prompt template may use
 PROMPT_FIELDS = {"question", "options", "letters", "vocabulary"}
 
 
-def _registered(package: str, kind: str) -> str:
-    """``kind`` if it is registered in ``evalcore.<package>`` (importing it registers its members)."""
-    importlib.import_module(f"evalcore.{package}")
-    reg = getattr(registry, package.upper())
+def _registered(reg: Registry[Any], kind: str) -> str:
+    """``kind`` if it is registered in ``reg`` (the registry loads its package's modules on first use)."""
     if kind not in reg:
         raise ValueError(f"unknown {reg.kind} kind {kind!r}; known: {', '.join(reg.names())}")
     return kind
 
 
-def _params_fit(package: str):
+def _params_fit(reg: Registry[Any]):
     """A validator of ``params`` against the schema the registered ``kind`` declares (evalcore.params)."""
 
     def check(cls: type, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         kind = info.data.get("kind")  # absent when the kind itself was wrong: that error is reported
         if kind is not None:
-            check_params(getattr(registry, package.upper()).get(kind), v)
+            check_params(reg.get(kind), v)
         return v
 
     return field_validator("params")(classmethod(check))
@@ -92,8 +96,8 @@ class DatasetConfig(_Strict):
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
 
-    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("datasets", v)))
-    _fits = _params_fit("datasets")
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered(DATASETS, v)))
+    _fits = _params_fit(DATASETS)
 
 
 class ModelSpec(_Strict):
@@ -113,19 +117,19 @@ class ModelSpec(_Strict):
     #: for research models whose pins conflict with the driver's; see docs/models.md
     runtime_env: dict[str, Any] | None = None
 
-    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("models", v)))
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered(MODELS, v)))
 
 
 class ModelConfig(ModelSpec):
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
 
-    _fits = _params_fit("models")
+    _fits = _params_fit(MODELS)
 
     @model_validator(mode="after")
     def _fits_resources(self) -> "ModelConfig":
         """A backend's params that depend on its resources (``check_resources``: vllm_audio_lm's tensor
         parallelism against ``num_gpus``)."""
-        hook = getattr(registry.MODELS.get(self.kind), "check_resources", None)
+        hook = getattr(MODELS.get(self.kind), "check_resources", None)
         if callable(hook):
             hook(self.params, self.resources.num_gpus)
         return self
@@ -135,11 +139,11 @@ class JudgeConfig(_Strict):
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
 
-    _known = field_validator("kind")(classmethod(lambda cls, v: _registered("judges", v)))
-    _fits = _params_fit("judges")
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered(JUDGES, v)))
+    _fits = _params_fit(JUDGES)
 
 
-ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
+ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice", "mir"]
 assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]
 
 
@@ -155,7 +159,7 @@ class ProtocolConfig(_Strict):
     #: None = the protocol's default (evalcore.protocols.prompts.DEFAULT_VARIANTS)
     variants: dict[str, str] | None = Field(None, min_length=1)
     #: None = the kind's default judge, fitted to the tasks of the protocol's datasets
-    #: (evalcore.protocols.vocab_fit.default_judge)
+    #: (evalcore.vocab_fit.default_judge)
     judge: JudgeConfig | None = None
     #: a second judge applied to the same responses after the run; its agreement with ``judge`` goes into
     #: tables/agreement.parquet and the summary (evalcore.scoring.agreement)
@@ -182,7 +186,7 @@ class ProtocolConfig(_Strict):
     #: report only: leave breakdown values holding at most this share of the questions out of the category
     #: breakdown (HumMusQA's Figure 1 leaves out categories with <= 5 % of the questions: 0.05)
     breakdown_min_share: float = Field(0.0, ge=0.0, lt=1.0)
-    #: free-form only: metric profile, registered metric names and their settings (evalcore.metric_config;
+    #: free-form only: metric profile, registered metric names and their settings (evalcore.metrics.metric_config;
     #: None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
 
@@ -312,6 +316,11 @@ class RayConfig(_Strict):
     metric_actors: int = Field(1, ge=1)
 
 
+#: the error budget of a run whose config sets none (``max_error_rate``): half of the items, of any model's requests
+#: or of all requests errored fails the run (exit 4)
+DEFAULT_MAX_ERROR_RATE = 0.5
+
+
 class SuiteConfig(_Strict):
     """A named suite: what models are evaluated on and how (datasets, protocols, seeds, stats, error budget),
     where it writes and on which Ray. A run config is a suite plus its models (:class:`RunConfig`); a nightly
@@ -325,9 +334,13 @@ class SuiteConfig(_Strict):
     seeds: Seeds = Field(default_factory=Seeds)
     stats: Stats = Field(default_factory=Stats)
     ray: RayConfig = Field(default_factory=RayConfig)
-    #: error budget: the run fails (after writing its tables) when more than this fraction of its
-    #: requests errored, e.g. 0.05. None = no budget.
-    max_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+    #: error budget: the run fails with exit 4 (after writing its tables and report) when more than this fraction
+    #: of its item rows, of any one model's requests or of all its requests errored (a model with every request
+    #: errored always does, under any budget below 1); null = no budget
+    max_error_rate: float | None = Field(DEFAULT_MAX_ERROR_RATE, ge=0.0, le=1.0)
+    #: where results are also sent once written: MLflow, Weights & Biases, lm-eval's files
+    #: (evalcore.tracking_config; a failing sink is a warning, never a failed run)
+    tracking: Sinks = Field(default_factory=list)
 
     @property
     def root(self) -> str:
@@ -338,13 +351,33 @@ class SuiteConfig(_Strict):
         return self.model_copy(update={"storage": self.storage.model_copy(update={"root": root})}) if root else self
 
 
+class ModelCard(_Strict):
+    """The report's model-card table: one row per benchmark/task, one column per model, each cell the value [CI]
+    with its listening mark (evalcore.reports.model_card)."""
+
+    #: a CSV of published values (dataset, model, metric, value, source) set beside the run's
+    published: str | None = Field(None, min_length=1)
+
+
 class RunConfig(SuiteConfig):
     models: list[ModelConfig] = Field(min_length=1)
-    #: a published table this run reproduces (``paper/table``, e.g. ``factual/table8``): the report and
-    #: ``tables/reproduction.parquet`` put each of its published cells beside the run's value
-    reproduces: str | None = Field(None, pattern=r"^[a-z]+/(table\d+|text)$")
+    #: the report's model-card table (None: no card)
+    model_card: ModelCard | None = None
+    #: the published tables this run reproduces (``paper/table``, e.g. ``factual/table8``; one, or a list): the report
+    #: and ``tables/reproduction.parquet`` put each of their published cells beside the run's value, and the paper's
+    #: numbers in the prose (``paper/text``) where the run computes the same quantity
+    reproduces: list[TableKey] | None = Field(None, min_length=1)
     #: the published-values file (default: configs/paper/published.csv of this evalcore)
     published_values: str | None = Field(None, min_length=1)
+
+    @field_validator("reproduces", mode="before")
+    @classmethod
+    def _one_or_more(cls, v: Any) -> Any:
+        """One table (``factual/table2``) or a list of them; the same table twice is a mistake."""
+        v = [v] if isinstance(v, str) else v
+        if isinstance(v, list) and len(set(map(str, v))) != len(v):
+            raise ValueError(f"a table named twice: {v}")
+        return v
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "RunConfig":
@@ -381,6 +414,19 @@ def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
+def known_kinds(model: type[BaseModel] | None) -> list[str]:
+    """The values a config section's ``kind`` may take: its Literal's (protocols), else its registry's names."""
+    field = model.model_fields.get("kind") if model is not None else None
+    if field is None:
+        return []
+    if typing.get_origin(field.annotation) is Literal:
+        return [str(a) for a in typing.get_args(field.annotation)]
+    sections: tuple[tuple[type, Registry[Any]], ...] = ((DatasetConfig, DATASETS), (ModelSpec, MODELS),
+                                                        (JudgeConfig, JUDGES))
+    reg = next((r for cls, r in sections if issubclass(model, cls)), None)
+    return [] if reg is None else list(reg.names())
+
+
 def _types_in(annotation: Any) -> list[type]:
     """The classes named in a type annotation (``list[X] | None`` → [X, NoneType])."""
     args = typing.get_args(annotation)
@@ -400,6 +446,9 @@ def error_lines(e: ValidationError, root: type[BaseModel] | None = None) -> list
             lines += [f"{loc}.{f}: {m}" if f else f"{loc}: {m}" for f, m in cause.problems]
         elif err["type"] == "extra_forbidden" and (model := _model_at(err["loc"], root)) is not None:
             lines.append(f"{loc}: {did_you_mean(err['loc'][-1], model.model_fields)}")
+        elif err["type"] == "missing" and err["loc"][-1] == "kind" and (
+                kinds := known_kinds(_model_at(err["loc"], root))):
+            lines.append(f"{loc}: required field missing; known kinds: {', '.join(kinds)}")
         else:
             lines.append(f"{loc}: {value_reason(err) or err['msg'].removeprefix('Value error, ')}")
     return lines
@@ -425,9 +474,12 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
     if not p.is_file():
         raise ConfigError(f"{what} file not found: {p}")
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
+        with p.open(encoding="utf-8") as f:  # from the file: YAML's own message names it, not "<unicode string>"
+            return yaml.safe_load(f)
     except yaml.YAMLError as e:
         raise ConfigError(f"{what} file {p} is not valid YAML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{what} file {p} is not UTF-8 text ({e.reason})") from None
 
 
 def load_config(path: str | Path) -> RunConfig:

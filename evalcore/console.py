@@ -9,6 +9,7 @@ periodic status blocks: one ``progress:`` line a minute at most, and one line pe
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import time
@@ -31,13 +32,33 @@ _RAY_DATA_HINTS = ("Progress bars disabled", "Progress will be logged")
 _RAY_DATA_MEMORY_ADVICE = re.compile(r"of memory per\s+worker|^Found \d+ issues\. To disable issue detection")
 
 _verbose = False
+#: what ``--quiet`` means, on every command that has it
+QUIET_HELP = ("Print only results and problems: no progress bars or lines, no INFO lines, no library warnings, no "
+              "confirmations (the exit code says it worked).")
+#: progress bars of the libraries a command may load (transformers, huggingface_hub, tqdm), off with ``--quiet``;
+#: set before they are imported (a local Ray cluster's workers inherit them)
+_QUIET_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
+              "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+_quiet_env: dict[str, str] = {}  # what a quiet setup() set
 
 
-def setup(verbose: bool = False) -> None:
-    """The CLI's logging: evalcore's INFO lines on stderr; with ``verbose``, every library's INFO lines too."""
+def setup(verbose: bool = False, quiet: bool = False) -> None:
+    """The CLI's logging: evalcore's INFO lines on stderr; with ``verbose``, every library's INFO lines too.
+    ``quiet`` keeps only evalcore's warnings and errors: no INFO lines, no library progress bars, and Python's
+    warnings (matplotlib's, transformers') go to the ``py.warnings`` log, which prints errors only."""
     global _verbose
-    _verbose = verbose
+    _verbose = verbose and not quiet
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.captureWarnings(quiet)
+    logging.getLogger("evalcore").setLevel(logging.WARNING if quiet else logging.NOTSET)
+    logging.getLogger("py.warnings").setLevel(logging.ERROR if quiet else logging.NOTSET)
+    if quiet:
+        _quiet_env.update({k: v for k, v in _QUIET_ENV.items() if k not in os.environ})
+        os.environ.update(_quiet_env)
+    else:  # a command run in the same process after a quiet one (tests) gets its bars back
+        for k in list(_quiet_env):
+            if os.environ.get(k) == _quiet_env.pop(k):
+                del os.environ[k]
     if not verbose:
         logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score: "Using default tokenizer." per scorer
         # a new local cluster gets token authentication, as Ray chose; its notice says so on every run
@@ -128,12 +149,14 @@ def tallied(batches: Iterable[pa.Table], to_run: int, progress: bool = True) -> 
 
 
 def finished(root: str, report: str, verbose: bool = False, verdicts: Iterable[str] = ()) -> None:
-    """The end of ``evalcore run`` on stdout: the report's absolute location (with ``verbose``, its body first),
-    then one verdict line per model (does it listen? — report.md and report.html open with the same)."""
+    """The end of ``evalcore run`` on stdout: the reports' absolute locations, report.md and report.html (with
+    ``verbose``, the report's body first), then one verdict line per model (does it listen? — report.md and
+    report.html open with the same)."""
     where = storage.absolute(root)
     if verbose:
         print(report)
     print(f"report: {storage.join(where, 'report.md')}")
+    print(f"report: {storage.join(where, 'report.html')}")
     print(f"tables: {storage.join(where, 'tables')}/")
     for line in verdicts:
         print(line)

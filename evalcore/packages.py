@@ -6,6 +6,10 @@ A registered model or judge says what it needs with two class attributes, checke
 * ``requires``: module names, e.g. ``("torch", "transformers")`` for ``hf_audio_lm``;
 * ``install_hint``: the command that installs them, e.g. ``pip install -e ".[models]"`` (pyproject's extras).
 
+The hints run from any directory: this interpreter's pip and the checkout's absolute path (``python -m pip install
+-e "/abs/clone[models,cpu]"``; ``"evalcore[models]"`` outside a checkout). On a machine without an NVIDIA GPU they
+add the ``cpu`` extra, the CPU build of torch: without it pip takes torch's CUDA build (several GB).
+
 A component that runs in another interpreter defines ``packages_problem(params) -> str | None`` instead
 (``vllm_audio_lm``: vLLM in the interpreter :func:`evalcore.models.vllm_audio.vllm_python` finds, checked in a
 subprocess). A registered free-form metric declares its modules the same way (``requires``,
@@ -17,13 +21,38 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Iterable
 
-#: the installs of pyproject.toml's extras, from a checkout
-MODELS_EXTRA = 'pip install -e ".[models]"'
-METRICS_EXTRA = 'pip install -e ".[metrics]"'
-CORE = "pip install -e ."
+
+def has_gpu() -> bool:
+    """An NVIDIA driver is loaded or ``nvidia-smi`` is on PATH (cheap: nothing is imported or run)."""
+    return os.path.exists("/proc/driver/nvidia/version") or shutil.which("nvidia-smi") is not None
+
+
+#: pip of this interpreter (a bare ``pip`` on PATH may install into another one)
+PIP_INSTALL = f"{shlex.quote(sys.executable)} -m pip install"
+
+
+def install(extras: str = "") -> str:
+    """The command that installs evalcore with ``extras`` (pyproject's, e.g. ``models``) into this interpreter, from
+    any directory; ``cpu`` is added to extras that bring torch on a machine without a GPU."""
+    if extras in ("models", "metrics") and not has_gpu():
+        extras += ",cpu"
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file():  # a checkout (an editable install)
+        return f"{PIP_INSTALL} -e " + shlex.quote(f"{root}[{extras}]" if extras else str(root))
+    return f"{PIP_INSTALL} " + shlex.quote(f"evalcore[{extras}]" if extras else "evalcore")
+
+
+#: the installs of pyproject.toml's extras
+MODELS_EXTRA = install("models")
+METRICS_EXTRA = install("metrics")
+CORE = install()
 
 
 def importable(module: str) -> bool:

@@ -8,27 +8,39 @@ and what lies outside the config: configured files and ``s3://`` objects
 exist, a checkpoint directory holds a config its backend recognises, the free-form metrics' tools and model
 files are there, and each model's, judge's and metric's packages import where it will run
 (:mod:`evalcore.packages`).
-``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; it also names an
+``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; ``evalcore validate`` also
+checks that the audio file each item row names exists (:func:`audio_problems`: a run makes a missing one that
+row's error, not a refusal); it also names an
 endpoint model's or LLM judge's ``api_key_env`` whose variable is not set. :func:`check_endpoints` makes one
 cheap call to each endpoint (``evalcore validate --ping``; ``evalcore run`` unless ``--no-ping``).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
+import tempfile
 from typing import Any, Iterator
 
-from evalcore import registry, storage
+from evalcore import storage
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
-from evalcore.llm.ping import PING_TIMEOUT_S, ping
+from evalcore.datasets.base import DATASETS
+from evalcore.judges.base import JUDGES
 from evalcore.metrics.freeform import preflight as metric_problems
+from evalcore.models.base import MODELS
 from evalcore.packages import component_problem
 from evalcore.params import path_problems
+from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.validate import validated
+from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
-from evalcore.protocols.vocab_fit import FACTUAL_KINDS, declared
-from evalcore.reports import published
+from evalcore.registry import Registry
+from evalcore.reports import model_card, published
+from evalcore.vocab_fit import FACTUAL_KINDS, declared
 from evalcore.vocab.tasks import misfit
+
+
+#: the registry of each kind of configured component
+_REGISTRIES: dict[str, Registry[Any]] = {"datasets": DATASETS, "models": MODELS, "judges": JUDGES}
 
 
 def _components(cfg: RunConfig) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
@@ -48,8 +60,7 @@ def _endpoints(cfg: RunConfig) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(params path, who, params) of every configured component that calls an LLM endpoint (``llm_backed``)."""
     names = [f"model {m.name!r}" for m in cfg.models]
     for where, package, kind, params in _components(cfg):
-        importlib.import_module(f"evalcore.{package}")
-        if package != "datasets" and getattr(getattr(registry, package.upper()).get(kind), "llm_backed", False):
+        if package != "datasets" and getattr(_REGISTRIES[package].get(kind), "llm_backed", False):
             parts = where.split(".")
             who = (names[int(parts[1])] if package == "models"
                    else f"{parts[2]} {kind} of protocol {cfg.protocols[int(parts[1])].name!r}")
@@ -69,6 +80,8 @@ def key_problems(cfg: RunConfig) -> list[str]:
 def endpoint_problems(cfg: RunConfig) -> list[str]:
     """One line per endpoint that is unreachable, refuses its key or does not serve its model
     (:func:`evalcore.llm.ping.ping`, one call per distinct endpoint, model and key variable)."""
+    from evalcore.llm.ping import PING_TIMEOUT_S, ping  # heavy: evalcore.llm pulls openai (a second under --help)
+
     seen: dict[tuple, tuple[str, str] | None] = {}
     out = []
     for where, who, params in _endpoints(cfg):
@@ -96,7 +109,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
-    out += key_problems(cfg)
+    out += key_problems(cfg) + card_problems(cfg)
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
@@ -104,10 +117,46 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     for where, package, kind, params in _components(cfg):
         if package == "datasets" and not datasets:
             continue
-        importlib.import_module(f"evalcore.{package}")
-        cls = getattr(registry, package.upper()).get(kind)
+        cls = _REGISTRIES[package].get(kind)
         out += [f"{where}.{f}: {m}" if f else f"{where}: {m}" for f, m in path_problems(cls, params)]
+    if not out:  # what the engine will refuse, read from files that exist
+        out += placement_problems(cfg) + (prompt_problems(cfg) if datasets else [])
     return package_problems(cfg) + out
+
+
+def placement_problems(cfg: RunConfig) -> list[str]:
+    """One line per model its backend cannot run where it is placed (``placement_problem(params, num_gpus)``, e.g.
+    ``vllm_audio_lm``'s decoder head size on an engine without a GPU)."""
+    out = []
+    for i, m in enumerate(cfg.models):
+        hook = getattr(MODELS.get(m.kind), "placement_problem", None)
+        if hook is not None and (found := hook(m.params, m.resources.num_gpus)) is not None:
+            out.append(f"models.{i}.{found[0]}: model {m.name!r}: {found[1]}")
+    return out
+
+
+def prompt_problems(cfg: RunConfig) -> list[str]:
+    """One line per model whose backend refuses the run's longest prompt (``prompt_problem(params, prompts)``, e.g.
+    ``vllm_audio_lm``'s set ``max_model_len``): the run's items are read (into a temporary run root: nothing is
+    written beside the config) and its requests for that model expanded, their distinct prompts checked."""
+    hooks = [(i, m, h) for i, m in enumerate(cfg.models)
+             if (h := getattr(MODELS.get(m.kind), "prompt_problem", None)) is not None
+             and m.params.get("max_model_len")]
+    if not hooks:
+        return []
+    with tempfile.TemporaryDirectory(prefix="evalcore-validate-") as tmp:
+        try:
+            items = [it for d in cfg.datasets for it, _ in validated(d.name, DATASETS.build(d.kind, **d.params)
+                     .items(DatasetContext(name=d.name, run_root=tmp, seed=cfg.seeds.derangement))) if it is not None]
+        except Exception:  # noqa: BLE001 - a dataset that cannot be read is named by its own checks
+            return []
+        exp = expansion(cfg, items)
+        out = []
+        for i, m, hook in hooks:
+            prompts = {r["prompt"] for r in iter_requests(cfg, items, exp, models={m.name}) if r.get("prompt")}
+            if (found := hook(m.params, prompts)) is not None:
+                out.append(f"models.{i}.{found[0]}: model {m.name!r}: {found[1]}")
+        return out
 
 
 def config_problems(cfg: RunConfig) -> list[str]:
@@ -159,16 +208,26 @@ def template_problems(cfg: RunConfig) -> list[str]:
 
 
 def reproduction_problems(cfg: RunConfig) -> list[str]:
-    """``reproduces`` must name a table of the published-values file (which must read cleanly)."""
+    """Each table ``reproduces`` names must be in the published-values file (which must read cleanly)."""
     if cfg.reproduces is None:
         return []
     try:
         cells = published.read(cfg.published_values or published.PUBLISHED_CSV)
     except (OSError, published.PublishedError) as e:
         return [f"published_values: {str(e)[:300]}"]
-    if not published.cells_of(cfg.reproduces, cells):
-        return [f"reproduces: no published cell of {cfg.reproduces!r} (tables: "
-                f"{', '.join(published.table_keys(cells)[:12])} …)"]
+    known = published.table_keys(cells)
+    return [f"reproduces{'' if len(cfg.reproduces) == 1 else f'.{i}'}: no published cell of {key!r} (tables: "
+            f"{', '.join(known[:12])} …)" for i, key in enumerate(cfg.reproduces) if key not in known]
+
+
+def card_problems(cfg: RunConfig) -> list[str]:
+    """``model_card.published`` must exist and read cleanly (:func:`evalcore.reports.model_card.read_published`)."""
+    if cfg.model_card is None or cfg.model_card.published is None:
+        return []
+    try:
+        model_card.read_published(storage.read_text(cfg.model_card.published))
+    except (OSError, ValueError) as e:
+        return [f"model_card.published: {str(e)[:300]}"]
     return []
 
 
@@ -182,13 +241,56 @@ def package_problems(cfg: RunConfig) -> list[str]:
         at = where.split(".")
         if package == "models" and cfg.models[int(at[1])].runtime_env is not None:
             continue
-        importlib.import_module(f"evalcore.{package}")
-        problem = component_problem(getattr(registry, package.upper()).get(kind), params)
+        problem = component_problem(_REGISTRIES[package].get(kind), params)
         if problem is not None:
             who = (f"model {cfg.models[int(at[1])].name!r}" if package == "models"
                    else f"{at[2]} of protocol {cfg.protocols[int(at[1])].name!r}")
             out.append(f"{where.removesuffix('.params')}.kind: {who} ({kind}) {problem}")
     return out
+
+
+#: ``evalcore validate`` names at most this many missing audio files per dataset, then stops reading its rows
+AUDIO_MISSING_SHOWN = 5
+
+
+def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str]:
+    """One line per dataset whose item rows name audio files that do not exist (datasets that list them from their
+    params, nothing built: ``audio_uris(params)``, e.g. ``items_file``): the first ``limit`` missing with their rows, and how many rows were read
+    (reading stops at the ``limit``-th missing file)."""
+    out = []
+    for i, d in enumerate(cfg.datasets):
+        cls = DATASETS.get(d.kind)
+        if not hasattr(cls, "audio_uris"):
+            continue
+        found, read, seen = [], 0, set()
+        try:
+            for read, (row, item_id, uri) in enumerate(cls.audio_uris(d.params), start=1):
+                if uri not in seen and _absent(uri):
+                    found.append(f"row {row} ({str(item_id)[:40]!r}): {uri}")
+                    if len(found) == limit:
+                        break
+                seen.add(uri)
+        except OSError as e:  # the items file itself: path_problems names it
+            out.append(f"datasets.{i}.params: cannot read its items to check their audio: {str(e)[:200]}")
+            continue
+        if found:
+            stop = (f"stopped at the first {limit} missing, after {read} rows" if len(found) == limit
+                    else f"{read} rows read")
+            base = getattr(cls, "base_of", None)
+            relative = (f"; a relative audio_uri is relative to {base(d.params['path'], d.params.get('audio_root'))}"
+                        if callable(base) else "")
+            out.append(f"datasets.{i}.params.path: {len(found)} audio file(s) named by its rows do not exist ({stop}"
+                       f"{relative}): " + "; ".join(found))
+    return out
+
+
+def _absent(uri: str) -> bool:
+    """``uri`` names no file (a URI that cannot be checked here, e.g. an unknown scheme, counts as present: reading
+    it in the run makes that row's error)."""
+    try:
+        return not storage.exists(uri)
+    except (OSError, ValueError):
+        return False
 
 
 def check(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) -> None:

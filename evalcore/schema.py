@@ -15,7 +15,7 @@ import pyarrow as pa
 ERRORED = "errored"
 ERRORED_DEFINITION = ("requests of this cell that errored (any stage; listed in tables/errors.parquet); every other "
                       "metric of the cell leaves them out unless its name ends in _with_errors")
-PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice")
+PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice", "mir")
 CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
 
 ITEM = pa.schema(
@@ -102,7 +102,7 @@ JUDGMENT = pa.schema(
         pa.field("dropped", pa.int32()),  # factual: labels a judge proposed outside the vocabulary (not scored)
         pa.field("parsed_index", pa.int32()),  # mcq: -1 = unanswered
         pa.field("embedding_key", pa.string()),  # freeform: key of a cached embedding
-        pa.field("scores", pa.string()),  # freeform: per-pair metric values from the pipeline (evalcore.metrics.stage)
+        pa.field("scores", pa.string()),  # freeform: per-pair metric values from the pipeline (evalcore.metrics.stream_values)
         pa.field("error", pa.string()),
         pa.field("error_stage", pa.string()),
         pa.field("error_class", pa.string()),

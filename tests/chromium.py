@@ -8,6 +8,8 @@ scroll width exceeds the client width.
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import shutil
@@ -55,3 +57,53 @@ def screenshot(page: Path, out: Path, tmp: Path, width: int = 1280, height: int 
     subprocess.run([require(), *_flags(tmp / "profile", width, height), f"--screenshot={out}", page.as_uri()],
                    capture_output=True, timeout=120, check=True)
     return out
+
+
+#: JavaScript of :func:`layout`: each header's and confidence interval's text split where Chromium broke its lines
+#: (a character whose box starts lower than the previous one's opens a line), and each image's natural and shown
+#: width
+LAYOUT = """
+const lines = (el) => {
+  const out = [[]]; let top = null;
+  const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) {
+    const t = walk.currentNode;
+    for (let i = 0; i < t.length; i++) {
+      const r = document.createRange(); r.setStart(t, i); r.setEnd(t, i + 1);
+      const box = r.getClientRects()[0];
+      if (!box) continue;  // collapsed white space
+      if (box.width === 0) { out[out.length - 1].push(t.data[i]); continue; }  // a space hanging at a line's end
+      if (top !== null && box.top > top + 2) out.push([]);
+      top = box.top; out[out.length - 1].push(t.data[i]);
+    }
+  }
+  return out.map(a => a.join(''));
+};
+return {headers: [...document.querySelectorAll('th')].map(lines),
+        cis: [...document.querySelectorAll('.ci, .ci-off')].map(lines),
+        images: [...document.querySelectorAll('img')].map(i => [i.naturalWidth, i.clientWidth])};
+"""
+
+
+def layout(page: Path, tmp: Path, width: int = 1280) -> dict:
+    """What :data:`LAYOUT` reads of ``page`` laid out in a ``width`` px window: ``headers`` and ``cis`` (each a list
+    of its lines' text) and ``images`` ([natural width, shown width] each)."""
+    probe = tmp / f"layout-{page.name}"
+    script = ("<script>window.addEventListener('load', () => {document.body.setAttribute('data-layout', "
+              f"JSON.stringify((() => {{{LAYOUT}}})()));}});</script>")
+    probe.write_text(page.read_text().replace("</body>", script + "</body>"))
+    dom = dump_dom(probe, tmp / "profile-layout", width)
+    found = re.search(r'data-layout="([^"]*)"', dom)
+    assert found, "the layout probe did not run"
+    return json.loads(html.unescape(found.group(1)))
+
+
+def mid_word_breaks(lines_of: list[list[str]]) -> list[str]:
+    """The line breaks that fall inside a word: a line that ends in a letter, digit or underscore followed by one
+    that starts with a letter or digit (a break at a space, or before the underscore joining two words, is fine)."""
+    bad = []
+    for lines in lines_of:
+        for a, b in zip(lines, lines[1:]):
+            if a and b and (a[-1].isalnum() or a[-1] == "_") and b[0].isalnum():
+                bad.append(f"{a!r} | {b!r}")
+    return bad

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import time
 from typing import NamedTuple
 
@@ -22,8 +23,10 @@ os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 E2E_FIXTURES = frozenset({"local_ray", "demo_run", "seaweedfs"})
 
 
-#: the modules that read ``demo_run``: under pytest-xdist they go to one worker, so the demo runs once
-DEMO_READERS = frozenset({"test_demo_golden.py", "test_pipeline_e2e.py"})
+#: the modules that read ``demo_run`` (a test or fixture of theirs takes it as a parameter): under pytest-xdist they
+#: go to one worker, so the demo runs once
+DEMO_READERS = frozenset(p.name for p in pathlib.Path(__file__).parent.glob("test_*.py")
+                         if re.search(r"def \w+\([^)]*\bdemo_run\b", p.read_text(encoding="utf-8")))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -32,7 +35,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("ray") or item.get_closest_marker("slow") or E2E_FIXTURES & uses:
             item.add_marker(pytest.mark.e2e)
         if "demo_run" in uses and item.path.name not in DEMO_READERS:
-            raise pytest.UsageError(f"{item.nodeid} reads demo_run: add its module to DEMO_READERS (tests/conftest.py)")
+            raise pytest.UsageError(f"{item.nodeid} reads demo_run other than as a parameter of a test or fixture of "
+                                    "its module (tests/conftest.py DEMO_READERS)")
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: nothing without it

@@ -37,7 +37,7 @@ MODEL = '''
 """A slow test-only Music LM that logs a fingerprint of every input it generates for."""
 import hashlib, json, os, time
 
-from evalcore.registry import MODELS
+from evalcore.models.base import MODELS
 
 
 def fingerprint(p) -> str:

@@ -248,7 +248,8 @@ def bad_run(tmp_path_factory, seaweedfs):
            "storage": {"root": str(tmp / "run"), "s3": {"endpoint_override": server.endpoint},
                        "allowed_audio_roots": [AUDIO, f"s3://{PRIVATE_BUCKET}", str(tmp / "audio"), "/dev"]},
            "stats": {"bootstrap_resamples": 100},
-           "ray": {"progress_bars": False, "decode_num_cpus": 0.5}}
+           "ray": {"progress_bars": False, "decode_num_cpus": 0.5},
+           "max_error_rate": None}  # a corpus of bad inputs: most rows error on purpose, the run must finish
     (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "AWS_SESSION_TOKEN", "AWS_PROFILE")}
     env.update(AWS_ACCESS_KEY_ID=server.run.access_key, AWS_SECRET_ACCESS_KEY=server.run.secret_key,

@@ -4,9 +4,14 @@ table."""
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import shutil
+import socket
+import sys
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import typer.main
@@ -32,6 +37,18 @@ ALL = list(_commands(typer.main.get_command(app)))
 def test_every_command_is_there() -> None:
     names = {" ".join(p) for p, _ in ALL}
     assert {"run", "validate", "compare", "nightly", "make-checkpoint", "score", "score mcq"} <= names
+
+
+#: commands whose output is the whole answer (a schema), and groups; the rest do work and take --quiet
+NOT_QUIET = {"", "score", "schema", "compare"}  # compare: its refusals and page are being reworked (compare_cli.py)
+
+
+def test_every_command_that_does_work_has_quiet() -> None:
+    lacking = [" ".join(p) for p, cmd in ALL if " ".join(p) not in NOT_QUIET
+               and "--quiet" not in {o for param in cmd.params for o in getattr(param, "opts", [])}]
+    assert lacking == []
+    assert {"run", "nightly", "validate", "report", "reproduce", "make-checkpoint", "score mcq", "score factual",
+            "score freeform"} <= {" ".join(p) for p, _ in ALL} - NOT_QUIET
 
 
 @pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) or "evalcore" for p, _ in ALL])
@@ -69,17 +86,39 @@ def test_unwrapped_joins_lines_but_keeps_paragraphs_and_list_items() -> None:
 # ----------------------------------------------------------------------------- compare: one suite
 
 
+#: the evalcore log's warnings during the ``finished`` run
+RUN_WARNINGS: list[str] = []
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, local_ray) -> Path:
-    """A finished tiny run (synthetic clips, the DSP listener, factual QA)."""
+    """A finished tiny run (synthetic clips, the DSP listener, factual QA). Its config sends it to trackers
+    (docs/tracking.md): a local MLflow store, an MLflow URI nothing listens on, a W&B that is not installed here, and
+    lm-eval's files (``--track``)."""
     root = tmp_path_factory.mktemp("cmp")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    tracking = [{"kind": "mlflow", "uri": f"http://127.0.0.1:{closed}", "retries": 0}, {"kind": "wandb"}]
+    if importlib.util.find_spec("mlflow") is not None:
+        from tracking_helpers import fresh_mlflow_uri
+
+        tracking.insert(0, {"kind": "mlflow", "uri": fresh_mlflow_uri(root / "mlflow"), "experiment": "cmp"})
     cfg = {"name": "cmp", "storage": {"root": str(root / "a")}, "stats": {"bootstrap_resamples": 100},
            "datasets": [{"name": "synth", "kind": "synthetic", "params": {"n_clips": 3, "seconds": 1.0}}],
            "models": [{"name": "listener", "kind": "dsp_listener"}], "protocols": [{"name": "factual"}],
-           "ray": {"progress_bars": False, "decode_num_cpus": 0.5}}
+           "ray": {"progress_bars": False, "decode_num_cpus": 0.5}, "tracking": tracking}
     (root / "cfg.yaml").write_text(yaml.safe_dump(cfg))
-    res = runner.invoke(app, ["run", "--quiet", str(root / "cfg.yaml")])
-    assert res.exit_code == ExitCode.OK, res.output
+    heard = logging.Handler(logging.WARNING)
+    heard.emit = lambda record: RUN_WARNINGS.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("evalcore").addHandler(heard)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setitem(sys.modules, "wandb", None)  # W&B not installed
+            res = runner.invoke(app, ["run", "--quiet", str(root / "cfg.yaml"), "--track", "lm_eval"])
+    finally:
+        logging.getLogger("evalcore").removeHandler(heard)
+    assert res.exit_code == ExitCode.OK, res.output  # failing trackers cost the run nothing
     return root / "a"
 
 
@@ -118,3 +157,42 @@ def test_runs_that_share_no_item_exit_2_even_with_shared_items(finished, tmp_pat
     assert res.exit_code == ExitCode.USAGE, res.output
     (line,) = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert line.startswith("RUN_A and RUN_B share no item") and "nothing to compare" in line
+
+
+# ----------------------------------------------------------------------------- the run's trackers
+
+
+def test_the_run_sent_itself_to_its_trackers_and_the_failing_ones_are_one_warning_each(finished) -> None:
+    """A real ``evalcore run`` with sinks: every headline cell of summary.parquet is its MLflow metric (MLflow's own
+    client reads it back), with the params and artifacts; lm-eval's files are written; the unreachable MLflow and the
+    missing W&B are one warning each, and every file of the run is there."""
+    for name in ("config.yaml", "run.json", "report.md", "report.html", "tables/summary.parquet",
+                 "tables/per_item.parquet", "tables/errors.parquet"):
+        assert (finished / name).is_file(), name
+    assert len(RUN_WARNINGS) == 2, RUN_WARNINGS
+    mlflow_said = ("mlflow sink failed (MlflowException" if importlib.util.find_spec("mlflow") is not None
+                   else "mlflow sink skipped: needs mlflow")
+    assert any(mlflow_said in w and "evalcore track" in w for w in RUN_WARNINGS)
+    assert any("wandb sink skipped: needs wandb" in w and '".[tracking]"' in w for w in RUN_WARNINGS)
+    assert next((finished / "lm_eval" / "listener").glob("results_*.json"))
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    from tracking_helpers import expected_cells, mlflow_runs, same
+
+    summary = pd.read_parquet(finished / "tables" / "summary.parquet")
+    uri = mlflow_uri_of(finished)
+    (r,) = mlflow_runs(uri, "cmp")
+    want = expected_cells(summary, "listener")
+    assert len(want) >= 20 and set(r.data.metrics) == set(want)
+    assert all(same(float(v), r.data.metrics[k]) for k, v in want.items())
+    assert {"evalcore.version", "config.hash", "seeds.bootstrap", "checkpoint.checkpoint", "judge.factual",
+            "prompt.factual", "dataset.synth", "definition.f1_micro"} <= set(r.data.params)
+    assert r.data.tags["evalcore.model"] == "listener" and r.data.tags["evalcore.run_root"] == str(finished)
+    arts = MlflowClient(tracking_uri=uri).list_artifacts(r.info.run_id)
+    assert {a.path for a in arts} == {"report.html", "summary.parquet", "per_item.parquet"}
+
+
+def mlflow_uri_of(run_root: Path) -> str:
+    """The local store the run's config named first (its config.yaml keeps the tracking block)."""
+    return yaml.safe_load((run_root / "config.yaml").read_text())["tracking"][0]["uri"]

@@ -68,7 +68,11 @@ def test_unknown_dataset_in_protocol():
 def test_not_yaml_and_missing_file(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("name: [unclosed")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match="not valid YAML") as e:
+        load_config(p)
+    assert f'in "{p}", line 1' in str(e.value) and "<unicode string>" not in str(e.value)  # YAML's mark names it
+    p.write_bytes(b"name: caf\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
         load_config(p)
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "absent.yaml")
@@ -84,3 +88,18 @@ def test_cli_exits_nonzero_naming_the_field(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "evalcore.cli", "run", str(p)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "models.0.resources.concurrency" in proc.stderr
+
+
+def test_a_missing_kind_lists_the_known_kinds():
+    data = copy.deepcopy(BASE)
+    del data["datasets"][0]["kind"], data["models"][0]["kind"]
+    data["protocols"][0] = {"name": "mine", "conditions": ["correct"]}  # not named after a kind: kind is needed
+    data["protocols"][1]["judge"] = {"params": {}}
+    with pytest.raises(ConfigError) as e:
+        parse_config(data)
+    lines = {ln.split(": ", 1)[0].strip(): ln.split(": ", 1)[1] for ln in str(e.value).splitlines()[1:]}
+    prefix = "required field missing; known kinds: "
+    assert lines["protocols.0.kind"] == prefix + "freeform, factual, mcq, true_false, binary_choice"
+    for where, some in (("datasets.0.kind", "items_file"), ("models.0.kind", "hf_audio_lm"),
+                        ("protocols.1.judge.kind", "mcq_string")):
+        assert lines[where].startswith(prefix) and some in lines[where].split(", "), lines[where]

@@ -49,10 +49,11 @@ def test_a_healthy_run_prints_no_error_line_and_no_report_body(tiny_run):
     assert "Running Dataset" not in both and "Total Progress" not in both and "MapBatches(" not in both
     root = (tmp / "out").resolve()  # --out was relative: the path printed is absolute
     out = proc.stdout.splitlines()
-    assert out[:2] == [f"report: {root}/report.md", f"tables: {root}/tables/"]
+    assert out[:3] == [f"report: {root}/report.md", f"report: {root}/report.html", f"tables: {root}/tables/"]
+    assert (root / "report.html").is_file()
     # then one verdict line per model, nothing else (4 clips: fewer than stats.min_items, so unclear)
-    assert [ln.split(":")[0] for ln in out[2:]] == ["listener", "text-prior"], out
-    assert all(": listens unclear — " in ln for ln in out[2:]), out
+    assert [ln.split(":")[0] for ln in out[3:]] == ["listener", "text-prior"], out
+    assert all(": listens unclear — " in ln for ln in out[3:]), out
     assert (root / "report.md").read_text().startswith("# evalcore report")
 
 
@@ -82,7 +83,8 @@ def test_ray_data_shows_the_stage_names(local_ray, tmp_path):
 def test_verbose_prints_the_report_before_its_path_and_the_verdicts_after(tmp_path, capsys):
     console.finished(str(tmp_path), "# evalcore report — x\nbody", verbose=True, verdicts=["m: listens yes — …"])
     assert capsys.readouterr().out.splitlines() == ["# evalcore report — x", "body", f"report: {tmp_path}/report.md",
-                                                    f"tables: {tmp_path}/tables/", "m: listens yes — …"]
+                                                    f"report: {tmp_path}/report.html", f"tables: {tmp_path}/tables/",
+                                                    "m: listens yes — …"]
 
 
 def test_ray_data_memory_advice_is_kept_off_the_console_but_other_warnings_are_not():

@@ -60,13 +60,19 @@ def _regressions() -> pd.DataFrame:
 
 
 def _tonight() -> dict:
+    """Tonight: step-3000 regressed (its verdict, drops and why as the nightly computes them from the comparisons:
+    12 drops, each flagged against the previous checkpoint and against the baseline), one failed, one waiting."""
+    from evalcore.nightly import tonight as tn
+
+    verdict, flagged, _ = tn.checkpoint_verdict("listener", "step-3000", _regressions())
     return {"name": "demo", "date": "2026-11-27T03:00:00Z", "root": "/runs/demo", "exit_code": 3,
             "store": {"conditional_writes": True, "fallback": None},
             "counts": {"evaluated": 1, "resumed": 0, "failed": 1, "waiting": 1, "leased_elsewhere": 0, "lost": 0,
                        "requests_sent": 384, "requests_committed_earlier": 0, "requests_errored": 0},
             "checkpoints": [
-                {"series": "listener", "checkpoint": "step-3000", "verdict": "regressed", "listening": "no",
-                 "flagged": 40, "improved": 0, "resumed": False, "reason": None, "run_root": "/runs/x"},
+                {"series": "listener", "checkpoint": "step-3000", "verdict": verdict, "listening": "no",
+                 "flagged": flagged, "improved": 0, "resumed": False,
+                 "reason": tn.why("listener", "step-3000", _regressions()), "run_root": "/runs/x"},
                 {"series": "listener", "checkpoint": "step-4000", "verdict": "failed", "listening": None,
                  "flagged": 0, "improved": 0, "resumed": False, "reason": "ConfigError: " + "x" * 400,
                  "run_root": None},
@@ -99,7 +105,9 @@ def test_the_morning_page_opens_with_tonight_and_fits_a_1280_px_window(tmp_path)
     page = tmp_path / "dashboard.html"
     page.write_text(html)
     assert md.startswith("# Nightly: demo — 2026-11-27\n\n## Tonight")
-    assert "| **listener/step-3000** | **▼\u00a0regressed** | **no** | **40** |" in md
+    # 24 flagged comparison rows, 12 drops: each counted once, with what it was flagged against
+    assert "| **listener/step-3000** | **▼\u00a0regressed** | **no** | **12** | **12 drop(s) flagged (12 vs the " \
+           "previous checkpoint step-2000, 12 vs the baseline step-1000); largest: " in md
     assert "1.33e-05" not in html and "3.2e-05" not in html and "&lt; 0.001" in html  # numbers people can read
     dom = chromium.dump_dom(page, tmp_path / "profile")
     order = [dom.index(s) for s in ("Tonight", "checkpoints × headline metrics", "Leaderboard", "<img",

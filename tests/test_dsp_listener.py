@@ -12,7 +12,7 @@ from evalcore.models.dsp_listener import Analysis, DSPListener, analyze, answer,
 from evalcore.models.null import NullModel
 from evalcore.models.text_prior import TextPrior
 from evalcore.protocols.prompts import DEFAULT_VARIANTS, render
-from evalcore.registry import MODELS
+from evalcore.models.base import MODELS
 
 SR = 22050
 

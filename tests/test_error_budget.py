@@ -12,7 +12,7 @@ import pytest
 import soundfile as sf
 
 from evalcore import storage
-from evalcore.config import ConfigError, parse_config
+from evalcore.config import DEFAULT_MAX_ERROR_RATE, ConfigError, parse_config
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, RunResult, check_error_budget, error_reason
 from evalcore.pipeline.run import run
 from evalcore.pipeline.sources import reject_disallowed_audio
@@ -29,7 +29,9 @@ def _cfg(**top) -> dict:
 def test_config_fields():
     cfg = parse_config(_cfg(max_error_rate=0.05, storage={"allowed_audio_roots": ["s3://b/audio", "/data"]}))
     assert cfg.max_error_rate == 0.05 and cfg.storage.allowed_audio_roots == ["s3://b/audio", "/data"]
-    assert parse_config(_cfg()).max_error_rate is None and parse_config(_cfg()).storage.allowed_audio_roots is None
+    assert parse_config(_cfg()).max_error_rate == DEFAULT_MAX_ERROR_RATE == 0.5  # the default budget
+    assert parse_config(_cfg(max_error_rate=None)).max_error_rate is None  # null: no budget
+    assert parse_config(_cfg()).storage.allowed_audio_roots is None
     for bad in (-0.1, 1.5, "lots"):
         with pytest.raises(ConfigError, match="max_error_rate"):
             parse_config(_cfg(max_error_rate=bad))
@@ -190,7 +192,119 @@ def test_items_count_against_the_budget_and_an_empty_protocol_fails_it() -> None
     cfg = parse_config(_cfg(protocols=[{"name": "factual"}, {"name": "mcq"}]))
     empty = protocols_without_items(cfg, [{"protocol": "factual", "dataset": "d"}])
     assert empty == ["protocol 'mcq' is configured but has no valid item"]
+    # an instance named otherwise is reached by the items of its kind (configs/paper: `instrument`, kind factual)
+    named = parse_config(_cfg(protocols=[{"name": "instrument", "kind": "factual"}, {"name": "q", "kind": "mcq"}]))
+    assert protocols_without_items(named, [{"protocol": "factual", "dataset": "d"}]) == [
+        "protocol 'q' is configured but has no valid item"]
     res.counts["protocols_without_items"] = empty
     with pytest.raises(ErrorBudgetExceeded, match="protocol 'mcq' is configured but has no valid item"):
         check_error_budget(res, [], 0.6, item_errors=item_errors)
     check_error_budget(res, [], None)  # no budget: a warning only (in the report and on the terminal)
+
+
+# ----------------------------------------------------------------------------- per model
+
+
+def _two_models(dead_errored: int, healthy_errored: int = 0, n: int = 40) -> tuple[RunResult, list[dict]]:
+    rows = ([{"model": "dead", "error": "connection error: [Errno 111] Connection refused", "error_stage": "model"}]
+            * dead_errored + [{"model": "dead", "error": None, "error_stage": None}] * (n - dead_errored)
+            + [{"model": "healthy", "error": "missing: audio file not found", "error_stage": "decode"}] * healthy_errored
+            + [{"model": "healthy", "error": None, "error_stage": None}] * (n - healthy_errored))
+    from evalcore.scoring.requests import counts
+
+    c = counts(10, 0, rows)
+    return RunResult(root="/runs/x", report="", counts=c), [r for r in rows if r["error"] is not None]
+
+
+def test_every_models_share_is_counted() -> None:
+    res, _ = _two_models(40, 2)
+    assert res.counts["models"] == {"dead": {"requests_in": 40, "requests_errored": 40, "error_share": 1.0},
+                                    "healthy": {"requests_in": 40, "requests_errored": 2, "error_share": 0.05}}
+    assert res.counts["requests_errored"] == 42 == sum(m["requests_errored"] for m in res.counts["models"].values())
+
+
+def test_a_dead_model_beside_a_healthy_one_exceeds_the_default_budget_by_name() -> None:
+    """Finding 3: one model with every request errored, the other scored: the run's share is 50 %, within a 50 %
+    budget, and the run used to pass; per model it is 100 % and fails, naming the model and its top reason."""
+    res, errors = _two_models(40)
+    assert res.counts["requests_errored"] / res.counts["requests_in"] == 0.5  # within the run-wide budget
+    with pytest.raises(ErrorBudgetExceeded) as e:
+        check_error_budget(res, errors, DEFAULT_MAX_ERROR_RATE)
+    assert e.value.model == "dead" and e.value.rate == 1.0
+    assert str(e.value).startswith("error budget exceeded: model 'dead' errored on 40 of 40 of its requests "
+                                   "(every one of its requests) (100.0%) > max_error_rate 50.0%; top reasons: "
+                                   "model/connection error ×40")
+
+
+def test_a_model_over_the_budget_fails_and_one_within_passes() -> None:
+    res, errors = _two_models(21)  # 52.5 % of one model's requests
+    with pytest.raises(ErrorBudgetExceeded, match="model 'dead' errored on 21 of 40 of its requests \\(52.5%\\)"):
+        check_error_budget(res, errors, 0.5)
+    check_error_budget(*_two_models(20), 0.5)  # 50 % is not more than 50 %
+    check_error_budget(res, errors, None)  # null: no budget
+
+
+def test_validate_says_the_budget_the_docs_give(tmp_path) -> None:
+    """The default is one number in code, in `evalcore validate`'s output and in docs/config.md."""
+    import pathlib
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from evalcore.cli import app
+
+    for top, said in (({}, "error budget: max_error_rate 0.5 (the default;"),
+                      ({"max_error_rate": 0.1}, "error budget: max_error_rate 0.1 (set;"),
+                      ({"max_error_rate": None}, "no error budget (max_error_rate: null)")):
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(_cfg(**top)))
+        res = CliRunner().invoke(app, ["validate", "--no-check-paths", str(tmp_path / "c.yaml")])
+        assert res.exit_code == 0 and said in res.output, res.output
+    doc = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "config.md").read_text()
+    assert f"`max_error_rate` is **{DEFAULT_MAX_ERROR_RATE:g} when the config leaves it out**" in doc
+    assert f"# default {DEFAULT_MAX_ERROR_RATE:g}; exit 4" in doc
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_dead_model_beside_a_healthy_one_exits_4_naming_it(tmp_path, local_ray, monkeypatch) -> None:
+    """Findings 2 and 3 in one run: a model whose endpoint is dead (every request errors) beside one that scores,
+    under the default budget, with protocol instances named apart from their kinds. The run exits 4 naming the
+    dead model and its top reason; every model's errored share is on the console, in run.json and the report; no
+    instance is reported without items."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from evalcore.cli import app
+    from ports import free_ports
+
+    monkeypatch.setenv("EVALCORE_TEST_DEAD_KEY", "sk-dead-test-key")
+    port = free_ports(1)[0]  # nothing listens there
+    cfg = {"name": "dead", "datasets": [{"name": "synth", "kind": "synthetic",
+                                         "params": {"n_clips": 3, "seconds": 1.0, "bad_clips": 0}}],
+           "models": [{"name": "healthy", "kind": "text_prior", "resources": {"num_cpus": 0.25, "batch_size": 16}},
+                      {"name": "dead", "kind": "openai_audio_chat",
+                       "params": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "max_retries": 0,
+                                  "timeout_s": 5, "threads": 2, "api_key_env": "EVALCORE_TEST_DEAD_KEY"},
+                       "resources": {"num_cpus": 0.25, "batch_size": 16}}],
+           "protocols": [{"name": "choice", "kind": "mcq", "conditions": ["correct", "silence"]},
+                         {"name": "labels", "kind": "factual", "conditions": ["correct"]}],
+           "storage": {"root": str(tmp_path / "run")}, "stats": {"bootstrap_resamples": 100},
+           "ray": {"progress_bars": False, "decode_num_cpus": 0.5}}
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    res = CliRunner().invoke(app, ["run", "--quiet", "--no-ping", str(tmp_path / "cfg.yaml")])
+    assert res.exit_code == 4, res.output
+    c = json.loads((tmp_path / "run" / "run.json").read_text())["counts"]
+    dead, healthy = c["models"]["dead"], c["models"]["healthy"]
+    assert dead["requests_errored"] == dead["requests_in"] > 0 and dead["error_share"] == 1.0
+    assert healthy["requests_errored"] == 0 and healthy["requests_in"] == dead["requests_in"]
+    assert c["requests_errored"] / c["requests_in"] == 0.5  # within the run-wide budget: only the model's fails
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"evalcore: error budget exceeded: model 'dead' errored on {dead['requests_in']} of "
+                           f"{dead['requests_in']} of its requests (every one of its requests) (100.0%) > "
+                           "max_error_rate 50.0%; top reasons: model/"), last
+    assert f"errored by model: dead {dead['requests_in']} of {dead['requests_in']} (100.0%), healthy 0 of" in res.stderr
+    assert c["protocols_without_items"] == [] and "has no valid item" not in res.stderr  # name ≠ kind
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Errored requests by model: dead" in report and "## Warnings" not in report
+    assert "## choice · synth (mcq)" in report and "## labels · synth (factual)" in report
+    assert "sk-dead-test-key" not in res.output + report  # the key is never written

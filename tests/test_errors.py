@@ -48,10 +48,10 @@ def test_fail_bounds_and_classes_a_row():
 
 
 def test_judge_errors_keep_the_class_the_judge_gave():
-    class Flaky:
-        version = "1"
+    from evalcore.judges.base import JudgeBase
 
-        def judge(self, texts, options):
+    class Flaky(JudgeBase):  # a judge of the protocol (evalcore.judges.base.Judge)
+        def judge(self, texts, options, tasks=None, questions=None):
             return [{"error": "connection error", "error_class": "transient"} for _ in texts]
 
     from evalcore.pipeline import stages

@@ -21,10 +21,8 @@ from evalcore.pipeline.finish import finish
 from evalcore.pipeline.resources import chunk_window
 from evalcore.pipeline.stages import Decoder, judge_batch
 from evalcore.protocols.requests import expand_requests
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
 from evalcore.scoring.requests import merge_chunks
-
-import evalcore.judges  # noqa: F401  (registration)
 
 
 # --------------------------------------------------------------------------- true/false reader

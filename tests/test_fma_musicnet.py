@@ -17,7 +17,7 @@ from evalcore.datasets.validate import validate_items
 from evalcore.metrics.factual_modes import aggregate_answers
 from evalcore.protocols import factual_prompts as fp
 from evalcore.protocols.prompts import render
-from evalcore.registry import DATASETS
+from evalcore.datasets.base import DATASETS
 from evalcore.vocab import FMA_GENRES, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, normalize
 
 # --- FMA: tracks.csv as released (two header rows, then the ``track_id,,,…`` index-name row) ---

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-import evalcore.judges  # noqa: F401  (registers the judges)
+from evalcore.judges.base import JUDGES
 from evalcore.judges.mcq_string import parse_choice
-from evalcore.registry import JUDGES
 from evalcore.vocab import INSTRUMENT_LEXICON, Lexicon, extract
 
 # --------------------------------------------------------------------------- extractor

@@ -43,3 +43,21 @@ def test_evalcore_imports_inside_functions_are_only_of_heavy_modules() -> None:
     assert found, "the walk found no nested import at all: it no longer sees the known heavy ones"
     unmarked = [f"{f}:{n}: {line.strip()}" for f, n, line in found if "# heavy:" not in line]
     assert not unmarked, "imports inside functions without a `# heavy:` reason:\n" + "\n".join(unmarked)
+
+
+def test_the_graph_with_dynamic_imports_has_no_cycle_and_hides_nothing() -> None:
+    """scripts/import_graph.py counts ``import_module`` / ``__import__`` calls too: no two-way pair, no cycle, no
+    evalcore module imported by a string, and every computed dynamic import says what it imports (the registry's
+    own package; a user's module named in the config)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import import_graph
+    finally:
+        sys.path.pop(0)
+    g = import_graph.walk(REPO / "evalcore")
+    assert not [a for a in g["arrows"] if (a[1], a[0]) in g["arrows"]]
+    assert import_graph.cycles(g["arrows"]) == []
+    assert [(f, n, t) for f, n, t, _ in g["dynamic"] if t] == []  # no import_module("evalcore…")
+    computed = {f: why for f, _, t, why in g["dynamic"] if not t}
+    assert set(computed) == {"evalcore/registry.py", "evalcore/models/isolated.py",
+                             "evalcore/models/example_adapter.py"} and all(computed.values()), computed

@@ -12,7 +12,7 @@ import pytest
 from evalcore.judges.llm_judges import LLMExtractorJudge, McqLLMJudge, validate_labels
 from evalcore.llm.cache import ResponseCache, cache_key
 from evalcore.llm.prompts import LABEL_EXTRACTION, MCQ_MATCH
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
 from llm_server import TEST_API_KEY_ENV, FaultSchedule, LLMServer, install_test_key
 
 KEY = install_test_key()
@@ -145,8 +145,7 @@ def test_extractor_inside_ray_workers_with_shared_budget(tmp_path, local_ray):
 
         @ray.remote(num_cpus=0)
         def run(params_json: str, texts: list[str]) -> list[dict]:
-            import evalcore.judges.llm_judges  # noqa: F401  (registration)
-            from evalcore.registry import JUDGES as judges
+            from evalcore.judges.base import JUDGES as judges
 
             return judges.build("llm_extractor", **json.loads(params_json)).judge(texts, [None] * len(texts))
 

@@ -101,3 +101,15 @@ def test_hummusqa_csv_release(tmp_path):
     assert good[0]["audio_uri"] == "s3://bucket/jamendo/111.mp3"
     reasons = " ".join(b["error"] for b in bad)
     assert "excerpt_start" in reasons and "options" in reasons and len(good) == 1
+
+
+def test_a_dataset_s_error_row_is_a_type_not_a_string():
+    """A dataset yields ``BadItem(reason)`` for a record it cannot read: its reason becomes the load error row's;
+    a bare string is data like any other non-mapping (never taken for a reason)."""
+    from evalcore.datasets.base import BadItem
+    from evalcore.datasets.validate import validate_items
+
+    good, errors = validate_items("d", [BadItem("line 2: invalid JSON (Expecting value)"), "line 3: looks like a reason"])
+    assert good == [] and [e["error"] for e in errors] == ["item row #0: line 2: invalid JSON (Expecting value)",
+                                                           "item row #1: not a mapping (str)"]
+    assert {e["error_stage"] for e in errors} == {"load"} and {e["error_class"] for e in errors} == {"input"}

@@ -1,4 +1,4 @@
-"""Lexical metrics scored in the pipeline's batches give the values the run's scorer would compute itself."""
+"""The stream's metrics (evalcore.pipeline.stream_metrics) scored in the pipeline's batches give the values the run's scorer would compute itself."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import math
 
 import pyarrow as pa
 
-from evalcore.metrics import stage
+from evalcore.metrics import stream_values as stage
 from evalcore.metrics.freeform import FreeformScorer
+from evalcore.pipeline import stream_metrics
 from evalcore.pipeline.stages import JUDGED
 
 REF = "A calm piano piece in a minor key with soft strings."
@@ -34,7 +35,7 @@ def test_only_whole_freeform_rows_without_error_are_scored():
     rows = [_row("a", "A calm piano piece with strings."), _row("b", "Loud drums."), _row("c", "x", n_chunks=2),
             _row("d", None, error="timeout"), _row("e", "(A)", protocol="mcq"), _row("f", "A calm piano piece."),
             _row("g", "no reference", reference=None)]
-    got = stage.score_batch(_batch(rows), PLAN).column("scores").to_pylist()
+    got = stream_metrics.lexical_metrics_batch(_batch(rows), PLAN).column("scores").to_pylist()
     assert [s is not None for s in got] == [True, True, False, False, False, True, False]
     values = json.loads(got[0])
     assert values["profile"] == "mullama" and set(values) == {"profile", "bleu", "bleu4", "meteor", "rouge"}
@@ -45,7 +46,7 @@ def test_the_scorer_takes_stored_values_and_computes_the_rest_to_the_same_number
             _row("c", "A calm piano piece."), _row("d", "")]
     scorer = FreeformScorer()
     plain = scorer.score([dict(r) for r in rows])
-    staged = stage.score_batch(_batch(rows), PLAN).to_pylist()
+    staged = stream_metrics.lexical_metrics_batch(_batch(rows), PLAN).to_pylist()
     staged[1]["scores"] = None  # e.g. committed by an older version: computed by the scorer
     got = scorer.score(staged)
     assert got == plain
@@ -68,8 +69,8 @@ def test_bertscore_in_the_stream_joins_the_lexical_values_and_a_model_that_fails
     assert list(plan) == ["freeform"] and plan["freeform"][:2] == ("mullama", ["bertscore"])
     rows = [_row("a", "A calm piano piece with strings."), _row("b", "Loud drums."), _row("c", "x", n_chunks=2),
             _row("d", None, error="timeout"), _row("e", "A calm piano piece with strings.")]
-    lexical = stage.score_batch(_batch(rows), stage.lexical_plan({"freeform": ("mullama", ["bleu", "meteor", "rouge"])}))
-    scorer = stage.ModelScorer(plan)
+    lexical = stream_metrics.lexical_metrics_batch(_batch(rows), stage.lexical_plan({"freeform": ("mullama", ["bleu", "meteor", "rouge"])}))
+    scorer = stream_metrics.ModelMetricsActor(plan)
     staged = scorer(lexical).to_pylist()
     assert [s["scores"] is not None for s in staged] == [True, True, False, False, True]
     assert set(json.loads(staged[0]["scores"])) == {"profile", "models", "bleu", "meteor", "rouge", "bertscore"}
@@ -94,7 +95,7 @@ def test_bertscore_in_the_stream_joins_the_lexical_values_and_a_model_that_fails
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text("{not json")
     broken = metrics.model_copy(update={"bertscore": metrics.bertscore.model_copy(update={"model": str(tmp_path / "broken")})})
-    failing = stage.ModelScorer(stage.model_plan({"freeform": broken}))
+    failing = stream_metrics.ModelMetricsActor(stage.model_plan({"freeform": broken}))
     out = failing(lexical).to_pylist()
     assert [s["scores"] for s in out] == lexical.column("scores").to_pylist() and failing.failed == {"freeform"}
 

@@ -90,4 +90,4 @@ def test_an_unreadable_jsonl_line_is_an_error_row(tmp_path) -> None:
     path = tmp_path / "MMAR-meta.jsonl"
     path.write_text("\n".join([lines[0], "{broken", lines[1]]) + "\n")
     good, bad = _items(tmp_path, path, audio_root=str(FIXTURES))
-    assert len(good) == 2 and len(bad) == 1 and "line 2 of" in bad[0]["error"] and "is not JSON" in bad[0]["error"]
+    assert len(good) == 2 and len(bad) == 1 and "line 2 of" in bad[0]["error"] and "invalid JSON" in bad[0]["error"]

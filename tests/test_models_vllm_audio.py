@@ -46,12 +46,13 @@ def checkpoints(tmp_path_factory) -> dict[str, str]:
 
     root = tmp_path_factory.mktemp("vllm-ckpt")
     # head size 32: vLLM's CPU attention needs at least that
-    return {f: build_tiny(f, str(root / f), head_dim=32, ends_answers=True) for f in FAMILIES}
+    return {f: build_tiny(f, str(root / f), head_dim=32, some_end=True) for f in FAMILIES}
 
 
-def _start_engine(py: str, tmp: Path, params: dict, window: float, drop: int | None = None) -> subprocess.Popen:
+def _start_engine(py: str, tmp: Path, params: dict, window: float, drop: int | None = None,
+                  short: list[int] | None = None) -> subprocess.Popen:
     spec = tmp / "spec.json"
-    spec.write_text(json.dumps({"params": params, "window": window, "drop": drop}))
+    spec.write_text(json.dumps({"params": params, "window": window, "drop": drop, "short": short}))
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
     return subprocess.Popen([py, str(Path(vllm_worker.__file__)), str(spec)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
@@ -66,6 +67,15 @@ def _result(proc: subprocess.Popen) -> dict:
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, err[-3000:]
     return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def _short(family: str) -> list[int]:
+    """Clip lengths (samples at 16 kHz) around the family's measured minimum (a tenth of it, one short, exactly it),
+    or, for a family without one (Voxtral pads to 30 s), a 10 ms clip."""
+    from evalcore.models.audio_chat import MIN_AUDIO_SAMPLES
+
+    need = MIN_AUDIO_SAMPLES.get(family)
+    return [need // 10, need - 1, need] if need else [160]
 
 
 #: requests whose audio the engine runs of these families drop on the way (request 3 has 3 s of audio): Qwen2-Audio
@@ -85,7 +95,7 @@ def engine_runs(checkpoints, tmp_path_factory) -> dict[str, subprocess.Popen]:
         window = HFAudioLM.audio_spec({"checkpoint": checkpoints[family]})[1]
         params = {"checkpoint": checkpoints[family], "max_new_tokens": 24, "max_model_len": 2048}
         procs[family] = _start_engine(py, tmp_path_factory.mktemp(f"engine-{family}"), params, window,
-                                      DROP.get(family))
+                                      DROP.get(family), _short(family))
     yield procs
     for p in procs.values():
         if p.poll() is None:
@@ -171,6 +181,12 @@ def test_greedy_answers_equal_hf_audio_lm(checkpoints, engine_runs, family):
     finished = [a for a in want if not a.startswith("incomplete: ")]
     assert finished and len(finished) < len(want) and len(set(want)) >= 8  # both kinds, and inputs matter
     assert got["unknown_engine_args"] == [] and got["unknown_sampling"] == []  # the allowlists match vLLM's fields
+    # audio too short for two audio positions: one named error on both backends (finding 4), never a mislabel
+    short = [answer_view(a) for a in hf.generate(vllm_worker.short_requests(_short(family)))]
+    assert got["short"] == short
+    if family in ("qwen2_audio", "audioflamingo3", "glmasr"):
+        assert [a.startswith("input: audio_too_short: ") for a in short] == [True, True, False], short
+    assert not any("audio_not_received" in a for a in short)
     info = got["info"]
     assert info["vllm"] and info["checkpoint"]["sha256"] == hf.info()["checkpoint"]["sha256"]
     if drop is not None:
@@ -220,6 +236,8 @@ def test_run_through_the_stream_gives_hf_audio_lms_tables(checkpoints, tmp_path,
         "storage": {"root": str(tmp_path / "run")},
         "stats": {"bootstrap_resamples": 100},
         "ray": {"progress_bars": False, "decode_num_cpus": 0.25},
+        # random-weight checkpoints: many answers run to the token limit (incomplete error rows) on purpose
+        "max_error_rate": None,
     })
     res = run(cfg)
     c = res.counts
@@ -244,3 +262,44 @@ def test_run_through_the_stream_gives_hf_audio_lms_tables(checkpoints, tmp_path,
     again = run(cfg, resume=True)
     assert sorted(p.name for p in (Path(cfg.root) / "responses").rglob("*.parquet")) == shards  # nothing re-ran
     assert again.counts["requests_in"] == c["requests_in"] and again.counts["requests_scored"] == c["requests_scored"]
+
+
+def test_validate_catches_what_the_engine_would_refuse(checkpoints, tmp_path):
+    """Finding 4, before any engine starts: a decoder head size vLLM's CPU attention cannot run on a model that asks
+    no GPU, and a ``max_model_len`` that holds the audio window and the answer but not the run's longest prompt
+    (it used to pass, then every row failed), each one line naming the field."""
+    from evalcore import preflight
+    from evalcore.config import parse_config
+    from evalcore.models.tiny import build_tiny
+
+    narrow = build_tiny("qwen2_audio", str(tmp_path / "narrow"))  # head size 8
+    long_q = "Listen closely and tell me, " + "in as much detail as you can manage, " * 40 + "which instruments play?"
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps(
+        {"item_id": f"i{k}", "protocol": "factual", "task": "instrument", "labels": ["guitar"], "question": q,
+         "audio_uri": str(tmp_path / "a.wav")}) for k, q in enumerate(["Instruments?", long_q])))
+
+    def cfg(checkpoint: str, num_gpus: float, max_model_len: int | None) -> object:
+        params = {"checkpoint": checkpoint, "max_new_tokens": 32,
+                  **({"max_model_len": max_model_len} if max_model_len else {})}
+        return parse_config({"name": "v", "storage": {"root": str(tmp_path / "run")},
+                             "datasets": [{"name": "d", "kind": "items_file",
+                                           "params": {"path": str(tmp_path / "items.jsonl")}}],
+                             "models": [{"name": "v", "kind": "vllm_audio_lm", "params": params,
+                                         "resources": {"num_gpus": num_gpus}}],
+                             "protocols": [{"name": "factual", "conditions": ["correct"]}]})
+
+    (line,) = preflight.placement_problems(cfg(narrow, 0, None))
+    assert line.startswith("models.0.params.checkpoint: model 'v': decoder head size 8 is not one vLLM's CPU "
+                           "attention runs (32, 64,") and "resources.num_gpus" in line
+    assert preflight.placement_problems(cfg(narrow, 1, None)) == []  # on a GPU
+    assert preflight.placement_problems(cfg(checkpoints["qwen2_audio"], 0, None)) == []  # head size 32
+
+    from evalcore.models.vllm_audio import VLLMAudioLM
+
+    ck = checkpoints["qwen2_audio"]
+    VLLMAudioLM.check_files({"checkpoint": ck, "max_model_len": 820, "max_new_tokens": 32})  # window + answer fit
+    (line,) = preflight.prompt_problems(cfg(ck, 0, 820))
+    assert line.startswith("models.0.params.max_model_len: model 'v': 820 tokens cannot hold the run's longest "
+                           "prompt: ") and "Listen closely" in line and "750 audio positions" in line
+    assert preflight.prompt_problems(cfg(ck, 0, 4096)) == []
+    assert preflight.prompt_problems(cfg(ck, 0, None)) == []  # the checkpoint's own length: nothing set to check

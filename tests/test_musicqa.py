@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.base import DATASETS, DatasetContext
 from evalcore.datasets.musicqa import CAPTIONING_QUESTIONS
 from evalcore.datasets.validate import validate_items
-from evalcore.registry import DATASETS
 
 from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 CTX = DatasetContext(name="musicqa", run_root="/tmp", seed=0)

@@ -186,3 +186,33 @@ def test_an_empty_or_missing_series_prefix_is_a_ledger_row_not_a_crash(tmp_path)
     assert res.exit_code == 0, res.output
     rows = {r["checkpoint"]: r for r in Ledger(data["storage"]["root"]).records()}
     assert set(rows) == {"step-1"} and rows["step-1"]["status"] == "waiting"
+
+
+def test_a_checkpoint_over_its_error_budget_is_failed_never_unchanged(tmp_path, monkeypatch) -> None:
+    """A checkpoint whose model errored past ``max_error_rate`` (the run raised ErrorBudgetExceeded after writing
+    its tables) is recorded ``failed`` with the message naming the model, and tonight's verdict says so."""
+    import evalcore.pipeline.run as pipeline_run
+    from evalcore.nightly import night as nt
+    from evalcore.nightly.lease import Leases
+    from evalcore.nightly.series import Checkpoint
+    from evalcore.pipeline.outcome import ErrorBudgetExceeded, RunResult
+
+    cfg = parse_nightly(demo_data(tmp_path))
+    counts = {"requests_in": 10, "requests_errored": 10, "requests_scored": 0,
+              "models": {"listener": {"requests_in": 10, "requests_errored": 10, "error_share": 1.0}}}
+
+    def dead(rcfg, resume=False):
+        raise ErrorBudgetExceeded(1.0, 0.5, [("model/ValueError", 10)], RunResult(rcfg.root, counts, ""),
+                                  model="listener")
+
+    monkeypatch.setattr(pipeline_run, "run", dead)
+    ledger = Ledger(cfg.root, Leases())
+    lease = ledger.claim("listener", "step-9", "me", 60)
+    result = nt.NightResult(root=cfg.root)
+    nt.evaluate(cfg, cfg.series[0], Checkpoint("listener", "step-9", str(tmp_path / "ck" / "step-9")), ledger, lease,
+                result)
+    rec = ledger.get("listener", "step-9")
+    assert rec["status"] == "failed" and "model 'listener' errored on 10 of 10" in rec["reason"]
+    assert result.failed == ["listener/step-9"] and not result.evaluated
+    verdicts = {v.checkpoint: v.verdict for v in nt.tonight_of(cfg, result, pd.DataFrame()).checkpoints}
+    assert verdicts == {"step-9": "failed"}

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from evalcore import packages
 from evalcore.errors import ExitCode
 
 pytestmark = pytest.mark.e2e  # each test starts a Python of its own
@@ -79,7 +80,17 @@ def _problems(res: subprocess.CompletedProcess) -> list[str]:
     return [ln.strip() for ln in res.stderr.splitlines() if ln.startswith("  ")]
 
 
-INSTALL_MODELS = 'install: pip install -e ".[models]"'
+#: the install hints run from any directory: this interpreter's pip and the checkout's absolute path; on a machine
+#: without a GPU, with the cpu extra (the CPU build of torch)
+CPU = "" if packages.has_gpu() else ",cpu"
+INSTALL_MODELS = f"install: {sys.executable} -m pip install -e '{REPO}[models{CPU}]'"
+INSTALL_METRICS = f"install: {sys.executable} -m pip install -e '{REPO}[metrics{CPU}]'"
+
+
+def test_the_hints_name_this_interpreter_the_checkout_and_the_cpu_build() -> None:
+    assert "install: " + packages.MODELS_EXTRA == INSTALL_MODELS
+    assert "install: " + packages.METRICS_EXTRA == INSTALL_METRICS
+    assert packages.CORE == f"{sys.executable} -m pip install -e {REPO}"
 
 
 def test_without_torch_validate_names_the_model_the_metric_and_the_commands(tmp_path) -> None:
@@ -90,7 +101,7 @@ def test_without_torch_validate_names_the_model_the_metric_and_the_commands(tmp_
     assert lines == [
         "models.0.kind: model 'qwen' (hf_audio_lm) needs torch, which do not import here; " + INSTALL_MODELS,
         "protocols.0.metrics.names: bertscore: needs bert_score, torch, which do not import here; "
-        'install: pip install -e ".[metrics]"'], res.stderr
+        + INSTALL_METRICS], res.stderr
     # where torch and bert_score are present the same config is fine: the lines above are the packages' doing
     ok = _cli("validate", str(path))
     assert ok.returncode == ExitCode.OK, ok.stderr[-3000:]
@@ -125,3 +136,20 @@ def test_vllm_in_its_venv_passes(tmp_path) -> None:
         pytest.skip("no .venv-vllm in this checkout (docs/testing.md)")
     res = _cli("validate", str(_config(tmp_path, kind="vllm_audio_lm")), env={"EVALCORE_VLLM_PYTHON": str(venv)})
     assert res.returncode == ExitCode.OK, res.stderr[-3000:]
+
+
+def test_an_interpreter_with_vllm_but_without_evalcore_is_named(tmp_path) -> None:
+    """Finding 4: ``EVALCORE_VLLM_PYTHON`` was checked for vllm only; an interpreter without evalcore passed
+    validate, then the run died after its engine actors started and advised ``--resume``, which cannot help."""
+    site = tmp_path / "site"
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("")  # vllm is there; evalcore is not (no site-packages: -S)
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text(f'#!/bin/sh\ncd /\nPYTHONPATH={site} exec {sys.executable} -S "$@"\n')  # not from the clone
+    python.chmod(0o755)
+    res = _cli("validate", str(_config(tmp_path, kind="vllm_audio_lm")), env={"EVALCORE_VLLM_PYTHON": str(python)})
+    assert res.returncode == ExitCode.USAGE, res.stderr[-3000:]
+    (line,) = _problems(res)
+    assert line.startswith(f"models.0.kind: model 'qwen' (vllm_audio_lm) needs evalcore in {python} too"), line
+    assert "pip install -e" in line and "PYTHONPATH" in line

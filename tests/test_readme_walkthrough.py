@@ -32,3 +32,9 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert "* **listener** — listens: **unclear**" in head and "too few items (n=2 < 20)" in head
     assert "CI > 0" not in report and "listens: **yes**" not in report
     assert "listener: listens unclear — " in proc.stdout and (tmp_path / "runs" / "mine" / "report.html").is_file()
+    root = (tmp_path / "runs" / "mine").resolve()
+    assert f"report: {root}/report.md\nreport: {root}/report.html\n" in proc.stdout  # both pages' paths
+    # run --quiet: a healthy run says nothing on stderr of its progress, and no library warning gets through
+    chatter = [ln for ln in proc.stderr.splitlines()
+               if ln.startswith(("stage ", "items:", "requests:", "evalcore: run", "progress:")) or "Warning" in ln]
+    assert chatter == [], chatter

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from evalcore.config import parse_config
+from evalcore.datasets.base import BadItem
 from evalcore.datasets.validate import validate_items
 from evalcore.protocols import expand_requests
 from evalcore.protocols.prompts import option_order
@@ -43,7 +44,7 @@ def _cfg(conditions=("correct", "random", "silence", "noise", "text_only"), orde
     (_item(0, colour="red"), "unknown field"),
     ({"item_id": "f", "protocol": "factual", "audio_uri": "/a.wav", "question": "?"}, "labels"),
     ({"item_id": "f", "protocol": "freeform", "audio_uri": "/a.wav", "question": "?"}, "reference"),
-    ("line 3: invalid JSON", "invalid JSON"),
+    (BadItem("line 3: invalid JSON"), "invalid JSON"),  # a dataset's error row (a bare str is data: not a mapping)
     (["not", "a", "dict"], "not a mapping"),
 ])
 def test_malformed_rows_become_error_rows(row, needle):

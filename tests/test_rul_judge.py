@@ -22,7 +22,7 @@ import pytest
 
 from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
 from evalcore.protocols.templates import TEMPLATE_SETS
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
 
 OPTS = ["Fiddle", "Tin whistle", "Accordion", "Banjo"]  # presented order: A B C D
 

@@ -21,7 +21,7 @@ import pytest
 import soundfile as sf
 import yaml
 
-from evalcore.pipeline.scorers import SCORE_POOL_FROM
+from evalcore.pipeline.stream_metrics import SCORE_POOL_FROM
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

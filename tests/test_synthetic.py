@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.base import DATASETS, DatasetContext
 from evalcore.datasets.validate import validate_items
 from evalcore.datasets.synthetic import (
     INSTRUMENTS,
@@ -25,7 +25,6 @@ from evalcore.datasets.synthetic import (
     tempo_bucket,
 )
 from evalcore.datasets.synth_audio import karplus_strong
-from evalcore.registry import DATASETS
 from evalcore.schema import ITEM, PROTOCOLS, conform
 
 SR = 22050

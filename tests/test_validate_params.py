@@ -11,10 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.datasets.base import Dataset
+from evalcore.datasets.base import DATASETS, Dataset
 from evalcore.errors import ExitCode
-from evalcore.models.base import MusicLM
-from evalcore import registry
+from evalcore.models.base import MODELS, MusicLM
 from evalcore.params import params_schema
 from evalcore.registry import Registry
 
@@ -23,8 +22,10 @@ runner = CliRunner()
 
 @pytest.fixture
 def base(tmp_path: Path) -> dict:
-    """A config that validates: an items file that exists, the two baseline models, a factual protocol."""
+    """A config that validates: an items file that exists (and the audio file its row names), the two baseline
+    models, a factual protocol."""
     items = tmp_path / "items.jsonl"
+    (tmp_path / "a.wav").write_bytes(b"RIFF")  # validate checks that it exists, not what it holds
     items.write_text(json.dumps({"item_id": "a", "protocol": "factual", "audio_uri": "a.wav", "question": "q?",
                                  "labels": ["piano"]}) + "\n")
     return {"name": "t",
@@ -44,10 +45,8 @@ def nothing_built(monkeypatch):
     monkeypatch.setattr(Registry, "build", refuse)
     # every registered dataset and model class refuses to be constructed (``__init__``, not ``__new__``:
     # CPython does not restore a class's ``__new__`` slot cleanly once a patched one is deleted again)
-    import evalcore.datasets  # noqa: F401  (registers the kinds)
-    import evalcore.models  # noqa: F401
 
-    for reg in (registry.DATASETS, registry.MODELS):
+    for reg in (DATASETS, MODELS):
         for kind in reg.names():
             cls = reg.get(kind)
             if isinstance(cls, type) and issubclass(cls, (Dataset, MusicLM)):

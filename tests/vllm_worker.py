@@ -3,7 +3,8 @@
 ``python vllm_worker.py SPEC.json`` builds the model stage's actor class (:class:`ModelRunner`) around a
 ``vllm_audio_lm`` on the CPU engine, answers :func:`requests` with it, and prints one ``RESULT {json}`` line:
 the answers (:func:`answer_view`), and with ``drop`` set, the rows of a batch whose request ``drop`` lost its
-audio between evalcore and the engine (injected here, as lmms-eval's vLLM path loses it).
+audio between evalcore and the engine (injected here, as lmms-eval's vLLM path loses it); with ``short`` (sample counts),
+the answers to clips that long.
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ def requests(n: int = 24, seed: int = 0) -> list:
     return out
 
 
+def short_requests(lengths: list) -> list:
+    """One request per clip length (samples at 16 kHz) of seeded noise."""
+    from evalcore.models.base import AudioPrompt
+
+    rng = np.random.default_rng(1)
+    return [AudioPrompt((0.3 * rng.standard_normal(n)).astype(np.float32), SR, "Describe the music.") for n in lengths]
+
+
 def main(spec_path: str) -> None:
     import dataclasses
 
@@ -49,6 +58,8 @@ def main(spec_path: str) -> None:
     result: dict = {"answers": [answer_view(a) for a in model.generate(batch)], "info": json.loads(runner.info),
                     "unknown_engine_args": sorted(ENGINE_ARGS - {f.name for f in dataclasses.fields(vllm.EngineArgs)}),
                     "unknown_sampling": sorted(SAMPLING - set(vllm.SamplingParams.__struct_fields__))}
+    if spec.get("short"):  # clips of these many samples: at and below the family's minimum
+        result["short"] = [answer_view(a) for a in model.generate(short_requests(spec["short"]))]
     drop = spec.get("drop")
     if drop is not None:
         send = model.engine_prompts

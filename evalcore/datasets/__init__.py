@@ -1,4 +1,2 @@
-"""Datasets: sources of item rows, registered by kind (see ``evalcore.registry.DATASETS``)."""
-
-from evalcore.datasets import fma, hummusqa, items_file, muchomusic, musicnet, musicqa, rul_muchomusic, synthetic  # noqa: F401  (registration)
-from evalcore.datasets import mmar, mmau, mmau_pro  # noqa: F401  (registration)
+"""Datasets: sources of item rows (:class:`evalcore.datasets.base.Dataset`); each registers with ``DATASETS``
+(:mod:`evalcore.datasets.base`), which loads this package's modules on first use."""

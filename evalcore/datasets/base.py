@@ -1,10 +1,13 @@
-"""The dataset interface: a source of item rows (see ``evalcore.schema.ITEM``)."""
+"""The dataset interface: a source of item rows (see ``evalcore.schema.ITEM``), the error row a dataset yields in
+place of a record that cannot be an item (:class:`BadItem`), and the datasets' registry."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
+
+from evalcore.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,15 @@ class DatasetContext:
 
 
 @dataclass(frozen=True)
+class BadItem:
+    """A record that cannot be an item, yielded in its place with the reason (one line, no payload): validation
+    makes it an error row of the ``load`` stage (:func:`evalcore.datasets.validate.validated`), so nothing is
+    dropped silently."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class FactualVocabulary:
     """What a dataset's factual items are labelled with, known from its config params alone: task → the name
     of its lexicon (``evalcore.vocab.lexicon.LEXICONS``), and the genre tree file of its genre tasks."""
@@ -26,14 +38,20 @@ class FactualVocabulary:
 
 
 class Dataset(ABC):
-    """Yields item dicts; malformed rows are allowed and become error rows downstream."""
+    """Yields item dicts, and a :class:`BadItem` for a record it cannot read; malformed dicts are allowed too and
+    become error rows downstream."""
 
     @abstractmethod
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
-        """Item rows with the fields of ``evalcore.schema.ITEM`` but ``dataset`` (the run sets it from the config)."""
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
+        """Item rows with the fields of ``evalcore.schema.ITEM`` but ``dataset`` (the run sets it from the config),
+        and a :class:`BadItem` in place of each record that cannot be one."""
 
     @classmethod
     def factual_vocabulary(cls, params: Mapping[str, Any]) -> FactualVocabulary:
         """The vocabulary of the factual tasks this dataset's config produces (none by default: the
         dataset has no factual items, or they are only known once read)."""
         return FactualVocabulary()
+
+
+#: the datasets by kind: ``@DATASETS.register("kind")`` on a :class:`Dataset`; loads this package's modules on first use
+DATASETS: Registry[Dataset] = Registry("dataset", __package__ or "evalcore.datasets")

@@ -26,18 +26,17 @@ the paper's Table 7 never posed.
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any, Iterator, Literal, Sequence
 
 import pandas as pd
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
-from evalcore.datasets.tabular import read_table, string_list, text
+from evalcore.datasets.records import FileUnreadable
+from evalcore.datasets.tabular import check_table, csv_frame, read_table, string_list, text, undecodable
 from evalcore.params import Count, PathStr
-from evalcore.registry import DATASETS
 from evalcore.vocab import normalize, vocabulary
 
 SUBSETS = ("small", "medium", "large", "full")
@@ -46,12 +45,36 @@ TASKS = ("genre", "genre-tree", "genre-node")
 DEFAULT_QUESTION = "What is the genre of this song?"
 
 
+#: the columns of tracks.csv the loader reads
+TRACK_COLUMNS = (("set", "subset"), ("set", "split"), ("track", "genre_top"), ("track", "genres"))
+
+
 def read_tracks(uri: str) -> pd.DataFrame:
-    """FMA ``tracks.csv`` (two header rows) as a DataFrame of strings indexed by track id."""
-    df = pd.read_csv(io.BytesIO(storage.read_bytes(uri)), header=[0, 1], index_col=0, dtype=str,
-                     keep_default_na=False)
+    """FMA ``tracks.csv`` (two header rows) as a DataFrame of strings indexed by track id; bytes that are not UTF-8
+    kept as lone surrogates (that row's error, :func:`evalcore.datasets.tabular.undecodable`);
+    :class:`~evalcore.datasets.records.FileUnreadable` naming ``tracks`` when it cannot be read as that table."""
+    data = storage.read_bytes(uri)
+    if not data.strip():
+        raise FileUnreadable(f"tracks: {uri!r} is empty")
+    try:
+        misfits: list[int] = []
+        df = csv_frame(data, misfits, header=[0, 1], index_col=0)
+    except (ValueError, OSError) as e:  # pandas' parse errors are ValueErrors
+        raise FileUnreadable(f"tracks: {uri!r} is not a readable FMA tracks.csv ({type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:160] if str(e) else ''})") from None
+    missing = [c for c in TRACK_COLUMNS if c not in df.columns]
+    if missing:
+        raise FileUnreadable(f"tracks: {uri!r} lacks column(s) {missing} of FMA's tracks.csv")
     df.index = df.index.map(lambda v: str(v).strip())
-    return df[df.index.str.fullmatch(r"\d+")]
+    problems = [f"{uri}: a CSV line of {n} fields does not fit the header" for n in misfits]
+    if not data.endswith(b"\n") and len(df):  # a released table ends with a line break: the last row is cut
+        df = df.iloc[:-1]
+        problems.append(f"{uri}: its last line has no line break (the file is cut short?); that row is left out as "
+                        "this error")
+    df.attrs["problems"] = problems
+    out = df[df.index.str.fullmatch(r"\d+")]
+    out.attrs["problems"] = df.attrs.get("problems", [])
+    return out
 
 
 def audio_path(audio_root: str, track_id: int) -> str:
@@ -116,9 +139,20 @@ class FMA(Dataset):
         self.subset, self.split, self.task, self.question, self.limit = subset, split, task, question, limit
         self.formats, self.format_seed, self.binary_order = list(formats), format_seed, binary_order
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        """``tracks.csv`` and ``genres.csv`` read as FMA's tables (``evalcore validate``)."""
+        read_tracks(str(params["tracks"]))
+        check_table(str(params["genres"]), "genres", ("genre_id", "parent", "title", "top_level"))
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         tree = GenreTree(read_table(self.genres))
-        items = list(self._standard(tree, self.limit))
+        items = []
+        for it in self._standard(tree, self.limit):
+            if isinstance(it, BadItem):
+                yield it  # a row that cannot be an item: its error row, before the items and their formats
+            else:
+                items.append(it)
         if self.formats == ["standard"]:
             yield from items
             return
@@ -130,12 +164,13 @@ class FMA(Dataset):
     def _present(self, tree: GenreTree, vocab: Sequence[str]) -> list[str]:
         """The labels of ``vocab`` that some track of the subset (and split) has, whatever ``limit``: the
         binary-choice distractors, so that a limited run asks the same questions as a full one."""
-        seen = {lab for it in self._standard(tree, limit=None) for lab in it["labels"] or ()}
+        seen = {lab for it in self._standard(tree, limit=None) if isinstance(it, dict) for lab in it["labels"] or ()}
         return [v for v in vocab if v in seen]
 
-    def _standard(self, tree: GenreTree, limit: int | None) -> Iterator[dict[str, Any]]:
+    def _standard(self, tree: GenreTree, limit: int | None) -> Iterator[dict[str, Any] | BadItem]:
         """The factual items of the subset and split, at most ``limit`` (None: all)."""
         df = read_tracks(self.tracks)
+        yield from map(BadItem, df.attrs.get("problems", []))
         keep = SUBSETS[: SUBSETS.index(self.subset) + 1]
         n = 0
         for tid, row in zip(df.index, df.to_dict("records")):
@@ -148,7 +183,9 @@ class FMA(Dataset):
             if self.split is not None and split != self.split:
                 continue
             n += 1
-            yield self._item(int(tid), row, tree, subset, split)
+            problem = undecodable({str(k): v for k, v in row.items()})
+            problem = problem or (f"track id of {len(tid)} digits" if len(tid) > 18 else None)
+            yield BadItem(f"FMA track {tid[:40]}: {problem}") if problem else self._item(int(tid), row, tree, subset, split)
 
     def _item(self, tid: int, row: dict, tree: GenreTree, subset: str | None, split: str | None) -> dict[str, Any]:
         ids = [g for g in (_id(x) for x in string_list(row.get(("track", "genres")))) if g is not None]
@@ -183,5 +220,5 @@ def _id(v: Any) -> str | None:
         return None
     try:
         return str(int(float(t)))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None

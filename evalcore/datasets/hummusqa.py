@@ -18,10 +18,13 @@ import os
 from typing import Any, Iterator
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
-from evalcore.datasets.tabular import read_table, seconds, string_list, text
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
+from evalcore.datasets.records import leaves_root
+from evalcore.datasets.tabular import check_table, read_rows, seconds, string_list, text, undecodable
+
+#: the columns the loader reads (the released Parquet and CSV have them all)
+COLUMNS = ("identifier", "question", "answer", "distractor_1", "distractor_2", "distractor_3")
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 
 @DATASETS.register("hummusqa")
@@ -31,12 +34,26 @@ class HumMusQA(Dataset):
                  audio_dir: PathStr | None = None) -> None:
         self.path, self.audio_root, self.audio_pattern, self.audio_dir = path, audio_root, audio_pattern, audio_dir
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        """The released file reads as a table with the columns the loader reads (``evalcore validate``)."""
+        check_table(str(params["path"]), "path", COLUMNS)
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         audio_dir = self.audio_dir or storage.join(ctx.run_root, "dataset_audio", ctx.name)
-        for i, row in enumerate(read_table(self.path).to_dict("records")):
+        rows, misfits = read_rows(self.path, "path", COLUMNS)
+        yield from map(BadItem, misfits)  # lines that do not fit the header: counted, never skipped
+        for i, row in enumerate(rows):
+            if (problem := undecodable({k: v for k, v in row.items() if k != "audio"})) is not None:
+                yield BadItem(f"HumMusQA row {i}: {problem}")
+                continue
+            audio = self._audio(row, audio_dir)
+            if audio is not None and audio.startswith("outside:"):
+                yield BadItem(f"HumMusQA row {i}: {audio.removeprefix('outside: ')}")
+                continue
             yield {
                 "item_id": text(row.get("identifier")) or f"row{i:05d}", "protocol": "mcq", "task": "hummusqa",
-                "audio_uri": self._audio(row, audio_dir),
+                "audio_uri": audio,
                 "excerpt_start": seconds(row.get("excerpt_start_time")),
                 "excerpt_end": seconds(row.get("excerpt_end_time")),
                 "question": text(row.get("question")),
@@ -58,5 +75,8 @@ class HumMusQA(Dataset):
             return uri
         jamendo = text(row.get("jamendo_id"))
         if self.audio_root and jamendo:
-            return storage.join(self.audio_root, self.audio_pattern.format(jamendo_id=jamendo))
+            name = self.audio_pattern.format(jamendo_id=jamendo)
+            if leaves_root(name):
+                return f"outside: audio path {name[:120]!r} leaves audio_root (never opened)"
+            return storage.join(self.audio_root, name)
         return None

@@ -10,13 +10,8 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 
 from evalcore import jsonl, storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
-
-
-class BadLine(str):
-    """A line that is not a JSON object; validation turns it into an error row."""
 
 
 @DATASETS.register("items_file")
@@ -35,16 +30,37 @@ class ItemsFile(Dataset):
 
     def audio_base(self) -> str:
         """What relative ``audio_uri`` values are relative to: ``audio_root``, else the items file's directory."""
-        return storage.absolute(self.audio_root) if self.audio_root else storage.parent(storage.absolute(self.path))
+        return self.base_of(self.path, self.audio_root)
+
+    @staticmethod
+    def base_of(path: str, audio_root: str | None = None) -> str:
+        """:meth:`audio_base` from the params alone."""
+        return storage.absolute(audio_root) if audio_root else storage.parent(storage.absolute(path))
+
+    @staticmethod
+    def rows_of(path: str) -> Iterator[Any]:
+        """The file's rows as written (a line that is not a JSON object is a :class:`BadLine`)."""
+        data = storage.read_bytes(path)
+        if path.endswith(".parquet"):
+            return iter(pq.read_table(io.BytesIO(data)).to_pylist())
+        return ItemsFile._jsonl(data)
+
+    @classmethod
+    def audio_uris(cls, params: dict[str, Any]) -> Iterator[tuple[int, Any, str]]:
+        """(row number from 1, item_id, absolute audio URI) of every row of the file ``params`` name that names
+        its audio, read from the params alone, nothing built (``evalcore validate`` checks that each exists; a
+        run makes a missing one that row's error)."""
+        base = cls.base_of(params["path"], params.get("audio_root"))
+        for n, row in enumerate(cls.rows_of(params["path"]), start=1):
+            if isinstance(row, dict) and isinstance(row.get("audio_uri"), str) and row["audio_uri"]:
+                try:
+                    yield n, row.get("item_id"), storage.absolute(row["audio_uri"], base)
+                except ValueError:
+                    continue  # not a usable URI: reading the items makes it that row's error
 
     def items(self, ctx: DatasetContext) -> Iterator[Any]:
-        data = storage.read_bytes(self.path)
-        if self.path.endswith(".parquet"):
-            rows: Iterator[Any] = iter(pq.read_table(io.BytesIO(data)).to_pylist())
-        else:
-            rows = self._jsonl(data)
         base = self.audio_base()
-        for row in rows:
+        for row in self.rows_of(self.path):
             if isinstance(row, dict) and isinstance(row.get("audio_uri"), str) and row["audio_uri"]:
                 try:
                     row["audio_uri"] = storage.absolute(row["audio_uri"], base)
@@ -58,15 +74,15 @@ class ItemsFile(Dataset):
             try:  # per line, so one line of another encoding is that line's error, not mangled text
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                yield BadLine(f"line {n}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})")
+                yield BadItem(f"line {n}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})")
                 continue
             if not line.strip():
                 continue
             try:
                 yield json.loads(line)
             except json.JSONDecodeError as e:
-                yield BadLine(f"line {n}: invalid JSON ({e.msg})")
+                yield BadItem(f"line {n}: invalid JSON ({e.msg})")
             except RecursionError:
-                yield BadLine(f"line {n}: invalid JSON (nested too deeply)")
+                yield BadItem(f"line {n}: invalid JSON (nested too deeply)")
             except ValueError as e:  # e.g. an integer of more than 4,300 digits
-                yield BadLine(f"line {n}: invalid JSON ({str(e).split(':')[0]})")
+                yield BadItem(f"line {n}: invalid JSON ({str(e).split(':')[0]})")

@@ -22,10 +22,10 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 from pydantic import Field
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
-from evalcore.datasets.released_mcq import audio_uri, mcq_item, read_records, record_problem
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
+from evalcore.datasets.released_mcq import (audio_uri, check_records, mcq_item, read_records, record_problem,
+                                            subset_problem)
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 Task = Literal["music", "sound", "speech"]
 
@@ -41,11 +41,20 @@ class MMAU(Dataset):
                  tasks: Annotated[Sequence[Task], Field(min_length=1)] = ("music",)) -> None:
         self.path, self.audio_root, self.tasks = path, audio_root, tuple(tasks)
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | str]:
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        """The released file reads as records (``evalcore validate``): empty, not JSON or cut short is ``path``'s
+        error (one unreadable record is that record's error row)."""
+        check_records(str(params["path"]))
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         root = self.audio_root or storage.parent(self.path)
         for rec in read_records(self.path):
             if (problem := record_problem("MMAU", rec)) is not None:
                 yield problem
+                continue
+            if (problem := subset_problem("MMAU", rec, "task")) is not None:
+                yield problem  # a record that cannot be placed in or out of the subset: counted, never dropped
                 continue
             if rec.get("task") not in self.tasks:
                 continue  # the subset is chosen by the file's own task field

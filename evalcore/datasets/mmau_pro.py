@@ -25,13 +25,29 @@ from typing import Annotated, Any, Iterator, Sequence
 from pydantic import AfterValidator, Field
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
-from evalcore.datasets.released_mcq import audio_uri, mcq_item, text_list
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
+from evalcore.datasets.records import FileUnreadable
+from evalcore.datasets.released_mcq import audio_uri, mcq_item, subset_problem, text_list
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 #: the released evaluator's categories that are not multiple choice
 NOT_MCQ = ("open", "instruction following")
+#: the columns the loader reads (the released test.parquet has them all)
+COLUMNS = ("id", "audio_path", "question", "answer", "choices", "category")
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    """The rows of the released Parquet; :class:`FileUnreadable` naming ``path`` when it is not a Parquet file (empty,
+    cut short, another format) or lacks a column the loader reads."""
+    try:
+        table = storage.read_parquet(path)
+        missing = [c for c in COLUMNS if c not in table.column_names]
+        rows = [] if missing else table.to_pylist()
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, so is a string that is not UTF-8
+        raise FileUnreadable(f"path: {path!r} is not a readable Parquet file ({str(e).splitlines()[0][:160]})") from None
+    if missing:
+        raise FileUnreadable(f"path: {path!r} lacks column(s) {missing} of MMAU-Pro's test.parquet")
+    return rows
 
 
 def mcq_categories(categories: Sequence[str]) -> Sequence[str]:
@@ -55,25 +71,33 @@ class MMAUPro(Dataset):
         mcq_categories(categories)
         self.path, self.audio_root, self.categories = path, audio_root, tuple(categories)
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | str]:
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        """The released Parquet reads and has the columns the loader reads (``evalcore validate``)."""
+        read_rows(str(params["path"]))
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         root = self.audio_root or storage.parent(self.path)
-        for rec in storage.read_parquet(self.path).to_pylist():
+        for rec in read_rows(self.path):
+            if (problem := subset_problem("MMAU-Pro", rec, "category")) is not None:
+                yield problem  # a row that cannot be placed in or out of the subset: counted, never dropped
+                continue
             if rec.get("category") not in self.categories:
                 continue  # the subset is chosen by the file's own category field
             yield self._item(rec, root)
 
     @staticmethod
-    def _item(rec: dict[str, Any], root: str) -> dict[str, Any] | str:
+    def _item(rec: dict[str, Any], root: str) -> dict[str, Any] | BadItem:
         rid = rec.get("id")
         choices = text_list(rec.get("choices"))
         if choices is None or len(choices) < 2:
-            return (f"MMAU-Pro item {rid!r}: fewer than two choices (the released evaluator leaves such rows out "
-                    "of its multiple-choice accuracy)")
+            return BadItem(f"MMAU-Pro item {rid!r}: fewer than two choices (the released evaluator leaves such "
+                           "rows out of its multiple-choice accuracy)")
         paths = text_list(rec.get("audio_path"))
         if paths is None:
             paths = [rec["audio_path"]] if isinstance(rec.get("audio_path"), str) else []
         if len(paths) != 1:
-            return f"MMAU-Pro item {rid!r}: {len(paths)} audio clips (evalcore plays one clip per question)"
+            return BadItem(f"MMAU-Pro item {rid!r}: {len(paths)} audio clips (evalcore plays one clip per question)")
         skills = [*(text_list(rec.get("perceptual_skills")) or []), *(text_list(rec.get("reasoning_skills")) or [])]
         return mcq_item("MMAU-Pro", rid, rec.get("question"), choices, rec.get("answer"),
                         audio_uri(root, paths[0]), task="mmau-pro", category=rec.get("category"),

@@ -36,12 +36,14 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 from pydantic import Field
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
-from evalcore.datasets.tabular import read_table, string_list, text
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
+from evalcore.datasets.records import leaves_root
+from evalcore.datasets.tabular import check_table, read_rows, read_table, string_list, text, undecodable
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 DISTRACTORS = {"IR": "distractor_1_answer", "CU": "distractor_2_answer", "IU": "distractor_3_answer"}
+#: the CSV columns the loader reads (the released CSV has them all)
+COLUMNS = ("question", "correct_answer", *DISTRACTORS.values(), "dataset", "dataset_identifier")
 #: MusicCaps file names of the released layouts → the YouTube id (11 characters of [A-Za-z0-9_-])
 _MUSICCAPS_FILE = re.compile(r"^\[?(?P<ytid>[A-Za-z0-9_-]{11})\]?(?:-\[\d+(?:\.\d+)?-\d+(?:\.\d+)?\]|_\d+)\.wav$")
 
@@ -138,10 +140,20 @@ class MuChoMusic(Dataset):
         self.sdd_metadata, self.musiccaps_metadata = sdd_metadata, musiccaps_metadata
         self.distractors = [d for d in DISTRACTORS if d in distractors]
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        """The released CSV reads as a table with the columns the loader reads (``evalcore validate``)."""
+        check_table(str(params["path"]), "path", COLUMNS)
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         released = (None if self.audio_pattern is not None
                     else _ReleasedAudio(self.audio_root, self.sdd_metadata, self.musiccaps_metadata))
-        for i, row in enumerate(read_table(self.path).to_dict("records")):
+        rows, misfits = read_rows(self.path, "path", COLUMNS)
+        yield from map(BadItem, misfits)  # lines that do not fit the header: counted, never skipped
+        for i, row in enumerate(rows):
+            if (problem := undecodable(row)) is not None:
+                yield BadItem(f"MuChoMusic row {i}: {problem}")
+                continue
             yield self._item(i, row, released)
 
     def _audio(self, source: str | None, ident: str | None, released: _ReleasedAudio | None) -> tuple[str | None,
@@ -150,15 +162,19 @@ class MuChoMusic(Dataset):
         if not source or not ident or aid is None:
             return None, "no dataset or dataset_identifier"
         if released is None:
-            return storage.join(self.audio_root, str(self.audio_pattern).format(
-                dataset=source, dataset_identifier=ident, audio_id=aid)), None
+            name = str(self.audio_pattern).format(dataset=source, dataset_identifier=ident, audio_id=aid)
+            if leaves_root(name):
+                return None, f"audio path {name[:120]!r} leaves audio_root (never opened)"
+            return storage.join(self.audio_root, name), None
         return released.locate(source, aid)
 
-    def _item(self, i: int, row: dict[str, Any], released: _ReleasedAudio | None) -> dict[str, Any]:
+    def _item(self, i: int, row: dict[str, Any], released: _ReleasedAudio | None) -> dict[str, Any] | BadItem:
         kinds = ["correct", *self.distractors]
         options = [text(row.get("correct_answer")), *(text(row.get(DISTRACTORS[d])) for d in self.distractors)]
         source, ident = text(row.get("dataset")), text(row.get("dataset_identifier"))
         audio, audio_error = self._audio(source, ident, released)
+        if audio_error and "leaves audio_root" in audio_error:
+            return BadItem(f"MuChoMusic row {i}: {audio_error}")
         meta = {
             "dataset_identifier": ident, "audio_id": audio_id(source, ident), "option_types": kinds,
             "options_by_type": dict(zip(kinds, options)),

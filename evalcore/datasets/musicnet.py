@@ -26,11 +26,11 @@ import json
 from typing import Any, Iterator, Literal, Sequence
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
-from evalcore.datasets.tabular import number, read_table, text
+from evalcore.datasets.records import leaves_root
+from evalcore.datasets.tabular import check_table, number, read_rows, read_table, text, undecodable
 from evalcore.params import Count, PathStr
-from evalcore.registry import DATASETS
 from evalcore.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
 
 TASKS = ("instrument", "composer")
@@ -71,9 +71,23 @@ class MusicNet(Dataset):
         self.task, self.question, self.limit = task, question or QUESTIONS[task], limit
         self.formats, self.format_seed, self.binary_order = list(formats), format_seed, binary_order
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
-        rows = read_table(self.metadata).to_dict("records")
-        items = [self._item(i, row) for i, row in enumerate(rows[: self.limit] if self.limit is not None else rows)]
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        """The metadata CSV reads as a table with an ``id`` column (``evalcore validate``)."""
+        check_table(str(params["metadata"]), "metadata", ("id",))
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
+        rows, misfits = read_rows(self.metadata, "metadata", ("id",))
+        yield from map(BadItem, misfits)  # lines that do not fit the header: counted, never skipped
+        items = []
+        for i, row in enumerate(rows[: self.limit] if self.limit is not None else rows):
+            rid = text(row.get("id"))
+            if (problem := undecodable(row)) is not None:
+                yield BadItem(f"MusicNet row {i}: {problem}")
+            elif rid is not None and leaves_root(rid):
+                yield BadItem(f"MusicNet row {i}: recording id {rid[:80]!r} leaves audio_root (never opened)")
+            else:
+                items.append(self._item(i, row))
         if self.formats == ["standard"]:
             yield from items
             return
@@ -120,7 +134,10 @@ class MusicNet(Dataset):
         """(canonical instruments, distinct GM programs, error) of one label CSV."""
         if not storage.exists(uri):
             return None, [], f"label file not found: {uri}"
-        df = read_table(uri)
+        try:
+            df = read_table(uri)
+        except (ValueError, OSError) as e:  # a label file that is not a CSV: this recording's error, not the run's
+            return None, [], f"label file is not a readable CSV ({type(e).__name__}): {uri}"
         if "instrument" not in df.columns:
             return None, [], f"label file has no 'instrument' column: {uri}"
         programs: list[int] = []
@@ -130,7 +147,7 @@ class MusicNet(Dataset):
                 continue
             try:
                 p = int(float(t))
-            except ValueError:
+            except (ValueError, OverflowError):
                 return None, [], f"instrument {t!r} is not a General MIDI program number: {uri}"
             if p not in programs:
                 programs.append(p)

@@ -10,15 +10,16 @@ order (so repeated question/answer pairs of a clip get distinct, stable ids).
 
 from __future__ import annotations
 
+import itertools
 import json
 import posixpath
 from collections import Counter
 from typing import Any, Iterator, Literal
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
+from evalcore.datasets.records import Unreadable, check_json, json_records, leaves_root
 from evalcore.params import Count, PathStr
-from evalcore.registry import DATASETS
 
 # The questions asked of all 560 clips of EvalMusicQA.json (560 rows each; no other question exceeds 79).
 CAPTIONING_QUESTIONS = (
@@ -27,10 +28,6 @@ CAPTIONING_QUESTIONS = (
     "What do you hear in the audio?",
     "What can be inferred from the audio?",
 )
-
-
-class BadRow(str):
-    """A MusicQA row that is not of the released form; validation turns it into an error row."""
 
 
 def _turns(row: Any) -> tuple[str, str] | str:
@@ -66,25 +63,35 @@ class MusicQA(Dataset):
         self.limit = limit
         self.subset = subset
 
-    def items(self, ctx: DatasetContext) -> Iterator[Any]:
-        rows = json.loads(storage.read_bytes(self.path))
-        if not isinstance(rows, list):
-            raise ValueError(f"{self.path}: MusicQA JSON must be a list of rows, got {type(rows).__name__}")
+    @classmethod
+    def check_files(cls, params: dict[str, Any]) -> None:
+        """The released JSON reads as a list of rows (``evalcore validate``): empty, not JSON, another shape or cut
+        short is ``path``'s error (one unreadable row is that row's error row)."""
+        check_json(str(params["path"]), "path", "list")
+
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
+        rows = (row for _, row in json_records(storage.read_bytes(self.path), "path", self.path, "list"))
         if self.limit is not None:
-            rows = rows[: self.limit]
+            rows = itertools.islice(rows, self.limit)
         per_clip: Counter[str] = Counter()
         for i, row in enumerate(rows):
+            if isinstance(row, Unreadable):
+                yield BadItem(f"MusicQA row {i}: {row.reason}")
+                continue
             name = row.get("audio_name") if isinstance(row, dict) else None
             k = per_clip[name] if isinstance(name, str) else 0
             if isinstance(name, str):
                 per_clip[name] += 1
             got = _turns(row)
             if isinstance(got, str):
-                yield BadRow(f"MusicQA row {i} ({name!r}): {got}")
+                yield BadItem(f"MusicQA row {i} ({name!r}): {got}")
                 continue
             question, answer = got
             task = "captioning" if question.strip() in CAPTIONING_QUESTIONS else "qa"
             if self.subset not in ("all", task):
+                continue
+            if self.audio_root and leaves_root(name):
+                yield BadItem(f"MusicQA row {i} ({name[:80]!r}): audio path leaves audio_root (never opened)")
                 continue
             stem = posixpath.splitext(posixpath.basename(name))[0]
             audio = storage.join(self.audio_root, name) if self.audio_root else name

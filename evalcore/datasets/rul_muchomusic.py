@@ -29,30 +29,40 @@ questions share one).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterator
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext
+from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.muchomusic import _ReleasedAudio, audio_id
+from evalcore.datasets.records import Unreadable, check_json, json_records, leaves_root
 from evalcore.datasets.tabular import read_table, text
 from evalcore.params import PathStr
-from evalcore.registry import DATASETS
 
 __all__ = ["RulMuchoMusic", "TASK", "read_released"]
 
 TASK = "rul_muchomusic"
 
 
-def read_released(path: str) -> dict[str, Any]:
-    """The released JSON: an object keyed by question id (ValueError naming the file otherwise)."""
+def read_released(path: str) -> Iterator[tuple[str, Any]]:
+    """(question id, entry or :class:`~evalcore.datasets.records.Unreadable`) of the released JSON, an object keyed
+    by question id, in file order with a repeated id kept at each place (validation makes the later ones error
+    rows); :class:`~evalcore.datasets.records.FileUnreadable` naming ``path`` when it cannot be read at all."""
+    for qid, entry in json_records(storage.read_bytes(path), "path", path, "object"):
+        yield str(qid), entry
+
+
+def _pi(v: Any) -> float | None | str:
+    """The released Perceptual Index as a float, None when absent, or why it is not a usable number."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"PI is not a number ({str(v)[:40]!r})"
     try:
-        data = json.loads(storage.read_text(path))
-    except ValueError as e:
-        raise ValueError(f"path: {path!r} is not JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"path: {path!r} must hold a JSON object keyed by question id, as RUL-MuchoMusic.json "
-                         f"is released; got a {type(data).__name__}")
-    return data
+        pi = float(v)
+    except OverflowError:
+        return f"PI is not a number in range (an integer of {len(str(abs(int(v))))} digits)"
+    return pi if math.isfinite(pi) else f"PI is not finite ({pi!r})"
 
 
 class _MuchoMusicClips:
@@ -101,19 +111,27 @@ class RulMuchoMusic(Dataset):
         self.muchomusic_csv, self.audio_root = muchomusic_csv, audio_root
         self.sdd_metadata, self.musiccaps_metadata = sdd_metadata, musiccaps_metadata
 
-    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
+    def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
         clips = released = None
         if self.muchomusic_csv is not None:
             clips = _MuchoMusicClips(self.muchomusic_csv)
             released = _ReleasedAudio(str(self.audio_root), self.sdd_metadata, self.musiccaps_metadata)
-        for qid, entry in read_released(self.path).items():
-            yield from self._items(str(qid), entry if isinstance(entry, dict) else {}, clips, released)
+        for qid, entry in read_released(self.path):
+            if isinstance(entry, Unreadable):
+                yield entry
+            elif isinstance(entry, dict) and isinstance(pi := _pi(entry.get("PI")), str):
+                yield BadItem(f"RUL-MuchoMusic question {qid[:80]!r}: {pi}")
+            else:  # an entry that is not an object: an item without fields, so error rows under its own id
+                yield from self._items(qid, entry if isinstance(entry, dict) else {}, clips, released)
 
     def _audio(self, qid: str, entry: dict[str, Any], clips: _MuchoMusicClips | None,
                released: _ReleasedAudio | None) -> tuple[str | None, dict[str, Any]]:
         """(audio URI or None, metadata about the clip: ``audio_id``/``category`` or ``audio_error``)."""
         if clips is None or released is None:
-            return storage.join(str(self.audio_dir), self.audio_pattern.format(question_id=qid)), {}
+            name = self.audio_pattern.format(question_id=qid)
+            if leaves_root(name):
+                return None, {"audio_error": f"audio path {name[:120]!r} leaves audio_dir (never opened)"}
+            return storage.join(str(self.audio_dir), name), {}
         row, why = clips.row(qid, entry)
         if row is None:
             return None, {"audio_error": why}
@@ -130,8 +148,10 @@ class RulMuchoMusic(Dataset):
         distractors = [text(d) for d in distractors] if isinstance(distractors, list) else []
         correct = text(entry.get("correct_answer"))
         uri, clip = self._audio(qid, entry, clips, released)
-        pi = entry.get("PI")
-        base = {"rul_id": qid, "released_pi": float(pi) if isinstance(pi, (int, float)) else None, **clip}
+        if uri is None and "leaves audio_dir" in clip.get("audio_error", ""):
+            yield BadItem(f"RUL-MuchoMusic question {qid[:80]!r}: {clip['audio_error']}")
+            return
+        base = {"rul_id": qid, "released_pi": _pi(entry.get("PI")), **clip}
         # one item per left-out distractor; with fewer than two distractors no fold has two options: one item with
         # the correct answer alone, an error row
         folds: list[int | None] = list(range(len(distractors))) if len(distractors) >= 2 else [None]
@@ -146,5 +166,7 @@ class RulMuchoMusic(Dataset):
 
     @classmethod
     def check_files(cls, params: dict[str, Any]) -> None:
-        """The parameter rules (exactly one audio layout, ``audio_pattern``), checked by ``evalcore validate``."""
+        """The parameter rules (exactly one audio layout, ``audio_pattern``) and that the released file reads as an
+        object keyed by question id, checked by ``evalcore validate``."""
         cls(**params)
+        check_json(str(params["path"]), "path", "object")

@@ -18,10 +18,9 @@ import soundfile as sf
 from pydantic import BeforeValidator
 
 from evalcore import storage
-from evalcore.datasets.base import Dataset, DatasetContext, FactualVocabulary
+from evalcore.datasets.base import DATASETS, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.synth_audio import INSTRUMENTS, MODES, NOTE_NAMES, TEMPO_RANGE, ClipSpec, synthesize_clip
 from evalcore.params import Count, NonNegative, PathStr, Rate, Seconds
-from evalcore.registry import DATASETS
 
 MODE_OPTIONS = (
     "A bright major key",

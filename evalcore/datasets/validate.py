@@ -16,6 +16,7 @@ import json
 import math
 from typing import Any, Iterable, Iterator
 
+from evalcore.datasets.base import BadItem
 from evalcore.errors import INPUT, bounded
 from evalcore.schema import ITEM, MAX_EXCERPT_SECONDS, PROTOCOLS
 
@@ -170,6 +171,8 @@ def _check(row: dict[str, Any]) -> str | None:
             return str(e)
     if proto == "freeform" and not isinstance(row.get("reference"), str):
         return "free-form item needs a reference answer (string)"
+    if proto == "mir" and not (isinstance(row.get("reference"), str) and isinstance(row.get("category"), str)):
+        return "MIR item needs a reference answer (string) and its scoring rule in category (string)"
     if proto == "factual" and row.get("labels") is None:
         return "factual item needs labels (a list of strings)"
     if proto == "factual" and not row["labels"]:
@@ -234,11 +237,12 @@ def validate_items(dataset: str, rows: Iterable[Any]) -> tuple[list[dict], list[
 
 
 def validated(dataset: str, rows: Iterable[Any]) -> Iterator[tuple[dict | None, dict | None]]:
-    """:func:`validate_items` one row at a time: (item, None) for a valid row, (None, error row) for a bad one."""
+    """:func:`validate_items` one row at a time: (item, None) for a valid row, (None, error row) for a bad one (a
+    :class:`~evalcore.datasets.base.BadItem` with its reason, or a row that is no mapping or fails a check)."""
     seen: set[str] = set()
     for i, raw in enumerate(rows):
         if not isinstance(raw, dict):
-            what = raw if isinstance(raw, str) else f"not a mapping ({type(raw).__name__})"
+            what = raw.reason if isinstance(raw, BadItem) else f"not a mapping ({type(raw).__name__})"
             yield None, _error(dataset, f"#{i}", f"item row #{i}: {what}")
             continue
         item_id, item = f"#{i}", None

@@ -1,4 +1,2 @@
-"""Judges: turn response texts into judgments; importing this package registers them."""
-
-from evalcore.judges import lexicon, llm_judges, mcq_muchomusic, mcq_rul, mcq_string, yes_no  # noqa: F401  (registration)
-from evalcore.judges import mmar, mmau, mmau_pro  # noqa: F401  (registration)
+"""Judges: turn response texts into judgments (:class:`evalcore.judges.base.Judge`); each registers with
+``JUDGES`` (:mod:`evalcore.judges.base`), which loads this package's modules on first use."""

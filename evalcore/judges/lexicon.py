@@ -5,7 +5,9 @@ lexicon live in :mod:`evalcore.vocab`."""
 
 from __future__ import annotations
 
-from evalcore.registry import JUDGES
+from typing import Sequence
+
+from evalcore.judges.base import JUDGES, JudgeBase, Judgment
 from evalcore.vocab.extract import extract
 from evalcore.vocab.tasks import TaskLexicons
 
@@ -13,12 +15,12 @@ __all__ = ["LexiconJudge"]
 
 
 @JUDGES.register("lexicon")
-class LexiconJudge(TaskLexicons):
+class LexiconJudge(TaskLexicons, JudgeBase):
     """Factual-protocol judge: the labels of a closed vocabulary mentioned in each response.
 
     ``vocabulary``: a name in :data:`evalcore.vocab.lexicon.LEXICONS`, or ``"auto"`` — each row's lexicon from
     its task: ``tasks`` (task → lexicon name, e.g. what the datasets of a run declare:
-    :func:`evalcore.protocols.vocab_fit.default_judge`), else the built-in map
+    :func:`evalcore.vocab_fit.default_judge`), else the built-in map
     (:func:`evalcore.vocab.labels.lexicon_name`: FMA genre tasks → genres, ``instrument`` → the
     MusicNet instruments, ``composer`` → composers), so one protocol can hold every factual task; a row whose
     task has no vocabulary (none, or unknown) uses ``fallback`` if given, else is an error row.
@@ -32,11 +34,10 @@ class LexiconJudge(TaskLexicons):
 
     path_params = {"tree": "file"}  # must exist (evalcore validate)
 
-    name = "lexicon"
     version = "2"
     uses_tasks = True
 
-    def _one(self, text: str, task: str | None) -> dict:
+    def _one(self, text: str, task: str | None) -> Judgment:
         try:
             lexicon = self._lexicon(task)
         except ValueError as e:
@@ -47,8 +48,9 @@ class LexiconJudge(TaskLexicons):
         return {"extracted": labels}
 
     def judge(self, texts: list[str | None], options: list[list[str] | None],
-              tasks: list[str | None] | None = None) -> list[dict]:
-        """One ``{"extracted": [...]}`` per text; ``options`` is unused (kept for one signature)."""
+              tasks: Sequence[str | None] | None = None,
+              questions: Sequence[str | None] | None = None) -> list[Judgment]:
+        """One ``{"extracted": [...]}`` per text; ``options`` and ``questions`` are not read."""
         if len(texts) != len(options) or (tasks is not None and len(tasks) != len(texts)):
             raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
         tasks = tasks if tasks is not None else [None] * len(texts)

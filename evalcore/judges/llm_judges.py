@@ -53,7 +53,7 @@ from evalcore.llm.prompts import (LABEL_EXTRACTION, LABEL_EXTRACTION_PAPER, MCQ_
                                   PromptTemplate, parse_letter)
 from evalcore.llm.runner import CACHE_ENV, DEFAULT_CACHE_ROOT, LLMRunner, default_cache_root
 from evalcore.packages import CORE
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES, JudgeBase, Judgment
 from evalcore.vocab.files import read_genre_tree
 from evalcore.vocab.labels import FMA_GENRES, GENRE_TREE_TASKS, lexicon_name
 from evalcore.vocab.lexicon import LEXICONS, LexiconName, VocabularyName, restrict
@@ -89,13 +89,12 @@ def validate_labels(output: str | None, vocabulary: Sequence[str],
     return kept, len(dropped)
 
 
-class _LLMJudge:
+class _LLMJudge(JudgeBase):
     """Endpoint, cache, budget and the lazily built client shared by the LLM judges."""
 
     params_extend = (LLMRunner,)  # ``**params`` are the runner's (evalcore.params)
     params_exclude = ("api", "log_name")  # set from ``mode`` and the judge's name
 
-    name = "llm"
     judge_version = "1"
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
     requires = ("openai",)  # checked before any judge runs (evalcore.packages)
@@ -163,7 +162,6 @@ class LLMExtractorJudge(_LLMJudge):
     """Factual-protocol judge: labels of a closed vocabulary named in each response, by an LLM."""
 
     path_params = {"tree": "file"}  # must exist (evalcore validate)
-    name = "llm_extractor"
     judge_version = "2"
     template = LABEL_EXTRACTION
     uses_tasks = True  # vocabulary "auto" and the genre tree read each row's task
@@ -233,11 +231,12 @@ class LLMExtractorJudge(_LLMJudge):
         return self.template.render(category=self.category, vocabulary=", ".join(labels or self.labels), text=text)
 
     def judge(self, texts: list[str | None], options: list[list[str] | None],
-              tasks: list[str | None] | None = None) -> list[dict]:
+              tasks: Sequence[str | None] | None = None,
+              questions: Sequence[str | None] | None = None) -> list[Judgment]:
         """One ``{"extracted": [...], "dropped": n}`` per text (with ``parsed_index`` for rows with options)."""
         self._check(texts, options)
         tasks = list(tasks) if tasks is not None else [None] * len(texts)
-        out: list[dict] = [{"extracted": None, "error": "no response"} for _ in texts]
+        out: list[Judgment] = [{"extracted": None, "error": "no response"} for _ in texts]
         todo, vocab = [], {}
         for i, t in enumerate(texts):
             if t is None:
@@ -267,7 +266,6 @@ class LLMExtractorJudge(_LLMJudge):
 class McqLLMJudge(_LLMJudge):
     """MCQ-protocol judge: the option (A–D) a free-form answer chose, by an LLM; -1 = none."""
 
-    name = "mcq_llm"
     uses_questions = True  # the pipeline passes each request's question
     template = MCQ_MATCH
     max_options = 4
@@ -290,14 +288,16 @@ class McqLLMJudge(_LLMJudge):
                                     d=opts[3], response=text)
 
     def judge(self, texts: list[str | None], options: list[list[str] | None],
-              questions: list[str | None] | None = None) -> list[dict]:
+              tasks: Sequence[str | None] | None = None,
+              questions: Sequence[str | None] | None = None) -> list[Judgment]:
         """One ``{"parsed_index": i}`` per text (-1 = unanswered); errors as in ParserJudge. ``questions``
-        (the pipeline passes each request's) are shown to the matcher; else the ``question`` param."""
+        (the pipeline passes each request's) are shown to the matcher; else the ``question`` param. ``tasks``
+        are not read."""
         self._check(texts, options)
         qs = list(questions) if questions is not None else [None] * len(texts)
         if len(qs) != len(texts):
             raise ValueError(f"{len(qs)} questions for {len(texts)} texts")
-        out: list[dict] = [{} for _ in texts]
+        out: list[Judgment] = [{} for _ in texts]
         todo: list[int] = []
         for i, (text, opts) in enumerate(zip(texts, options)):
             if text is None:

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from evalcore.judges.mcq_string import ParserJudge
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
+from evalcore.judges.parser import ParserJudge
 
 __all__ = ["PREFIX", "LETTERS", "parse_muchomusic", "McqMuchomusicJudge"]
 
@@ -55,5 +55,4 @@ def parse_muchomusic(text: str, options: Sequence[str]) -> int:
 class McqMuchomusicJudge(ParserJudge):
     """MCQ judge: the option index chosen in each response by :func:`parse_muchomusic`."""
 
-    name = "mcq_muchomusic"
     parse = staticmethod(parse_muchomusic)

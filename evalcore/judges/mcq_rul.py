@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from evalcore.judges.mcq_string import ParserJudge
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
+from evalcore.judges.parser import ParserJudge
 
 __all__ = ["LETTERS", "parse_rul", "McqRulJudge"]
 
@@ -58,5 +58,4 @@ def parse_rul(text: str, options: Sequence[str]) -> int:
 class McqRulJudge(ParserJudge):
     """MCQ judge: the option index chosen in each response by :func:`parse_rul`."""
 
-    name = "mcq_rul"
     parse = staticmethod(parse_rul)

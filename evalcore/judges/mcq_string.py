@@ -8,11 +8,12 @@ output". Anything else is *unanswered* (-1); there is never a random fallback.
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from typing import Sequence
 
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
+from evalcore.judges.parser import ParserJudge
 
-__all__ = ["parse_choice", "ParserJudge", "McqStringJudge"]
+__all__ = ["parse_choice", "McqStringJudge"]
 
 # a lone letter: not part of a word, a contraction ("it's") or a number
 _LETTER = re.compile(r"(?<![A-Za-z0-9'\u2019])([A-Za-z])(?![A-Za-z0-9'\u2019])")
@@ -182,36 +183,8 @@ def parse_choice(text: str, options: Sequence[str]) -> int:
     return found.pop() if len(found) == 1 else -1
 
 
-class ParserJudge:
-    """An MCQ judge around a parser ``(text, options) -> index``; subclasses set ``parse`` (a static function, or
-    a method where the parser holds state, e.g. an embedding model)."""
-
-    name = "mcq_parser"
-    version = "1"
-    parse: Callable[[str, Sequence[str]], int]
-
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
-        """One ``{"parsed_index": i}`` per text (-1 = unanswered).
-
-        A missing response or option list is not an unanswered question but a failed
-        request: ``{"parsed_index": None, "error": ...}``.
-        """
-        if len(texts) != len(options):
-            raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
-        out: list[dict] = []
-        for text, opts in zip(texts, options):
-            if text is None:
-                out.append({"parsed_index": None, "error": "no response"})
-            elif not opts:
-                out.append({"parsed_index": None, "error": "no options"})
-            else:
-                out.append({"parsed_index": self.parse(text, opts)})
-        return out
-
-
 @JUDGES.register("mcq_string")
 class McqStringJudge(ParserJudge):
     """MCQ judge: the option chosen in each response by :func:`parse_choice`."""
 
-    name = "mcq_string"
     parse = staticmethod(parse_choice)

@@ -7,14 +7,13 @@ the grouping by ``modality`` differ). The rule and its quirks: :mod:`evalcore.ju
 
 from __future__ import annotations
 
-from evalcore.judges.mcq_string import ParserJudge
+from evalcore.judges.parser import ParserJudge
 from evalcore.judges.mmau import parse_mmau
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
 
 
 @JUDGES.register("mcq_mmar")
 class McqMmarJudge(ParserJudge):
     """MCQ judge: the option chosen in each response by MMAR's published (MMAU's) word-set match."""
 
-    name = "mcq_mmar"
     parse = staticmethod(parse_mmau)

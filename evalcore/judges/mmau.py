@@ -28,8 +28,9 @@ Where evalcore cannot reproduce the published score exactly (counted, never gues
 * Two options with the same word set ("From far to near" / "From near to far") both match a response naming
   either; the published scorer then counts the response right whichever of the two is the answer. A judge
   names one option, so evalcore counts such a response **unanswered** (``parsed_index`` -1) — never a guess.
-* An option without any word (MMAR has choices ``""``) would match every response naming no other option; the
-  loaders drop such choices and this judge never matches an option without words.
+* An option without any word would match every response naming no other option: the loaders drop blank choices
+  (MMAR has choices ``""``) and keep a choice of symbols only ("♯", "🎸") as an option, which this judge never
+  matches (a response choosing it is unanswered).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from evalcore.judges.mcq_string import ParserJudge
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
+from evalcore.judges.parser import ParserJudge
 
 __all__ = ["words", "matches", "parse_mmau", "McqMmauJudge"]
 
@@ -74,5 +75,4 @@ def parse_mmau(text: str, options: Sequence[str]) -> int:
 class McqMmauJudge(ParserJudge):
     """MCQ judge: the option chosen in each response by MMAU's published word-set match (:func:`parse_mmau`)."""
 
-    name = "mcq_mmau"
     parse = staticmethod(parse_mmau)

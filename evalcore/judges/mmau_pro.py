@@ -30,8 +30,8 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from evalcore.judges.mcq_string import ParserJudge
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES
+from evalcore.judges.parser import ParserJudge
 
 __all__ = ["nearest_choice", "bag_of_words", "McqMmauProJudge"]
 
@@ -81,7 +81,6 @@ class _NVEmbed:
 class McqMmauProJudge(ParserJudge):
     """MCQ judge: the nearest choice by embedding similarity (module docstring)."""
 
-    name = "mcq_mmau_pro"
 
     def __init__(self, embedder: Literal["nv-embed-v2", "bag-of-words"] = "nv-embed-v2",
                  model: str = "nvidia/NV-Embed-v2", device: str | None = None,

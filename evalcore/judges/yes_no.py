@@ -44,7 +44,7 @@ import re
 from functools import lru_cache
 from typing import Sequence
 
-from evalcore.registry import JUDGES
+from evalcore.judges.base import JUDGES, JudgeBase, Judgment
 from evalcore.vocab.extract import extract
 from evalcore.vocab.lexicon import LEXICONS, Lexicon, VocabularyName, restrict
 
@@ -150,10 +150,8 @@ def read_choice(text: str | None, options: Sequence[str], vocabulary: str = "aut
     return 0 if first and not second else 1 if second and not first else -1
 
 
-class _Reader:
+class _Reader(JudgeBase):
     """Shared constructor and argument checks of the two judges."""
-
-    version = "1"
 
     def __init__(self, vocabulary: VocabularyName = "auto") -> None:
         if vocabulary != "auto" and vocabulary not in LEXICONS:
@@ -173,11 +171,11 @@ class TrueFalseJudge(_Reader):
     ``options`` holds the asked label (one string) when known; without it only answer words count.
     """
 
-    name = "true_false"
-
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
+    def judge(self, texts: list[str | None], options: list[list[str] | None],
+              tasks: Sequence[str | None] | None = None,
+              questions: Sequence[str | None] | None = None) -> list[Judgment]:
         self._check(texts, options)
-        out = []
+        out: list[Judgment] = []
         for text, opts in zip(texts, options):
             if text is None:
                 out.append({"extracted": None, "error": "no response"})
@@ -194,11 +192,11 @@ class BinaryChoiceJudge(_Reader):
 
     version = "2"
 
-    name = "binary_choice"
-
-    def judge(self, texts: list[str | None], options: list[list[str] | None]) -> list[dict]:
+    def judge(self, texts: list[str | None], options: list[list[str] | None],
+              tasks: Sequence[str | None] | None = None,
+              questions: Sequence[str | None] | None = None) -> list[Judgment]:
         self._check(texts, options)
-        out = []
+        out: list[Judgment] = []
         for text, opts in zip(texts, options):
             if text is None:
                 out.append({"parsed_index": None, "error": "no response"})

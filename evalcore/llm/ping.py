@@ -6,7 +6,9 @@ model it does not serve stops the run with exit 2 before Ray starts, instead of 
 
 What the answer means:
 
-* connection refused, a DNS failure or no answer within the timeout: unreachable (``base_url``);
+* connection refused, a DNS failure or no complete answer within the timeout: unreachable (``base_url``); the
+  timeout bounds the whole call (:func:`evalcore.deadline.call_within`), not each read, so a server that trickles
+  its answer a byte at a time cannot hold the ping;
 * HTTP 401 / 403: the key in ``api_key_env`` is refused (the variable is named, its value never);
 * a list of models that lacks the configured one: unknown model (``model``);
 * HTTP 404 on ``/models``: the server has no model listing (some OpenAI-compatible servers do not); the
@@ -22,6 +24,7 @@ import os
 
 import openai
 
+from evalcore.deadline import DeadlineExceeded, call_within
 from evalcore.errors import bounded
 
 #: the longest a ping waits for an answer (the endpoint's own timeout_s, when shorter)
@@ -49,11 +52,12 @@ def ping(base_url: str, model: str, api_key_env: str, timeout_s: float = PING_TI
     def clean(text: str) -> str:
         return bounded(text.replace(key, "***"), 300)
 
-    client = openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=min(timeout_s, PING_TIMEOUT_S))
+    limit = min(timeout_s, PING_TIMEOUT_S)
+    client = openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=limit)
     try:
-        served = [m.id for m in client.models.list().data]
-    except openai.APITimeoutError:
-        return "base_url", f"no answer from {base_url} within {min(timeout_s, PING_TIMEOUT_S):g} s"
+        served = call_within(limit, lambda: [m.id for m in client.models.list().data], on_timeout=client.close)
+    except (openai.APITimeoutError, DeadlineExceeded):
+        return "base_url", f"no answer from {base_url} within {limit:g} s"
     except openai.APIConnectionError as e:
         return "base_url", clean(f"cannot reach {base_url}: {_why_unreachable(e)}")
     except (openai.AuthenticationError, openai.PermissionDeniedError) as e:

@@ -17,9 +17,9 @@ from typing import Any, Hashable, Sequence
 
 from pydantic import Field
 
-from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, Scored, guarded, scoreable, spread
+from evalcore.metrics.freeform_metric import (METRICS, FreeformMetric, MetricParams, Scored, guarded, scoreable,
+                                              spread)
 from evalcore.packages import importable
-from evalcore.registry import METRICS
 
 PUBLISHED = ("roberta-large", 17)  # bert_score's English default = the MU-LLaMA script's model
 

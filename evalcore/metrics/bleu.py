@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from evalcore.metrics.freeform_metric import METRICS
 from evalcore.metrics.text_profiles import LexicalMetric
-from evalcore.registry import METRICS
 
 
 @METRICS.register("bleu")

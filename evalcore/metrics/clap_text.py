@@ -26,8 +26,8 @@ import pyarrow.fs as pafs
 from pydantic import Field
 
 from evalcore import cluster, storage
-from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, Scored, guarded, scoreable, spread
-from evalcore.registry import METRICS
+from evalcore.metrics.freeform_metric import (METRICS, FreeformMetric, MetricParams, Scored, guarded, scoreable,
+                                              spread)
 
 CONTEXT_LENGTH = 77
 _TEXT_PREFIXES = ("text_branch.", "text_projection.")

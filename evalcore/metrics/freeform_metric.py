@@ -1,10 +1,10 @@
 """The free-form metric interface and the registry's view of it.
 
-A free-form metric is one module with one ``@METRICS.register("name")`` class (:class:`FreeformMetric`): its
+A free-form metric is one module in this package with one ``@METRICS.register("name")`` class (:class:`FreeformMetric`): its
 settings (a frozen pydantic ``Params``, the config section ``section``), its definition text, its direction,
 the packages it imports, whether it loads a model and on which device, where the pipeline scores it (``stream``)
-and :meth:`FreeformMetric.score`. The config (:class:`evalcore.metric_config.FreeformMetrics`), the scoring stage
-(:mod:`evalcore.metrics.freeform`), the streamed stage (:mod:`evalcore.metrics.stage`), :func:`score_pairs
+and :meth:`FreeformMetric.score`. The config (:class:`evalcore.metrics.metric_config.FreeformMetrics`), the scoring stage
+(:mod:`evalcore.metrics.freeform`), the stream (:mod:`evalcore.metrics.stream_values`), :func:`score_pairs
 <evalcore.metrics.text_profiles.score_pairs>`, the resources and ``evalcore validate`` all read the registry:
 no list of metric names is kept anywhere else.
 """
@@ -13,15 +13,25 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable, ClassVar, Hashable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Literal, Mapping, Sequence
 
-from evalcore.metric_config import FreeformMetrics, MetricParams, registered
-from evalcore.registry import METRICS
+from pydantic import BaseModel, ConfigDict
 
-__all__ = ["FreeformMetric", "FreeformMetrics", "MetricParams", "Scored", "guarded", "metric_class", "model_devices",
+from evalcore.registry import Registry
+
+if TYPE_CHECKING:
+    from evalcore.metrics.metric_config import FreeformMetrics
+
+__all__ = ["METRICS", "FreeformMetric", "MetricParams", "Scored", "guarded", "metric_class", "model_devices",
            "models_key", "of_stream", "ordered", "registered", "scoreable", "spread"]
 #: per-row outcome of a metric: values, per-row errors (None = fine), provenance for run.json
 Scored = tuple[list[float], list[str | None], dict[str, Any]]
+
+
+class MetricParams(BaseModel):
+    """Base of a metric's settings: frozen, unknown fields refused (``evalcore validate`` names them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class FreeformMetric:
@@ -111,13 +121,24 @@ def spread(checks: Sequence[str | None], rows: Sequence[int], values: Sequence[f
     return out, errs
 
 
+#: the free-form metrics by the name a config lists: ``@METRICS.register("name")`` on a :class:`FreeformMetric`;
+#: loads this package's modules on first use
+METRICS: Registry[FreeformMetric] = Registry("metric", __package__ or "evalcore.metrics")
+
+
 def metric_class(name: str) -> type[FreeformMetric]:
-    registered()
-    return METRICS.get(name)
+    return METRICS.get(name)  # type: ignore[return-value]
+
+
+def registered() -> list[str]:
+    """The registered metric names in their stated order: the lexical engine's (BLEU, BLEU-4, METEOR, ROUGE),
+    then the others by name. Versions and definitions are listed in this order."""
+    return sorted(METRICS.names(), key=lambda n: (metric_class(n).stream != "lexical", n))
 
 
 def ordered(names: Sequence[str]) -> list[str]:
-    """``names`` in registration order (so versions and definitions read the same whatever the config's order)."""
+    """``names`` in the stated order (:func:`registered`: versions and definitions read the same whatever the
+    config's order)."""
     return [n for n in registered() if n in names]
 
 
@@ -138,6 +159,6 @@ def models_key(metrics: Mapping[str, Any]) -> str:
     return json.dumps(out, sort_keys=True)
 
 
-def model_devices(metrics: FreeformMetrics) -> list[str]:
+def model_devices(metrics: "FreeformMetrics") -> list[str]:
     """The devices of the metrics the stream's metric actors run (``stream = "model"``)."""
     return [d for m in metrics.built(names=of_stream(metrics.names, "model")).values() if (d := m.device())]

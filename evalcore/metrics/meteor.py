@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from evalcore.metrics.freeform_metric import METRICS
 from evalcore.metrics.text_profiles import LexicalMetric
 from evalcore.metrics.wordnet import check_wordnet
-from evalcore.registry import METRICS
 
 
 @METRICS.register("meteor")

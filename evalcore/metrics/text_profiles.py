@@ -42,8 +42,8 @@ from functools import lru_cache
 from importlib.metadata import version
 from typing import Any, Hashable, Mapping, Sequence
 
-from evalcore.metrics.freeform_metric import (FreeformMetric, FreeformMetrics, MetricParams, metric_class, ordered,
-                                              registered)
+from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, metric_class, ordered, registered
+from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.metrics.wordnet import ensure_wordnet
 
 PROFILES = ("mullama", "standard")

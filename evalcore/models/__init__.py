@@ -1,6 +1,6 @@
-"""Music LM backends; importing this package registers them with ``MODELS``."""
+"""Music LM backends (:class:`evalcore.models.base.MusicLM`); each registers with ``MODELS``
+(:mod:`evalcore.models.base`), which loads this package's modules on first use."""
 
-from evalcore.models import dsp_listener, hf_audio, isolated, null, openai_audio, reference_rewrite, simulated, text_prior, vllm_audio  # noqa: F401
 from evalcore.models.base import AudioPrompt, MusicLM
 
 __all__ = ["AudioPrompt", "MusicLM"]

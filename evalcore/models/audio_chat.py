@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 import soundfile as sf
 
-from evalcore.errors import INCOMPLETE, MODEL
+from evalcore.errors import INCOMPLETE, INPUT, MODEL
 
 
 class IncompleteAnswer(RuntimeError):
@@ -30,6 +30,36 @@ class AudioNotReceived(RuntimeError):
     did not have): a ``model`` error row, never an answer to a text-only prompt."""
 
     error_class = MODEL
+
+
+class AudioTooShort(ValueError):
+    """The request's audio is shorter than its family needs for two audio positions: an ``input`` error row
+    ``audio_too_short`` on both backends, before the model or engine sees it (:func:`too_short`)."""
+
+    error_class = INPUT
+
+
+#: the fewest samples of audio (at the checkpoint's feature-extractor rate, 16 kHz for all of them) that give two
+#: audio positions, per family. Measured on tiny checkpoints (``evalcore make-checkpoint``) through both backends:
+#: the Whisper-style encoders (mel hop 160, two stride-2 stages: one position per 40 ms) give one position from 321
+#: samples (20.06 ms) and two from 961 (60.06 ms); below 321 vLLM refuses the request ("too short to be represented")
+#: and transformers' Audio Flamingo 3 answers with no audio position at all, and with one position Qwen2-Audio's
+#: transformers encoder fails while vLLM's prompt cannot show that the audio was expanded (one placeholder, one
+#: position). GLM-ASR merges four encoder frames (one position per 80 ms): one position from 961 samples, two from
+#: 2,241 (140.06 ms); below 961 transformers answers with no audio position. Two positions is the fewest by which
+#: both backends can tell the audio reached the model, so it is the minimum on both. Voxtral's tokenizer pads every
+#: clip to whole 30 s chunks (375 positions): no minimum.
+MIN_AUDIO_SAMPLES = {"qwen2_audio": 961, "audioflamingo3": 961, "musicflamingo": 961, "glmasr": 2241}
+
+
+def too_short(family: str, audio: Any, sample_rate: int) -> AudioTooShort | None:
+    """The error of a request whose ``audio`` is too short for ``family`` (:data:`MIN_AUDIO_SAMPLES`), else None."""
+    need = MIN_AUDIO_SAMPLES.get(family)
+    if audio is None or need is None or len(audio) >= need:
+        return None
+    return AudioTooShort(f"audio_too_short: {len(audio)} samples ({len(audio) / sample_rate * 1000:.1f} ms) of audio; "
+                         f"{family} needs at least {need} ({need / sample_rate * 1000:.2f} ms at {sample_rate} Hz) for "
+                         "two audio positions, the fewest by which the model's input shows its audio")
 
 
 def conversation(prompt: str, has_audio: bool, system_prompt: str | None = None) -> list[dict]:

@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from evalcore.registry import Registry
+
 
 @dataclass(frozen=True)
 class AudioPrompt:
@@ -71,3 +73,7 @@ class MusicLM(ABC):
     def generate(self, batch: Sequence[AudioPrompt]) -> list[str]:
         """One answer text per input, in order (an exception instance in place of the text of an
         input that failed makes that row an error row with the reason; the other rows are kept)."""
+
+
+#: the backends by kind: ``@MODELS.register("kind")`` on a :class:`MusicLM`; loads this package's modules on first use
+MODELS: Registry[MusicLM] = Registry("model", __package__ or "evalcore.models")

@@ -16,10 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 import soxr
 
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import CheckpointError, read_checkpoint_json, resolve_checkpoint
 from evalcore.params import PathStr, Rate, Seconds
-from evalcore.registry import MODELS
 
 ANALYSIS_SR = 16_000
 NOTE_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B")

@@ -28,7 +28,7 @@ class ExampleAdapter:
         self.versions: dict[str, str] = {}
         for name in requires or []:
             try:
-                mod = importlib.import_module(name)
+                mod = importlib.import_module(name)  # dynamic: a package the user's config says it requires
             except ImportError as e:
                 raise ImportError(f"ExampleAdapter needs {name!r}, which does not import here "
                                   f"(sys.prefix={sys.prefix}); set the model's runtime_env") from e

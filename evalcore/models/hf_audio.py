@@ -11,7 +11,9 @@ once per model actor with ``AutoProcessor`` and the family's model class, then a
   row is its own last token and greedy generation of a row does not depend on its batch mates;
   rows with audio and text-only rows are generated as two sub-batches (several processors need
   exactly one audio per text);
-* only the newly generated tokens are decoded.
+* only the newly generated tokens are decoded;
+* audio shorter than its family needs for two audio positions is an ``audio_too_short`` error row, as on
+  ``vllm_audio_lm`` (:data:`evalcore.models.audio_chat.MIN_AUDIO_SAMPLES`, measured).
 
 The sample rate is the feature extractor's; the longest window is the processor's ``max_audio_len``
 (Audio Flamingo 3 / Music Flamingo / GLM-ASR split longer audio into 30 s windows internally up to it),
@@ -29,12 +31,11 @@ from typing import Any, Literal, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids, too_short
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.packages import MODELS_EXTRA
 from evalcore.params import ParamsError, check_params
-from evalcore.registry import MODELS
 
 
 @dataclass(frozen=True)
@@ -302,9 +303,9 @@ class HFAudioLM(MusicLM):
                 for t, row in zip(texts, new)]
 
     def generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:  # type: ignore[override]
-        out: list[str | Exception | None] = [None] * len(batch)
+        out: list[str | Exception | None] = [too_short(self.family.name, inp.audio, self.sample_rate) for inp in batch]
         for want_audio in (True, False):
-            idx = [i for i, inp in enumerate(batch) if (inp.audio is not None) == want_audio]
+            idx = [i for i, inp in enumerate(batch) if (inp.audio is not None) == want_audio and out[i] is None]
             if idx:
                 texts = self._generate([batch[i] for i in idx])
                 for i, t in zip(idx, texts):

@@ -41,10 +41,9 @@ import platform
 import sys
 from typing import Any, Sequence
 
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import resolve_checkpoint
 from evalcore.params import NonEmpty, PathStr, Rate, Seconds
-from evalcore.registry import MODELS
 
 
 def load_adapter_class(spec: str) -> type:
@@ -53,7 +52,7 @@ def load_adapter_class(spec: str) -> type:
     if not sep or not module or not name:
         raise ValueError(f"isolated params.adapter: expected 'module.path:ClassName', got {spec!r}")
     try:
-        mod = importlib.import_module(module)
+        mod = importlib.import_module(module)  # dynamic: the user's adapter module named in the config
     except ImportError as e:
         raise ImportError(f"isolated params.adapter: cannot import {module!r} in this environment "
                           f"(sys.prefix={sys.prefix}): {e}; is the model's runtime_env set?") from e

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.params import Rate, Seconds
-from evalcore.registry import MODELS
 
 
 @MODELS.register("null")

@@ -39,10 +39,9 @@ from evalcore.llm.budget import endpoint_budget
 from evalcore.llm.cache import RequestLog, ResponseCache
 from evalcore.llm.client import EndpointConfig, LLMClient
 from evalcore.llm.runner import default_cache_root
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.packages import CORE
 from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Positive, Rate, Seconds
-from evalcore.registry import MODELS
 
 TEMPLATE_VERSION = "openai_audio_chat@1"  # bump when the message layout changes (part of the cache key)
 

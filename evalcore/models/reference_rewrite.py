@@ -24,10 +24,9 @@ from typing import Any, Literal, Sequence
 from evalcore.errors import INPUT
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE, PromptTemplate
 from evalcore.llm.runner import LLMRunner
-from evalcore.models.base import AudioPrompt, MusicLM
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.packages import CORE
 from evalcore.params import Count, NonEmpty, PathStr, Rate, Seconds
-from evalcore.registry import MODELS
 
 TEMPLATES: dict[str, PromptTemplate] = {"paraphrase": PARAPHRASE, "adversarial": ADVERSARIAL}
 

@@ -22,8 +22,7 @@ from typing import Annotated, Any, Sequence
 
 from pydantic import AfterValidator, Field
 
-from evalcore.models.base import AudioPrompt, MusicLM
-from evalcore.registry import MODELS
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 
 _FIELDS = {"prompt", "seconds"}
 

@@ -7,10 +7,10 @@ both of its checkpoint formats with a byte-level mistral-common tokenizer (``tek
 it needs the ``mistral-common`` package).
 
 ``head_dim`` sets the attention head size of the language model: vLLM's CPU attention needs 32 or more, the
-transformers backend runs any. ``ends_answers`` makes greedy answers end: the end-of-turn token's output row
-becomes a slightly larger copy of the row of a token the random model likes to emit, so an answer ends wherever
-that token would have come (some answers end within a few tokens, others run to the token limit), which gives
-tests both finished and cut-off answers. ``generation_config.json`` names the end-of-turn token as EOS.
+transformers backend runs any. A random model's greedy answers rarely end: ``ends_answers`` makes every answer end
+after its first token (``evalcore make-checkpoint --ends-answers``, for dry runs), ``some_end`` makes some end and others
+run to the token limit (the tests' checkpoints); :mod:`evalcore.models.tiny_answers` says how.
+``generation_config.json`` names the end-of-turn token as EOS.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from evalcore.models.audio_chat import mistral_conversation
+from evalcore.models.tiny_answers import end_every_answer, end_some_answers
 
 SR = 16_000
 #: the families :func:`build_tiny` builds
@@ -59,15 +60,17 @@ def tiny_tokenizer(specials: list[str]) -> Any:
                                                 pad_token="<|endoftext|>")
 
 
-def build_tiny(family: str, out: str, seed: int = 0, head_dim: int = 8, ends_answers: bool = False) -> str:
-    """Save a tiny random checkpoint of ``family`` (model + processor + tokenizer) to ``out``; returns ``out``."""
+def build_tiny(family: str, out: str, seed: int = 0, head_dim: int = 8, ends_answers: bool = False,
+               some_end: bool = False) -> str:
+    """Save a tiny random checkpoint of ``family`` (model + processor + tokenizer) to ``out``; returns ``out``.
+    ``ends_answers``: every greedy answer ends after its first token; ``some_end``: some end, others run to the limit."""
     import torch
     import transformers as T
 
     if family not in FAMILIES:
         raise ValueError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
     if family == "voxtral":
-        return _build_voxtral(out, seed, head_dim, ends_answers)
+        return _build_voxtral(out, seed, head_dim, ends_answers, some_end)
     fe = T.WhisperFeatureExtractor(feature_size=128, sampling_rate=SR, chunk_length=30)
     heads = 4 if head_dim == 8 else 2
     text = dict(model_type="qwen2", hidden_size=heads * head_dim, intermediate_size=64, num_hidden_layers=2,
@@ -108,45 +111,15 @@ def build_tiny(family: str, out: str, seed: int = 0, head_dim: int = 8, ends_ans
                 audio_bos_token_id=tk.convert_tokens_to_ids("<|sound_bos|>"),
                 audio_eos_token_id=tk.convert_tokens_to_ids("<|sound_eos|>"), **ids))
     eos = tk.convert_tokens_to_ids("<|im_end|>")
+    if some_end:
+        end_some_answers(model, proc, eos)
     if ends_answers:
-        _end_answers(model, proc, eos)
+        end_every_answer(model, proc, eos)
     model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = tk.pad_token_id
     model.save_pretrained(out)
     proc.save_pretrained(out)
     return out
-
-
-def _end_answers(model: Any, processor: Any, eos: int, encode: Any = None) -> None:
-    """Make the EOS row of the output layer a 1.05× copy of the row of the token greedy decoding emits most often
-    on a few probe requests (text only and with noise as audio): wherever that token would win with a positive
-    logit, EOS wins instead. ``encode(processor, prompt, audio)`` makes a probe's model inputs where the chat
-    template cannot (Voxtral); by default the processor renders the template and encodes text and audio."""
-    import torch
-
-    rng = np.random.default_rng(0)
-    seen: dict[int, int] = {}
-    for i, prompt in enumerate(["Describe the music in one sentence.", "What instruments are playing?"] * 2):
-        audio = (0.3 * rng.standard_normal(SR * (i + 1))).astype(np.float32) if i >= 2 else None
-        if encode is not None:
-            enc = encode(processor, prompt, audio)
-        else:
-            content = ([{"type": "audio"}] if audio is not None else []) + [{"type": "text", "text": prompt}]
-            text = processor.apply_chat_template([[{"role": "user", "content": content}]], tokenize=False,
-                                                 add_generation_prompt=True)[0]
-            kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
-            if audio is not None:
-                kwargs.update(audio=[audio], sampling_rate=SR)
-            enc = processor(**kwargs)
-        with torch.inference_mode():
-            out = model.generate(**enc, max_new_tokens=16, do_sample=False, eos_token_id=None,
-                                 pad_token_id=processor.tokenizer.pad_token_id)
-        for t in out[0, enc["input_ids"].shape[1]:].tolist():
-            seen[t] = seen.get(t, 0) + 1
-    liked = max(sorted(seen), key=lambda t: seen[t])
-    head = model.get_output_embeddings().weight
-    with torch.no_grad():
-        head[eos] = head[liked] * 1.05
 
 
 # ---------------------------------------------------------------------------------------------------- Voxtral
@@ -227,7 +200,7 @@ def _mistral_name(name: str) -> str | None:
     raise ValueError(f"no Mistral name for the Voxtral weight {name!r}")
 
 
-def _build_voxtral(out: str, seed: int, head_dim: int, ends_answers: bool) -> str:
+def _build_voxtral(out: str, seed: int, head_dim: int, ends_answers: bool, some_end: bool) -> str:
     """Voxtral in both of its checkpoint formats, as Mistral publishes it: transformers' (``config.json``,
     ``model.safetensors``) for ``hf_audio_lm`` and Mistral's own (``params.json``, ``consolidated.safetensors``:
     the only one vLLM's Voxtral reads), the same weights in both, and one mistral-common tokenizer (``tekken.json``)."""
@@ -253,8 +226,10 @@ def _build_voxtral(out: str, seed: int, head_dim: int, ends_answers: bool) -> st
     proc = T.VoxtralProcessor(feature_extractor=fe, tokenizer=T.MistralCommonBackend(
         tokenizer_path=os.path.join(out, "tekken.json")))
     eos, pad = VOXTRAL_SPECIALS.index("</s>"), VOXTRAL_SPECIALS.index("<pad>")
+    if some_end:
+        end_some_answers(model, proc, eos, encode=_voxtral_encode)
     if ends_answers:
-        _end_answers(model, proc, eos, encode=_voxtral_encode)
+        end_every_answer(model, proc, eos, encode=_voxtral_encode)
     model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = pad
     model.save_pretrained(out)

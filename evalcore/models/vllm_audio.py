@@ -15,7 +15,10 @@ to the checkpoint's rate and cuts it to its window; this backend renders the che
   audio token for one without; otherwise the row is an error (:class:`AudioNotReceived`, class ``model``).
   Voxtral's mistral-common tokenizer places every audio position itself (the engine gets token ids): there the
   positions must be in the engine's prompt and the audio array must have gone with them;
-* ``finish_reason == "length"`` (cut at ``max_new_tokens``): an ``incomplete`` error row, as for endpoints.
+* ``finish_reason == "length"`` (cut at ``max_new_tokens``): an ``incomplete`` error row, as for endpoints;
+* audio shorter than its family needs for two audio positions never reaches the engine: an ``audio_too_short``
+  error row (class ``input``), as on ``hf_audio_lm`` (:data:`evalcore.models.audio_chat.MIN_AUDIO_SAMPLES`, measured:
+  with one position the prompt cannot show the placeholder was expanded, and shorter audio the engine refuses).
 
 Why not ``ray.data.llm``: see docs/models.md ("vllm_audio_lm").
 """
@@ -27,17 +30,16 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, incomplete, mistral_conversation,
-                                        stop_token_ids)
-from evalcore.models.base import AudioPrompt, MusicLM
+                                        stop_token_ids, too_short)
+from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
 from evalcore.models.hf_audio import processor_audio_spec, validated, window
 from evalcore.packages import missing, missing_in
-from evalcore.registry import MODELS
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,10 @@ def family_of(model_type: str | None, family: str | None = None) -> VLLMFamily:
                      f"it runs: {', '.join(t for f in FAMILIES.values() for t in f.model_types)} (docs/models.md)")
 
 
+#: the clone evalcore runs from (what an interpreter without evalcore should install or put on its path)
+REPO = Path(__file__).resolve().parents[2]
+
+
 def vllm_python() -> str | None:
     """The interpreter the engine actors run in: ``$EVALCORE_VLLM_PYTHON``, else ``.venv-vllm/bin/python`` of the
     checkout, else this one if it imports vLLM (an image with vLLM installed); None if none has it."""
@@ -176,6 +182,25 @@ def _window(p: VLLMAudioParams, spec: tuple[int, float | None]) -> tuple[int, fl
 def _spec(checkpoint: str) -> tuple[int, float | None]:
     return processor_audio_spec(read_checkpoint_json(checkpoint, "processor_config.json"),
                                 read_checkpoint_json(checkpoint, "preprocessor_config.json"))
+
+
+#: the decoder head sizes vLLM's CPU attention runs (vLLM 0.32, ``vllm/v1/attention/backends/cpu_attn.py``,
+#: ``CPUAttentionBackend.get_supported_head_sizes``); an engine on CPU refuses any other at start
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+
+
+def head_size(checkpoint: str, family: VLLMFamily) -> int | None:
+    """The checkpoint's decoder head size as vLLM reads it: Mistral's ``params.json`` ``head_dim`` (Voxtral), else
+    ``config.json``'s text config ``head_dim`` or ``hidden_size / num_attention_heads``; None when it cannot say."""
+    if family.chat == "mistral":
+        return (read_checkpoint_json(checkpoint, "params.json") or {}).get("head_dim")
+    config = read_checkpoint_json(checkpoint, "config.json") or {}
+    text = config.get("text_config") or config
+    if text.get("head_dim"):
+        return int(text["head_dim"])
+    if text.get("hidden_size") and text.get("num_attention_heads"):
+        return int(text["hidden_size"]) // int(text["num_attention_heads"])
+    return None
 
 
 #: audio-token positions per second of audio of the Whisper-style encoders of most families (30 s → 750);
@@ -219,20 +244,78 @@ class VLLMAudioLM(MusicLM):
                                  f"plus max_new_tokens {p.max_new_tokens}; at least {need} plus the prompt's text")
 
     @classmethod
+    def placement_problem(cls, params: dict[str, Any], num_gpus: float) -> tuple[str, str] | None:
+        """(field, reason) when the engine cannot run where the model is placed: an actor asking no GPU runs vLLM on
+        CPU, whose attention runs only :data:`CPU_HEAD_SIZES` (read from the checkpoint, no weights loaded)."""
+        if num_gpus:
+            return None
+        p = parse_params(params)
+        config = read_checkpoint_json(p.checkpoint, "config.json")
+        if config is None:
+            return None  # check_files names the checkpoint
+        try:
+            family = family_of(config.get("model_type"), p.family)
+        except ValueError:
+            return None
+        size = head_size(p.checkpoint, family)
+        if size is None or size in CPU_HEAD_SIZES:
+            return None
+        return "params.checkpoint", (f"decoder head size {size} is not one vLLM's CPU attention runs "
+                                     f"({', '.join(map(str, CPU_HEAD_SIZES))}), and the model asks no GPU "
+                                     "(resources.num_gpus: 0); give it a GPU or run it with hf_audio_lm")
+
+    @classmethod
+    def prompt_problem(cls, params: dict[str, Any], prompts: Iterable[str]) -> tuple[str, str] | None:
+        """(field, reason) when a set ``max_model_len`` cannot hold the longest of the run's ``prompts`` through the
+        checkpoint's chat template, with a full audio window and ``max_new_tokens`` (the tokenizer is read, no
+        weights); None when it can, when ``max_model_len`` is not set or transformers is not here."""
+        p = parse_params(params)
+        if p.max_model_len is None:
+            return None
+        try:
+            import transformers
+        except ImportError:
+            return None
+        config = read_checkpoint_json(p.checkpoint, "config.json") or {}
+        family = family_of(config.get("model_type"), p.family)
+        window = _window(p, _spec(p.checkpoint))[1]
+        positions = int((window or 0) * family.positions_per_second) * p.limit_mm_per_prompt.get("audio", 1)
+        proc = transformers.AutoProcessor.from_pretrained(p.checkpoint, local_files_only=True)
+        tok = proc.tokenizer
+
+        def tokens(prompt: str) -> int:  # the prompt's text through the chat template (placeholders aside)
+            if family.chat == "mistral":
+                return len(tok.apply_chat_template(conversation(prompt, False, p.system_prompt), tokenize=True))
+            text = proc.apply_chat_template([conversation(prompt, False, p.system_prompt)], tokenize=False,
+                                            add_generation_prompt=True)[0]
+            return len(tok(text, add_special_tokens=False)["input_ids"])
+
+        longest = max(((tokens(q), q) for q in prompts), default=None)
+        if longest is None or longest[0] + positions + p.max_new_tokens <= p.max_model_len:
+            return None
+        return "params.max_model_len", (f"{p.max_model_len} tokens cannot hold the run's longest prompt: {longest[0]} "
+                                        f"tokens of text ({longest[1][:60]!r}…) + {positions} audio positions (a "
+                                        f"full {window:g} s window) + max_new_tokens {p.max_new_tokens}; at least "
+                                        f"{longest[0] + positions + p.max_new_tokens}")
+
+    @classmethod
     def packages_problem(cls, params: dict[str, Any]) -> str | None:
-        """vLLM imports in the interpreter the engine actors will run in (:func:`vllm_python`; a subprocess asks
-        another interpreter, nothing is imported), else why not and how to get one (evalcore.packages)."""
+        """vLLM and evalcore import in the interpreter the engine actors will run in (:func:`vllm_python`; a subprocess
+        asks another interpreter, nothing is imported), else why not and how to get one (evalcore.packages)."""
         python = vllm_python()
         if python is None:
             return ("needs vllm, and no Python here imports it; build .venv-vllm: bash scripts/build_vllm_venv.sh "
                     "(docs/models.md), or set EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
-        gone = missing(["vllm"]) if os.path.abspath(python) == os.path.abspath(sys.executable) \
-            else missing_in(python, ["vllm"])
+        gone = missing(["vllm", "evalcore"]) if os.path.abspath(python) == os.path.abspath(sys.executable) \
+            else missing_in(python, ["vllm", "evalcore"])
         if isinstance(gone, str):
             return f"needs vllm in {python}, which cannot be asked: {gone}"
-        if gone:
+        if "vllm" in gone:
             return (f"needs vllm in {python}, which does not import it; rebuild .venv-vllm: "
                     "bash scripts/build_vllm_venv.sh, or set EVALCORE_VLLM_PYTHON to an interpreter that imports vllm")
+        if gone:  # the engine actors run evalcore's model stage in that interpreter
+            return (f"needs evalcore in {python} too (the engine actors run evalcore's model stage there), which does "
+                    f"not import it: pip install -e {REPO} there, or put {REPO} on PYTHONPATH")
         return None
 
     @classmethod
@@ -374,6 +457,12 @@ class VLLMAudioLM(MusicLM):
         return None
 
     def generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:  # type: ignore[override]
+        short: list[Exception | None] = [too_short(self.family.name, inp.audio, self.sample_rate) for inp in batch]
+        keep = [inp for inp, e in zip(batch, short) if e is None]
+        answers = iter(self._generate(keep) if keep else [])
+        return [e if e is not None else next(answers) for e in short]
+
+    def _generate(self, batch: Sequence[AudioPrompt]) -> list[str | Exception]:
         prompts = self.engine_prompts(batch)
         outs = self.llm.generate(prompts, self.sampling, use_tqdm=False)
         answers: list[str | Exception] = []

@@ -1,7 +1,8 @@
 """``evalcore nightly`` and ``evalcore compare`` (registered on the main app in :mod:`evalcore.cli`).
 
 Exit codes of ``evalcore nightly``: 0 ok (checkpoints that failed are ``failed`` rows in the ledger and on the
-dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger);
+dashboard, not an exit code); 1 the nightly itself failed (storage unreachable, a corrupt or newer ledger), or
+stopped because another nightly took over a checkpoint it was evaluating (it stalled past ``lease_seconds``);
 2 a config mistake; 3 a checkpoint evaluated *tonight* has a flagged comparison and the config says
 ``fail_on_regression`` (its flagged rows are printed). Flags of checkpoints evaluated on earlier nights stay
 on the dashboard and never make a later night exit 3.
@@ -27,6 +28,7 @@ from evalcore.nightly.ledger import LedgerError
 from evalcore.nightly.night import FLAG_PRINT, night
 from evalcore.reports.html import markdown_html, page
 from evalcore.reports.tables_html import TESTS, comparison_rows, p_value, signed, table_html, table_md
+from evalcore.tracking_config import TrackFlagError, with_track_flags
 
 
 def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):
@@ -49,15 +51,26 @@ def nightly(
                                       "(default: the config's storage.root, else ./runs/<name>)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every library's log lines, and every flagged "
                                  "row even without fail_on_regression."),
+    quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: notes, and the "
+                               "checkpoints that regressed, failed or were lost, with why."),
+    track: Optional[list[str]] = typer.Option(None, "--track", metavar="SINK[=VALUE]",
+                                              help="Also log each checkpoint evaluated tonight, at its training step, "
+                                              "to mlflow[=URI], wandb[=PROJECT] or lm_eval[=DIR] (repeatable)."),
 ) -> None:
     """Evaluate the new checkpoints of every series, compare them with the previous one and the baseline,
     write regressions.parquet, history.parquet and dashboard.html / .md under the root.
 
     Exit status: 0 ok, 1 the nightly failed, 2 config mistake, 3 a checkpoint evaluated tonight regressed
     (with fail_on_regression)."""
-    console.setup(verbose)
+    console.setup(verbose, quiet)
     cfg = load_nightly_or_exit(config, out)
-    typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
+    try:
+        cfg = with_track_flags(cfg, track)
+    except TrackFlagError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    if not quiet:
+        typer.echo(f"evalcore: nightly {cfg.name!r} → {cfg.root}", err=True)
     t = time.perf_counter()
     try:
         result = night(cfg)
@@ -68,15 +81,25 @@ def nightly(
         logging.getLogger("evalcore").debug("nightly failed", exc_info=True)
         typer.echo(f"evalcore: the nightly failed: {type(e).__name__}: {e}", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
+    if result.lost:
+        typer.echo(f"evalcore: the nightly stopped: another nightly took over {', '.join(result.lost)} while this one "
+                   "stalled past lease_seconds; this one committed nothing more and wrote nothing shared (comparisons, "
+                   "dashboard, nightly.json, webhook): the other nightly's are current", err=True)
+        raise typer.Exit(code=ExitCode.FAILED)
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
     t_ = result.tonight
     flagged, earlier = result.flagged_tonight, len(result.flagged) - len(result.flagged_tonight)
-    typer.echo(f"nightly {t_.counts.line() if t_ else ''}; {len(flagged)} comparison(s) flagged on them"
-               + (f" ({earlier} from earlier nights, on the dashboard)" if earlier else "")
-               + f"; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html and nightly.json", err=True)
+    drops = sum(v.flagged for v in (t_.checkpoints if t_ else []))
+    if not quiet:
+        typer.echo(f"nightly {t_.counts.line() if t_ else ''}; {drops} drop(s) flagged on them, each counted once "
+                   f"({len(flagged)} comparison(s): against the previous checkpoint and the baseline)"
+                   + (f"; {earlier} flagged comparison(s) from earlier nights, on the dashboard" if earlier else "")
+                   + f"; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html and nightly.json", err=True)
     for v in (t_.checkpoints if t_ else []):
-        why = f" — {v.reason[:200]}" if v.reason and v.verdict in ("failed", "lost") else ""
+        if quiet and v.verdict not in ("regressed", "failed", "lost"):
+            continue
+        why = f" — {v.reason[:300]}" if v.reason and v.verdict in ("failed", "lost", "regressed", "improved") else ""
         listens = f", listens {v.listening}" if v.listening else ""
         typer.echo(f"  {v.series}/{v.checkpoint}: {v.verdict}{listens}{why}", err=True)
     if len(flagged) and (cfg.fail_on_regression or verbose):
@@ -85,7 +108,7 @@ def nightly(
             show[col] = show[col].map(signed)
         show["p_adjusted"] = show["p_adjusted"].map(p_value)
         typer.echo(show.to_string(index=False))
-    elif len(flagged):  # one line per checkpoint and reference; the dashboard holds the rows
+    elif len(flagged) and not quiet:  # one line per checkpoint and reference; the dashboard holds the rows
         for (series, ckpt, ref), rows in flagged.groupby(["series", "checkpoint", "reference"], sort=False):
             worst = rows.loc[rows["delta"].abs().idxmax()]
             typer.echo(f"flagged: {series}/{ckpt} vs {ref}: {len(rows)} comparison(s) on "
@@ -116,14 +139,20 @@ def compare(
     t-test), flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run."""
     try:
         fa, fb = cmp.suite_fingerprint(run_a), cmp.suite_fingerprint(run_b)
-        rows = cmp.compare_scores(cmp.load_scores(run_b), cmp.load_scores(run_a), resamples, 0.95, seed)
+        cur, ref = cmp.load_scores(run_b), cmp.load_scores(run_a)
+        rows = cmp.compare_scores(cur, ref, resamples, 0.95, seed)
     except (FileNotFoundError, OSError, KeyError) as e:
         typer.echo(f"not a finished run: {e}", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     rows = cmp.decide(rows, lambda _m: min_effect, alpha)
     note = "" if fa == fb else (f"\n\n**The suites differ** (fingerprint {fa} ≠ {fb}): the items or config are not "
                                  "the same; only shared items are compared.")
-    shown = comparison_rows(rows)  # flagged first, then improved; formatted
+    only_b, only_a = cmp.unpaired(cur, ref)
+    if only_a or only_b:
+        note += ("\n\n**Not compared** (a model of one run only; models are paired by name, never mixed): "
+                 + "; ".join(f"{', '.join(ms)} in {which} only" for ms, which in ((only_a, "RUN_A"), (only_b, "RUN_B"))
+                             if ms) + ".")
+    shown = comparison_rows(rows, with_model=True)  # flagged first, then improved; formatted
     head = (f"# {run_b} vs {run_a}\n\n{int(rows['flagged'].sum())} of {len(rows)} comparisons flagged, "
             f"{int(rows['improved'].sum())} improved (Holm-adjusted p-values, α={alpha}, minimum effect "
             f"{min_effect}). Tests: {_tests(rows)}. CIs resample clips (every question of a clip together) where "

@@ -10,6 +10,7 @@ checkpoint becomes one ordinary run (:class:`evalcore.config.RunConfig`) under
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,12 +48,27 @@ class SeriesConfig(Strict):
     order: Literal["natural"] = "natural"
     #: a checkpoint name every new checkpoint is also compared with
     baseline: str | None = None
+    #: the training step of a checkpoint, for the trackers: the first group of this regular expression searched in
+    #: its name (default: its last run of digits, step-1500 → 1500); a trainer_state.json in the checkpoint wins
+    #: (its global_step)
+    step_pattern: str = r"(\d+)(?!.*\d)"
 
     @field_validator("prefix")
     @classmethod
     def _prefix_given(cls, v: str) -> str:
         if not v.strip() or v.strip() in ("s3://", "file://"):
             raise ValueError("empty: give a local directory or an s3:// prefix")
+        return v
+
+    @field_validator("step_pattern")
+    @classmethod
+    def _one_group(cls, v: str) -> str:
+        try:
+            groups = re.compile(v).groups
+        except re.error as e:
+            raise ValueError(f"not a regular expression: {e}") from None
+        if groups < 1:
+            raise ValueError("needs a group around the step's digits, e.g. 'step-(\\d+)'")
         return v
 
     @field_validator("ready_marker", "baseline")
@@ -113,8 +129,9 @@ class NightlyConfig(SuiteConfig):
         return v
 
 
-#: the fields each checkpoint's run takes from the nightly's suite (all but its name)
-SUITE_FIELDS = tuple(n for n in SuiteConfig.model_fields if n != "name")
+#: the fields each checkpoint's run takes from the nightly's suite (all but its name, and its trackers: the nightly
+#: logs each checkpoint itself, with its training step and flags, evalcore.nightly.tracked)
+SUITE_FIELDS = tuple(n for n in SuiteConfig.model_fields if n not in ("name", "tracking"))
 
 
 def run_config_dict(cfg: NightlyConfig, series: SeriesConfig, checkpoint: str, uri: str, root: str) -> dict:

@@ -4,10 +4,14 @@
     max_new_per_night per series → claim a lease (lease.py: a conditional write) → run the ordinary pipeline
     into <root>/runs/<series>/<checkpoint>/ (resuming an interrupted run) → ledger record under the lease →
     compare (compare.py) → regressions.parquet, history.parquet, ledger.parquet → tonight's verdicts
-    (tonight.py) → dashboard.html / dashboard.md, nightly.json, the webhook
+    (tonight.py) → dashboard.html / dashboard.md, nightly.json, the webhook → the trackers, once per checkpoint
+    evaluated tonight (tracked.py)
 
 A checkpoint that fails (cannot be loaded, errors past the error budget, crashes) is recorded ``failed``
-with its reason and never stops the others.
+with its reason and never stops the others. A nightly that loses a checkpoint's lease (it stalled past
+``lease_seconds`` and another nightly took the checkpoint over) stops: its pipeline at the next commit
+(:mod:`evalcore.pipeline.attempts`), its night there, writing nothing shared afterwards (no comparisons, dashboard,
+``nightly.json`` nor webhook: the nightly that took over writes them); ``evalcore nightly`` then exits 1 saying so.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pyarrow as pa
 from evalcore import storage
 from evalcore.config import ConfigError
 from evalcore.errors import bounded
-from evalcore.nightly import compare, history, leaderboard, series as discovery, tonight as tn
+from evalcore.nightly import compare, evidence, history, leaderboard, series as discovery, tonight as tn, tracked
 from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
@@ -35,7 +39,7 @@ from evalcore.reports import dashboard
 log = logging.getLogger("evalcore")
 
 #: bumped when the comparison tables change shape: a night after an upgrade computes them again
-TABLES_VERSION = 2
+TABLES_VERSION = 3
 SERIES_ROW = "_series"  # the ledger row of a series whose prefix lists no checkpoint
 FLAG_PRINT = ["series", "checkpoint", "reference", "protocol", "dataset", "condition", "variant", "metric", "group",
               "delta", "ci_low", "ci_high", "p_adjusted"]
@@ -51,7 +55,9 @@ class NightResult:
     resumed: list[str] = field(default_factory=list)  # of those, the ones an earlier attempt had started
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # leased by another nightly
-    lost: list[str] = field(default_factory=list)  # lease taken over by another nightly mid-evaluation
+    #: lease taken over by another nightly mid-evaluation (this one stalled past ``lease_seconds``): the night stops
+    #: there and writes nothing shared
+    lost: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # not ready (no ready marker, unreadable)
     reasons: dict[str, str] = field(default_factory=dict)  # failed / waiting / lost → why
     requests_sent: int = 0  # sent to models tonight
@@ -231,7 +237,14 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
                 evaluate(cfg, s, cp, ledger, lease, result)
             finally:
                 ledger.release(lease)
+            if result.lost:  # this nightly stalled past a lease: another holds the night now
+                log.warning("nightly: stopped: %s was taken over by another nightly; this one writes nothing shared "
+                            "(comparisons, dashboard, nightly.json, webhook)", ", ".join(result.lost))
+                return result
     summarize(cfg, ledger, result)
+    for key in result.evaluated:  # tonight's checkpoints, each logged once at its training step (nightly/tracked.py)
+        tracked.log_checkpoint(cfg, key, result.regressions, tracked.verdict_of(result, key),
+                               run_root(cfg.root, *key.split("/", 1)))
     return result
 
 
@@ -276,6 +289,7 @@ def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> t
         verdict, flagged, improved = tn.checkpoint_verdict(series, ck, result.regressions)
         verdicts.append(tn.CheckpointVerdict(series, ck, verdict, tn.listening(hist, series, ck, cfg.stats.min_items),
                                              flagged, improved, key in result.resumed,
+                                             reason=tn.why(series, ck, result.regressions),
                                              run_root=run_root(cfg.root, series, ck)))
     for keys, verdict in ((result.failed, "failed"), (result.lost, "lost"), (result.skipped, "leased"),
                           (result.waiting, "waiting")):
@@ -294,6 +308,8 @@ def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> t
 def render(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame, records: list[dict]) -> None:
     """dashboard.html and dashboard.md: the morning page."""
     board = leaderboard.leaderboard(cfg, records)
-    html, md = dashboard.render(result.tonight.as_json(), result.regressions, hist, records, result.notes, board)
+    links = evidence.links(cfg.root, result.regressions, set(result.evaluated), run_root)  # changed items
+    html, md = dashboard.render(result.tonight.as_json(), result.regressions, hist, records, result.notes, board,
+                                links)
     storage.write_text(storage.join(cfg.root, "dashboard.html"), html)
     storage.write_text(storage.join(cfg.root, "dashboard.md"), md)

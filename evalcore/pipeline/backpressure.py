@@ -21,19 +21,17 @@ commits) ask that little, else they wait on the shared remainder: at 1M requests
 started while the reads were held back.
 
 The policy plugs into Ray Data's ``backpressure_policies.enabled`` setting (Ray 2.60's interface, internal to
-Ray: ray is pinned, and ``tests/test_backpressure.py`` checks the bound on a live pipeline).
+Ray: ray is pinned, every private name it uses comes from :mod:`evalcore.ray_internals`, and
+``tests/test_backpressure.py`` checks the bound on a live pipeline).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ray.data._internal.execution.backpressure_policy import (
-    ENABLED_BACKPRESSURE_POLICIES,
-    ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
-    BackpressurePolicy,
-)
-from ray.data._internal.execution.operators.union_operator import UnionOperator
+from evalcore.ray_internals import (ENABLED_BACKPRESSURE_POLICIES, ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
+                                    BackpressurePolicy, UnionOperator, policy_context, policy_topology, queued_input,
+                                    queued_output, remote_args)
 
 CAP_KEY = "evalcore.max_queued_blocks"
 
@@ -47,23 +45,23 @@ class QueuedBlocksCap(BackpressurePolicy):
         return "QueuedBlocksCap"
 
     def can_add_input(self, op: Any) -> bool:
-        cap = self._data_context.get_config(CAP_KEY, None)
+        cap = policy_context(self).get_config(CAP_KEY, None)
         if cap is None or holds_accelerator(op):
             return True
-        return queued_after(self._topology, op) < int(cap)
+        return queued_after(policy_topology(self), op) < int(cap)
 
 
 def holds_accelerator(op: Any) -> bool:
     """Whether ``op``'s tasks or actors ask for a GPU or a custom resource (a model's, e.g. a simulated GPU)."""
-    args = getattr(op, "_ray_remote_args", None) or {}
+    args = remote_args(op)
     return bool(args.get("num_gpus") or args.get("resources"))
 
 
 def queued_after(topology: dict, op: Any) -> int:
     """Blocks in ``op``'s output queue and its consumers' input queues (a union's: its consumers' too)."""
-    n = topology[op].total_enqueued_output_blocks()
+    n = queued_output(topology, op)
     for d in op.output_dependencies:
-        n += topology[d].total_enqueued_input_blocks()
+        n += queued_input(topology, d)
         if isinstance(d, UnionOperator):
             n += queued_after(topology, d)
     return n

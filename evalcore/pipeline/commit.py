@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from evalcore import storage
 from evalcore.item_table import ItemTable
+from evalcore.pipeline import attempts
 from evalcore.errors import TRANSIENT, bounded, class_of
 from evalcore.schema import ERRORS, JUDGMENT, RESPONSE, conform
 
@@ -83,6 +84,7 @@ def commit_shard(out: storage.RunStorage, rows: list[dict], attempt: int = 0) ->
     files = {"responses": f"responses/{key}.parquet", "judgments": f"judgments/{key}.parquet"}
     out.write_parquet(conform(rows, RESPONSE), storage.join(out.root, files["responses"]))
     out.write_parquet(conform(rows, JUDGMENT), storage.join(out.root, files["judgments"]))
+    attempts.check_current(out.root, attempt)  # a later attempt took the run over: no marker, the stream stops
     marker = {"format": FORMAT, "key": key, "rows": len(rows), "requests": len({r["request_id"] for r in rows}),
               "files": files, "attempt": attempt, "index": shard_index(rows)}
     out.write_text(_commits(out.root, f"shard-{key}.json"), json.dumps(marker, sort_keys=True))
@@ -388,7 +390,7 @@ def load_index(root: str) -> CommitIndex:
         if r["_shard"] not in shards:
             shards.append(r["_shard"])
     return CommitIndex(errors=errors, shards_of=shards_of, markers={m["key"]: m for m in markers},
-                       next_attempt=_next_attempt(markers))
+                       next_attempt=max(_next_attempt(markers), attempts.latest(root)))
 
 
 def iter_committed(root: str, max_rows: int) -> Iterator[list[dict]]:

@@ -18,11 +18,12 @@ from evalcore.config import RunConfig
 from evalcore.errors import bounded
 from evalcore.metrics.freeform import rewrite_roles, uses_ray
 from evalcore.pipeline import commit
+from evalcore.pipeline.browse import items_page
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
 from evalcore.pipeline.reduce import group_rows, reduce_rows
-from evalcore.reports import markdown, published, report_html, verdict
-from evalcore.reports.reproduction import reproduction as reproduction_table, section
+from evalcore.reports import markdown, model_card, published, report_html, verdict
+from evalcore.reports.reproduction import compare, section
 from evalcore.scoring.agreement import agreement
 from evalcore.scoring.requests import error_rows
 from evalcore.scoring.summary import summary_table
@@ -40,6 +41,14 @@ def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict
             params[p.name] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
                               "s3": cfg.storage.s3.model_dump()}
     return params
+
+
+def card_meta(cfg: RunConfig) -> dict[str, Any] | None:
+    """The model card's settings and published values for run.json (the report reads them there), or None."""
+    if cfg.model_card is None:
+        return None
+    path = cfg.model_card.published
+    return {"published": path, "values": model_card.read_published(storage.read_text(path)) if path else []}
 
 
 def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
@@ -98,11 +107,13 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
-            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces}
+            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces,
+            "model_card": card_meta(cfg)}
     out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "attempt": attempt or {},
                                                                "scoring": reduced.provenance}, indent=2, default=str))
     beside = reproduction(cfg, summary.to_pandas(), out, tables)
     report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(), beside)
+    items_page(cfg)  # items.html beside the report: every answer beside its controls, with the clips heard
     result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
     check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
     check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
@@ -110,11 +121,11 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
 
 
 def reproduction(cfg: RunConfig, summary: pd.DataFrame, out: storage.RunStorage, tables: str) -> str:
-    """With ``reproduces``: tables/reproduction.parquet (each published cell beside ours) and its report section."""
+    """With ``reproduces``: tables/reproduction.parquet (each published cell of its tables beside ours, and the
+    papers' prose numbers the run computes) and its report section."""
     if cfg.reproduces is None:
         return ""
-    cells = published.cells_of(cfg.reproduces, published.read(cfg.published_values or published.PUBLISHED_CSV))
-    rep = reproduction_table(summary, cells)
+    rep = compare(summary, cfg.reproduces, cfg.published_values)
     out.write_parquet(pa.Table.from_pandas(rep, preserve_index=False), storage.join(tables, "reproduction.parquet"))
     return section(rep, cfg.reproduces, cfg.stats.confidence)
 

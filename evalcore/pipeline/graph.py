@@ -14,13 +14,13 @@ import pyarrow as pa
 
 from evalcore import cluster, console, storage
 from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
-from evalcore.metrics.stage import lexical_plan, model_plan
+from evalcore.metrics.stream_values import lexical_plan, model_plan
+from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (COMMIT_CPUS, METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
                                          decode_memory, metric_gpus, model_groups, uses_audio)
-from evalcore.pipeline.scorers import ModelScoring, Scoring, score
+from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics, mir_rules
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
-from evalcore.registry import MODELS
 
 log = logging.getLogger("evalcore")
 
@@ -35,6 +35,7 @@ class GraphSettings:
     models: tuple[ModelConfig, ...]
     judges: dict[str, tuple[str, str]]  #: protocol instance → (judge kind, params JSON)
     freeform: dict[str, FreeformMetrics]  #: free-form protocol instance → its metrics
+    mir: tuple[str, ...]  #: the mir protocol instances (their released rules score in the stream)
     s3: dict[str, Any]  #: the run's S3 options (endpoint, region, scheme; never keys)
     read_timeout_s: float | None
     decode_num_cpus: float
@@ -47,6 +48,7 @@ class GraphSettings:
         """The settings of ``cfg``, with its protocols' ``judges`` (:func:`evalcore.pipeline.run.protocol_judges`)."""
         return cls(root=cfg.root, models=tuple(cfg.models), judges=judges,
                    freeform={p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"},
+                   mir=tuple(p.name for p in cfg.protocols if p.kind == "mir"),
                    s3=cfg.storage.s3.model_dump(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
                    metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg))
@@ -122,17 +124,14 @@ def batch_aligned(ds: Any, rows: int, num_cpus: float = 0.1) -> Any:
     but the last, so that each model batch is full. Ray Data splits a read task's output into parts that do not
     line up with the batch size, and no batch spans two blocks of different tasks: without this, about half of a
     model's batches came short. A strict streaming repartition stitches the small request rows across blocks."""
-    from ray.data._internal.logical.operators import StreamingRepartition
+    from evalcore import ray_internals  # heavy: imports ray.data at its top
 
     ds = ds.repartition(target_num_rows_per_block=rows, strict=True)
     # Ray 2.60's repartition takes no resource arguments and asks a whole CPU per task, which stalls a small
     # node's decode and model stages behind it (20k requests on 2 CPUs: 117 s against 79 s); its tasks only
-    # slice request rows. The attribute is private (ray is pinned): the assertion catches a Ray that builds
-    # the operator otherwise, and a test checks that the model stage gets full batches.
-    op = ds._logical_plan.dag
-    assert isinstance(op, StreamingRepartition), type(op)
-    object.__setattr__(op, "ray_remote_args", {"num_cpus": num_cpus})
-    return ds
+    # slice request rows. The attribute is private (ray is pinned; evalcore/ray_internals.py), and a test checks
+    # that the model stage gets full batches.
+    return ray_internals.set_repartition_cpus(ds, num_cpus)
 
 
 def model_runtime_env(model: ModelConfig) -> dict:
@@ -195,23 +194,28 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
     with ``pool``, by a pool of scoring actors (each loads its metrics' resources, e.g. WordNet, once and keeps
     its pair cache: 20k requests of benchmarks/scale.py in 57 s instead of 72 s), else by tasks (the demo's 3,848
     requests in 58 s instead of 99 s: the actors' start is not paid back). BERTScore and CLAPText: by
-    ``ray.metric_actors`` actors holding their models (:class:`evalcore.metrics.stage.ModelScorer`)."""
+    ``ray.metric_actors`` actors holding their models (:class:`evalcore.pipeline.stream_metrics.ModelMetricsActor`)."""
     import ray.data
 
     freeform = settings.freeform
     plan = lexical_plan({name: (m.profile, m.names) for name, m in freeform.items()})
     if plan and not pool:  # tasks, fused with the judge: a short run does not pay for actors loading WordNet
-        ds = ds.map_batches(score, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow", num_cpus=0.5)
+        ds = ds.map_batches(lexical_metrics, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5)
     elif plan:
-        ds = actor_stage(ds, Scoring, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
-                         num_cpus=0.5, compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
+        ds = actor_stage(ds, LexicalMetricsActor, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64,
+                         batch_format="pyarrow", num_cpus=0.5,
+                         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
+    if settings.mir:  # the mir rules (mir_eval, jiwer, …) on the workers' batches, overlapping the models
+        ds = ds.map_batches(mir_rules, fn_kwargs={"protocols": settings.mir}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5)
     models = model_plan(freeform)
     if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
         gpus = settings.metric_gpus
         if gpus > ray.cluster_resources().get("GPU", 0.0):
             log.warning("free-form metrics on cuda ask for %g GPU (ray.metric_actors) but the cluster has %g now",
                         gpus, ray.cluster_resources().get("GPU", 0.0))
-        ds = actor_stage(ds, ModelScoring, 0,
+        ds = actor_stage(ds, ModelMetricsActor, 0,
                          fn_constructor_kwargs={"plan": models, "s3": settings.s3},
                          batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
                          num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=settings.metric_actors))

@@ -24,13 +24,13 @@ import os
 import uuid
 from typing import Any
 
-import evalcore.judges  # noqa: F401  (registers the judges)
-import evalcore.models  # noqa: F401  (registers the models)
 from evalcore.config import JudgeConfig, ModelConfig, RunConfig
+from evalcore.judges.base import JUDGES
 from evalcore.llm.budget import endpoint_budget
 from evalcore.llm.flights import RayFlights
 from evalcore.llm.runner import CACHE_ENV
-from evalcore.registry import JUDGES, MODELS, Registry
+from evalcore.models.base import MODELS
+from evalcore.registry import Registry
 
 __all__ = ["with_run_llm_roots", "hold_budgets"]
 

@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from evalcore.config import RunConfig
 from evalcore.errors import bounded
+from evalcore.protocols.requests import reads
 
 
 @dataclass
@@ -36,21 +37,28 @@ class RunUnscored(RuntimeError):
 
 
 class ErrorBudgetExceeded(RunUnscored):
-    """More requests (or items) errored than ``max_error_rate`` allows, or a protocol was left without
-    any valid item while a budget is set."""
+    """More requests (or items, or one model's requests) errored than ``max_error_rate`` allows, or a protocol was
+    left without any valid item while a budget is set. ``model``: the model whose requests exceeded it."""
+
+    model: str | None = None
 
     def __init__(self, rate: float, limit: float, reasons: list[tuple[str, int]], result: RunResult,
                  what: str = "requests", problems: list[str] | None = None,
-                 examples: dict[str, str] | None = None) -> None:
+                 examples: dict[str, str] | None = None, model: str | None = None) -> None:
         top = top_text(reasons, examples)
         c = result.counts
         if problems:
             msg = f"error budget exceeded: {'; '.join(problems)}"
+        elif model is not None:
+            m = c["models"][model]
+            dead = " (every one of its requests)" if m["requests_errored"] == m["requests_in"] else ""
+            msg = (f"error budget exceeded: model {model!r} errored on {m['requests_errored']} of {m['requests_in']} "
+                   f"of its requests{dead} ({rate:.1%}) > max_error_rate {limit:.1%}; top reasons: {top}")
         else:
             msg = (f"error budget exceeded: {c[f'{what}_errored']} of {c[f'{what}_in']} {what} errored "
                    f"({rate:.1%}) > max_error_rate {limit:.1%}; top reasons: {top}")
         super().__init__(f"{msg}. Tables and report are in {result.root}")
-        self.rate, self.limit, self.reasons, self.result = rate, limit, reasons, result
+        self.rate, self.limit, self.reasons, self.result, self.model = rate, limit, reasons, result, model
 
 
 class NothingScored(RunUnscored):
@@ -99,10 +107,18 @@ def top_text(reasons: list[tuple[str, int]], texts: dict[str, str] | None = None
     return ", ".join(f"{r} ×{n}" + (f" ({texts[r]!r})" if texts.get(r) else "") for r, n in reasons) or "none"
 
 
+def model_shares(counts: dict[str, Any]) -> list[tuple[str, int, int, float]]:
+    """(model, requests in, errored, errored share) of every model of a run's counts, the worst share first."""
+    rows = [(m, int(v["requests_in"]), int(v["requests_errored"]), float(v["error_share"]))
+            for m, v in (counts.get("models") or {}).items()]
+    return sorted(rows, key=lambda r: (-r[3], r[0]))
+
+
 def check_error_budget(result: RunResult, rows: list[dict], limit: float | None, top: int = 3,
                        item_errors: list[dict] | None = None) -> None:
-    """Raise :class:`ErrorBudgetExceeded` when errored requests / requests in, or errored items / items in,
-    is above ``limit``, or (with a limit) a configured protocol was left without a valid item."""
+    """Raise :class:`ErrorBudgetExceeded` when errored items / items in, errored requests / requests in of any one
+    model (the worst first, naming it; a model with every request errored is always above a budget below 1), or
+    of the whole run is above ``limit``, or (with a limit) a configured protocol was left without a valid item."""
     c = result.counts
     if limit is None:
         return
@@ -110,6 +126,11 @@ def check_error_budget(result: RunResult, rows: list[dict], limit: float | None,
         reasons = _top(item_errors or [], top)
         raise ErrorBudgetExceeded(c["items_errored"] / c["items_in"], limit, reasons, result, what="items",
                                   examples=examples(item_errors or [], reasons))
+    for model, n, errored, share in model_shares(c):
+        if n and errored / n > limit:
+            mine = [r for r in rows if str(r.get("model")) == model]
+            reasons = _top(mine, top)
+            raise ErrorBudgetExceeded(errored / n, limit, reasons, result, examples=examples(mine, reasons), model=model)
     if c["requests_in"] and c["requests_errored"] / c["requests_in"] > limit:
         reasons = _top(rows, top)
         raise ErrorBudgetExceeded(c["requests_errored"] / c["requests_in"], limit, reasons, result,
@@ -129,12 +150,11 @@ def check_scored(result: RunResult, rows: list[dict], item_errors: list[dict], t
 
 
 def protocols_without_items(cfg: RunConfig, items: Iterable[dict]) -> list[str]:
-    """One line per configured protocol that no valid item reaches (its items all rejected, or none given)."""
+    """One line per configured protocol that no valid item reaches (its items all rejected, or none given), by the
+    rule that expands requests (:func:`evalcore.protocols.requests.reads`: an item's ``protocol`` is a kind)."""
     out = []
     for p in cfg.protocols:
-        datasets = set(p.datasets) if p.datasets is not None else None
-        n = sum(1 for i in items if i["protocol"] == p.name and (datasets is None or i["dataset"] in datasets))
-        if n == 0:
-            where = f" in dataset(s) {', '.join(sorted(datasets))}" if datasets else ""
+        if not any(reads(p, i) for i in items):
+            where = f" in dataset(s) {', '.join(sorted(p.datasets))}" if p.datasets else ""
             out.append(f"protocol {p.name!r} is configured but has no valid item{where}")
     return out

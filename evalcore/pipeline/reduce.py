@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -58,10 +59,11 @@ class Reduced:
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels_dropped: int | None = None
     rows: list[dict] | None = None  # the merged request rows, when asked for (``keep_rows``)
+    requests_by_model: dict[str, int] = field(default_factory=dict)  # model → its requests
 
     def counts(self, items_in: int, items_errored: int) -> dict[str, Any]:
-        """Reconciliation figures: in = scored + errored, for items and for requests."""
-        return request_counts(items_in, items_errored, self.requests_in, self.errors)
+        """Reconciliation figures: in = scored + errored, for items and for requests, and per model."""
+        return request_counts(items_in, items_errored, self.requests_in, self.errors, self.requests_by_model)
 
 
 def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri: str,
@@ -72,6 +74,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     scorers: dict[str, Any] = {}
     compact, parts, errors, kept = [], [], [], []
     n_in, dropped = 0, None
+    by_model: Counter[str] = Counter()
     provenance: dict[str, dict[str, Any]] = {}
     tmp = tempfile.mkdtemp(prefix="evalcore-per-item-")
     try:
@@ -79,6 +82,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             scored = score_requests(merge_chunks(rows), params, scorers)
             del rows
             n_in += len(scored.rows)
+            by_model.update(str(r.get("model")) for r in scored.rows)
             bad = [r for r in scored.rows if r.get("error") is not None]
             errors += bad
             provenance.update(scored.provenance)
@@ -99,7 +103,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     per_item = (_concat(frames) if len(frames) > 1 else frames[0] if frames
                 else (compact[0] if compact else pd.DataFrame(columns=SCORE_KEY)))
     return Reduced(per_item=per_item, errors=errors, requests_in=n_in, provenance=provenance,
-                   labels_dropped=dropped, rows=kept if keep_rows else None)
+                   labels_dropped=dropped, rows=kept if keep_rows else None, requests_by_model=dict(by_model))
 
 
 def _summary_columns(part: pd.DataFrame, scorers: dict[str, Any]) -> list[str]:

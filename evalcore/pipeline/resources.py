@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import logging
 
-import evalcore.models  # noqa: F401  (registers the models)
 from evalcore.config import ModelConfig, RunConfig
-from evalcore.metrics.stage import ModelScorer
-from evalcore.registry import MODELS
+from evalcore.models.base import MODELS
+from evalcore.pipeline.stream_metrics import ModelMetricsActor
 
 log = logging.getLogger("evalcore")
 
@@ -111,7 +110,7 @@ def metric_gpus(cfg: RunConfig) -> float:
     """GPUs the stream's model-based metric actors hold: ``ray.metric_actors`` when a free-form protocol runs
     BERTScore or CLAPText on a cuda device, else 0."""
     freeform = [p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"]
-    return float(cfg.ray.metric_actors) if any(ModelScorer.uses_gpu(m) for m in freeform) else 0.0
+    return float(cfg.ray.metric_actors) if any(ModelMetricsActor.uses_gpu(m) for m in freeform) else 0.0
 
 
 

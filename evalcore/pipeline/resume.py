@@ -20,13 +20,14 @@ import yaml
 from evalcore import storage
 from evalcore.config import ConfigError, RunConfig, parse_config
 from evalcore.errors import class_of
+from evalcore.pipeline import attempts
 from evalcore.pipeline.commit import COMMITS, RunStateError, clean_uncommitted, shard_markers
 
 log = logging.getLogger("evalcore")
 
 #: config fields that may differ between the attempts of one run (where it runs, not what it computes)
-_MAY_DIFFER = (("storage", "root"), ("ray",))
-_OUTPUTS = (COMMITS, "responses", "judgments", "items", "item_errors", "tables")  # markers first
+_MAY_DIFFER = (("storage", "root"), ("ray",), ("tracking",))
+_OUTPUTS = (COMMITS, attempts.ATTEMPTS, "responses", "judgments", "items", "item_errors", "tables")  # markers first
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:
@@ -80,11 +81,14 @@ def resume_config(run_uri: str, given: RunConfig | None = None) -> RunConfig:
 
 
 def open_run(cfg: RunConfig, resume: bool) -> storage.RunStorage:
-    """Prepare the run root: on resume drop uncommitted files; fresh, refuse an unfinished run and
-    replace a finished one, then write ``config.yaml``. Returns the run's confined storage."""
+    """Prepare the run root: on resume claim the next attempt (:mod:`evalcore.pipeline.attempts`: an earlier attempt
+    still running commits nothing more), then drop uncommitted files; fresh, refuse an unfinished run and replace a
+    finished one, then write ``config.yaml``. Returns the run's confined storage."""
     root = cfg.root
     out = storage.RunStorage(root)
     if resume:
+        n = attempts.claim_next(out, (int(m.get("attempt", 0)) for m in shard_markers(root, index=False)))
+        log.info("resume: attempt %d of %s", n, root)
         clean_uncommitted(out)
         return out
     if not storage.exists(storage.join(root, "run.json")):

@@ -1,7 +1,7 @@
 """The evaluation pipeline, as a list of stages.
 
     read items → expand requests → [per model] fetch+decode+chunk → model actor pool
-    → judge → commit responses/judgments (Parquet shards) → score → summary → report
+    → judge → commit responses/judgments (Parquet shards) → score → summary → report → trackers
 
 This module holds the stages on the driver and :func:`run`, which strings them together. Ray Data streams
 requests through decode, model and judge stages (:mod:`evalcore.pipeline.graph`, sized by
@@ -18,10 +18,9 @@ import logging
 from collections import Counter
 from typing import Any, Iterable
 
-import evalcore.datasets  # noqa: F401  (registers the datasets)
 from evalcore import console, preflight, storage
 from evalcore.config import RunConfig
-from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.base import DATASETS, DatasetContext
 from evalcore.item_table import SLICE_ROWS, ItemTable
 from evalcore.datasets.validate import validated
 from evalcore.errors import RETRY_BY_DEFAULT, TRANSIENT
@@ -32,12 +31,12 @@ from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
 from evalcore.pipeline.outcome import RunResult, protocols_without_items
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
-from evalcore.pipeline.scorers import SCORE_POOL_FROM
+from evalcore.pipeline.stream_metrics import SCORE_POOL_FROM
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
-from evalcore.protocols.vocab_fit import default_judge
-from evalcore.registry import DATASETS
+from evalcore.tracking.sinks import track_run
+from evalcore.vocab_fit import default_judge
 
 log = logging.getLogger("evalcore")
 
@@ -90,7 +89,7 @@ def factual_judges(cfg: RunConfig) -> list[tuple[set[str] | None, tuple[str, str
 
 def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
     """protocol instance → (judge kind, params JSON): the configured judge, else its kind's default, fitted to
-    the tasks of its datasets (:func:`evalcore.protocols.vocab_fit.default_judge`): factual and MCQ answers
+    the tasks of its datasets (:func:`evalcore.vocab_fit.default_judge`): factual and MCQ answers
     are never left unjudged, nor read into another task's vocabulary."""
     return {p.name: (j.kind, json.dumps(j.params, sort_keys=True))
             for p in cfg.protocols if (j := p.judge or default_judge(cfg, p)) is not None}
@@ -191,8 +190,12 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     # 6. score and report over every committed row; the error budget is checked after both are written
     attempt = {"requests_sent": plan.to_run, "requests_rejudged": plan.rejudged,
                "requests_committed_earlier": plan.committed}
-    return finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
-                  empty=protocols_without_items(cfg, items), attempt=attempt)
+    result = finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
+                    empty=protocols_without_items(cfg, items), attempt=attempt)
+
+    # 7. the configured trackers read the written files (a failing one is a warning, never the run's failure)
+    track_run(cfg.tracking, cfg.root)
+    return result
 
 
 def sources(cfg: RunConfig, items: ItemTable, exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:

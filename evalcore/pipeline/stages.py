@@ -15,12 +15,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-import evalcore.judges  # noqa: F401  (registers the judges)
-import evalcore.models  # noqa: F401  (registers the models)
 from evalcore import audio, storage
 from evalcore.errors import bounded, class_of, exception_class
-from evalcore.models.base import AudioPrompt
-from evalcore.registry import JUDGES, MODELS
+from evalcore.judges.base import JUDGMENT_FIELDS, Judge, build_judge
+from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
 
 AUDIO_FIELD = pa.field("audio", pa.large_list(pa.float32()))
@@ -172,8 +170,8 @@ class ModelRunner:
 
 
 @lru_cache(maxsize=16)
-def _judge(kind: str, params_json: str) -> Any:
-    return JUDGES.build(kind, **json.loads(params_json))
+def _judge(kind: str, params_json: str) -> Judge:
+    return build_judge(kind, **json.loads(params_json))
 
 
 def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table:
@@ -184,14 +182,13 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
         idx = [i for i, r in enumerate(rows) if r["protocol"] == proto and r["error"] is None]
         if not idx:
             continue
-        label = f"{kind}@{getattr(judge, 'version', '0')}"
-        # a judge declaring uses_tasks (e.g. lexicon with vocabulary "auto") also gets each row's task;
-        # one declaring uses_questions (the LLM matcher) each row's question
-        extra = {"tasks": [rows[i]["task"] for i in idx]} if getattr(judge, "uses_tasks", False) else {}
-        if getattr(judge, "uses_questions", False):
-            extra["questions"] = [rows[i].get("question") for i in idx]
+        label = f"{kind}@{judge.version}"
+        # what the judge declares it reads besides texts and options: each row's task, each request's question
+        tasks = [rows[i]["task"] for i in idx] if judge.uses_tasks else None
+        questions = [rows[i].get("question") for i in idx] if judge.uses_questions else None
         try:
-            results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx], **extra)
+            results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx],
+                                  tasks=tasks, questions=questions)
         except Exception as e:  # noqa: BLE001
             results = [{"error": f"{type(e).__name__}: {e}", "error_class": exception_class(e)}] * len(idx)
         for i, res in zip(idx, results):
@@ -199,9 +196,9 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
             if res.get("error"):
                 _fail(rows[i], "judge", res["error"], res.get("error_class"))
                 continue
-            for k in ("extracted", "dropped", "parsed_index", "embedding_key"):
+            for k in JUDGMENT_FIELDS:
                 if k in res:
-                    rows[i][k] = res[k]
+                    rows[i][k] = res[k]  # type: ignore[literal-required]
     return _table(rows, JUDGED)
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import DEFAULT_VARIANTS, option_order, render
@@ -23,6 +22,9 @@ from evalcore.errors import INPUT
 from evalcore.schema import REQUEST_KEY
 from evalcore.seeding import derive_seed, stable_id
 from evalcore.vocab.lexicon import LEXICONS
+
+if TYPE_CHECKING:  # the run config's sections, read by their fields (the config checks components above this layer)
+    from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
 
 
 def _clip(item: dict) -> str:
@@ -53,6 +55,14 @@ def _random_partners(clips: dict[str, dict[str, dict]], seed: int) -> tuple[dict
         for clip, first in first_of.items():
             partner[(ds, clip)] = by_id[pairing[first["item_id"]]]
     return partner, unpairable
+
+
+def reads(proto: ProtocolConfig, item: dict) -> bool:
+    """Whether the protocol instance ``proto`` asks ``item``: the item's ``protocol`` field is the protocol's *kind*
+    (an item is an MCQ, factual … question; the config's instances, named freely, choose among them) and the item's
+    dataset is one of the instance's ``datasets`` (all when unset). The one rule by which items reach protocol
+    instances: requests are expanded by it and a protocol left without items is found by it."""
+    return item["protocol"] == proto.kind and (proto.datasets is None or item["dataset"] in proto.datasets)
 
 
 def vocabulary(proto: ProtocolConfig) -> list[str]:
@@ -130,13 +140,12 @@ def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = Non
     for proto in cfg.protocols:
         variants = proto.variants or DEFAULT_VARIANTS[proto.kind]
         vocab = vocabulary(proto)
-        datasets = set(proto.datasets) if proto.datasets is not None else None
         chosen = [m for m in cfg.models if (proto.models is None or m.name in proto.models)
                   and (models is None or m.name in models)]
         if not chosen:
             continue
         for item in items:
-            if item["protocol"] != proto.kind or (datasets is not None and item["dataset"] not in datasets):
+            if not reads(proto, item):
                 continue
             orders = range(proto.option_orders if proto.kind == "mcq" else 1)
             clip = (item["dataset"], _clip(item))

@@ -25,8 +25,18 @@ VERDICT_MARK = {"regressed": "▼", "improved": "▲", "unchanged": "=", "failed
                 "lost": "⇄"}
 
 
+#: the Tonight block's "why" shows this many characters (a longer reason is cut with a visible mark)
+WHY_SHOWN = 300
+
+
+def _cut(text: str, n: int) -> str:
+    """``text`` up to ``n`` characters; a longer one cut, ending in " …"."""
+    return text if len(text) <= n else text[: n - 2].rstrip() + " …"
+
+
 def tonight_block(t: dict) -> tuple[str, str]:
-    """(HTML, Markdown): tonight's checkpoints and verdicts, the counts, the store's lease mode."""
+    """(HTML, Markdown): tonight's checkpoints and verdicts (a checkpoint's flagged drops counted once, whatever
+    they were flagged against; why it got its verdict), the counts, the store's lease mode."""
     c = t["counts"]
     counts = (f"{c['evaluated']} checkpoint(s) evaluated ({c['resumed']} resumed), {c['failed']} failed, "
               f"{c['waiting']} waiting, {c['leased_elsewhere']} leased elsewhere · {c['requests_sent']} request(s) "
@@ -34,8 +44,8 @@ def tonight_block(t: dict) -> tuple[str, str]:
     rows = [{"_class": {"regressed": "flag", "improved": "gain", "failed": "flag"}.get(v["verdict"], ""),
              "checkpoint": f"{v['series']}/{v['checkpoint']}",
              "verdict": f"{VERDICT_MARK.get(v['verdict'], '')}\u00a0{v['verdict']}" + (" (resumed)" if v["resumed"] else ""),
-             "listens": v["listening"] or "—", "flagged": str(v["flagged"]) if v["flagged"] else "",
-             "why": (v["reason"] or "")[:160]} for v in t["checkpoints"]]
+             "listens": v["listening"] or "—", "flagged drops": str(v["flagged"]) if v["flagged"] else "",
+             "why": _cut(v["reason"] or "", WHY_SHOWN)} for v in t["checkpoints"]]
     none = "Nothing new tonight." if not rows else ""
     store = t["store"]
     warn = ("" if store["conditional_writes"] else
@@ -105,8 +115,10 @@ def matrix(series: str, hist: pd.DataFrame, regressions: pd.DataFrame) -> tuple[
     return h, md
 
 
-def comparisons(regressions: pd.DataFrame, tonight: set[str]) -> tuple[str, str]:
-    """(HTML, Markdown): every checkpoint's comparisons folded per reference, newest first; tonight's open."""
+def comparisons(regressions: pd.DataFrame, tonight: set[str], links: dict[tuple, str] | None = None) -> tuple[str, str]:
+    """(HTML, Markdown): every checkpoint's comparisons folded per reference, newest first; tonight's open.
+    ``links``: (series, checkpoint, reference, protocol, dataset, condition, variant, metric, group) → a flagged
+    row's link to the checkpoint's item browser, filtered to the items whose outcome changed."""
     if not len(regressions):
         return "<h2>Comparisons</h2><p>None yet.</p>", "## Comparisons\n\nNone yet.\n"
     h, md = ["<h2>Comparisons</h2>"], ["## Comparisons"]
@@ -121,7 +133,7 @@ def comparisons(regressions: pd.DataFrame, tonight: set[str]) -> tuple[str, str]
         title = (f"{series}/{ck} vs {ref} ({role}): {nf} of {len(g)} flagged"
                  + (f"; largest drop {signed(worst['delta'])} ({worst['protocol']} {worst['metric']}, "
                     f"{worst['condition']}, p {p_value(worst['p_adjusted'])})" if worst is not None else ""))
-        rows = comparison_rows(g)
+        rows = [{**r, "_href": (links or {}).get((series, ck, ref, *r["_key"]))} for r in comparison_rows(g)]
         opened = " open" if nf and f"{series}/{ck}" in tonight else ""
         h.append(f"<details{opened}><summary>{html.escape(title)}</summary>{table_html(rows)}</details>")
         md.append(f"<details><summary>{title}</summary>\n\n{table_md([r for r in rows if r['_class']] or rows[:5])}"
@@ -160,8 +172,9 @@ def ledger_rows(records: list[dict]) -> list[dict[str, str]]:
 
 
 def render(tonight: dict, regressions: pd.DataFrame, hist: pd.DataFrame, records: list[dict], notes: list[str],
-           board: pd.DataFrame) -> tuple[str, str]:
-    """(dashboard.html, dashboard.md)."""
+           board: pd.DataFrame, links: dict[tuple, str] | None = None) -> tuple[str, str]:
+    """(dashboard.html, dashboard.md); ``links``: the flagged rows' links into the item browser
+    (:func:`comparisons`)."""
     title = f"Nightly: {tonight['name']} — {tonight['date'][:10]}"
     h, md = [f"<h1>{html.escape(title)}</h1>"], [f"# {title}"]
     th, tm = tonight_block(tonight)
@@ -183,7 +196,7 @@ def render(tonight: dict, regressions: pd.DataFrame, hist: pd.DataFrame, records
         sh, sm = trends.series_section(str(series), g)
         h.append(sh)
         md.append(sm)
-    ch, cm = comparisons(regressions, {f"{v['series']}/{v['checkpoint']}" for v in tonight["checkpoints"]})
+    ch, cm = comparisons(regressions, {f"{v['series']}/{v['checkpoint']}" for v in tonight["checkpoints"]}, links)
     h.append(ch)
     md.append(cm)
     led = ledger_rows(records)

@@ -13,7 +13,11 @@ from typing import Any
 #: a break opportunity after these in table cells (identifiers such as recall_micro_with_errors, paths, URIs)
 _BREAK_AFTER = re.compile(r"([_/=,:·]|\.(?!\d))(?=\S)")
 _LONG = re.compile(r"[^\s<>]{24}(?=[^\s<>])")
-_CELL = re.compile(r"(<t[dh][^>]*>)(.*?)(</t[dh]>)", re.S)
+_CELL = re.compile(r"(<t([dh])[^>]*>)(.*?)(</t[dh]>)", re.S)
+#: a confidence interval in a cell (``[0.544, 0.701]``, ``[−0.61, +0.40]``): kept on one line
+_CI = re.compile(r"\[[^\[\]\s<>,]{1,16}, [^\[\]\s<>,]{1,16}\]")
+#: a header breaks between the words of an identifier only before the underscore that joins them (recall / _micro)
+_HEAD_BREAK = re.compile(r"(?<=[^\s_<>])(?=_[^\s_<>])")
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -34,6 +38,7 @@ details { margin: 0.3rem 0; } summary { cursor: pointer; }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; }
 figcaption { color: #555; font-size: 0.9rem; }
+.ci { white-space: nowrap; }
 .verdict-yes { color: #176f2c; } .verdict-no { color: #a11d1d; } .verdict-unclear { color: #8a6100; }
 """
 
@@ -59,21 +64,32 @@ def figure_html(fig: Any, caption: str, alt: str | None = None) -> str:
 
 def breakable(escaped: str) -> str:
     """Escaped cell text with ``<wbr>`` break opportunities after ``_ / = , : ·`` (and ``.`` not before a digit)
-    and inside any run of 24
-    characters without one, so a table can always wrap to the page's width (no column pushed out of view)."""
+    and inside any run of 24 characters without one, so a table can always wrap to the page's width (no column
+    pushed out of view); a confidence interval (``[0.544, 0.701]``) is kept whole on one line."""
     out = []
-    for part in re.split(r"(<[^>]+>|&[a-z#0-9]+;)", escaped):  # never inside a tag or an entity
+    for part in re.split(r"(<[^>]+>|&[a-z#0-9]+;|" + _CI.pattern + ")", escaped):  # never inside a tag, entity, CI
         if part.startswith("<") or (part.startswith("&") and part.endswith(";")):
             out.append(part)
-            continue
-        out.append(_LONG.sub(r"\g<0><wbr>", _BREAK_AFTER.sub(r"\1<wbr>", part)))
+        elif _CI.fullmatch(part):
+            out.append(f'<span class="ci">{part}</span>')
+        else:
+            out.append(_LONG.sub(r"\g<0><wbr>", _BREAK_AFTER.sub(r"\1<wbr>", part)))
     return "".join(out)
 
 
+def header_breakable(escaped: str) -> str:
+    """Escaped header text that breaks only between words: at a space, or before the underscore joining the words
+    of an identifier (``recall<wbr>_micro``), never inside a word nor after an underscore."""
+    return "".join(part if part.startswith("<") or part.startswith("&") else _HEAD_BREAK.sub("<wbr>", part)
+                   for part in re.split(r"(<[^>]+>|&[a-z#0-9]+;)", escaped))
+
+
 def wrap_tables(body_html: str) -> str:
-    """Every table of rendered HTML made to fit the page: :func:`breakable` cells, and the table in a box that
-    scrolls sideways on its own (first column kept in view) when it has more columns than the page can show."""
-    body_html = _CELL.sub(lambda m: m.group(1) + breakable(m.group(2)) + m.group(3), body_html)
+    """Every table of rendered HTML made to fit the page: :func:`breakable` cells and :func:`header_breakable`
+    headers, and the table in a box that scrolls sideways on its own (first column kept in view) when it has more
+    columns than the page can show."""
+    body_html = _CELL.sub(lambda m: m.group(1) + (header_breakable if m.group(2) == "h" else breakable)(m.group(3))
+                          + m.group(4), body_html)
     return re.sub(r"<table(?=[\s>])", '<div class="table-box"><table', body_html).replace("</table>", "</table></div>")
 
 

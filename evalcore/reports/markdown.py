@@ -9,12 +9,14 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
-from evalcore.reports import verdict
+from evalcore.reports import model_card, verdict
+from evalcore.reports.browser_links import difference_href
 from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu")
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu",
+            "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
 
 
 def _fmt(v: float, lo: float, hi: float) -> str:
@@ -51,6 +53,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
                f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
     out += verdict.section(summary, conf, min_items, rewrite_models(meta))
+    out += model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta))
     out += ["", "## Counts", ""]
     out.append(_md_table(["", "in", "scored / valid", "errored"], [
         ["items", counts["items_in"], counts["items_valid"], counts["items_errored"]],
@@ -59,6 +62,11 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     ok = counts["requests_in"] == counts["requests_scored"] + counts["requests_errored"]
     out += ["", f"Requests in = scored + errored: {counts['requests_in']} = {counts['requests_scored']} + "
                 f"{counts['requests_errored']} ({'reconciled' if ok else 'MISMATCH'})."]
+    if counts.get("models"):  # each model's errored share, the worst first
+        shares = sorted(counts["models"].items(), key=lambda kv: (-float(kv[1]["error_share"]), kv[0]))
+        out += ["", "Errored requests by model: " + ", ".join(
+            f"{m} {v['requests_errored']} of {v['requests_in']} ({float(v['error_share']):.1%})" for m, v in shares)
+            + "."]
     if counts.get("labels_dropped") is not None:
         out += ["", f"Out-of-vocabulary labels dropped by the label extractor (never scored): "
                     f"{counts['labels_dropped']} (column `dropped` of per_item)."]
@@ -149,17 +157,23 @@ def _listening(summary: pd.DataFrame, conf: int, min_items: int = verdict.MIN_IT
     for r in diffs.itertuples():
         rows.append([r.protocol, r.dataset, r.model, r.variant, r.condition, r.metric,
                      _fmt(r.value, r.ci_low, r.ci_high), r.n, verdict.ci_over(r), verdict.paired_test_label(r),
-                     verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items)])
+                     verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items),
+                     f"[listen]({difference_href(r.protocol, r.dataset, r.model, r.variant, r.condition)})"])
     out += ["", _md_table(["protocol", "dataset", "model", "variant", "contrast", "metric", "difference", "n",
-                           "CI over", "test", "verdict"], rows)]
+                           "CI over", "test", "verdict", "items"], rows)]
     return out
+
+
+#: the Errors table shows a reason up to this many characters (a longer one is cut, with a visible mark)
+REASON_SHOWN = 120
 
 
 def _errors(errors: pd.DataFrame) -> list[str]:
     out = ["", "## Errors", ""]
     if errors.empty:
         return out + ["None."]
-    reason = errors["error"].astype(str).str.replace(r"\s+", " ", regex=True).str.slice(0, 120)
+    whole = errors["error"].astype(str).str.replace(r"\s+", " ", regex=True).str.strip()
+    reason = whole.where(whole.str.len() <= REASON_SHOWN, whole.str.slice(0, REASON_SHOWN - 1).str.rstrip() + " …")
     cls = errors["error_class"] if "error_class" in errors.columns else pd.Series("", index=errors.index)
     agg = (errors.assign(reason=reason, error_class=cls.fillna(""))
            .groupby(["table", "error_stage", "error_class", "reason"], dropna=False)
@@ -167,6 +181,9 @@ def _errors(errors: pd.DataFrame) -> list[str]:
     out.append(_md_table(["table", "stage", "class", "reason", "count"],
                          [[r.table, r.error_stage, r.error_class, r.reason.replace("|", "\\|"), r.count]
                           for r in agg.itertuples()]))
+    if (whole.str.len() > REASON_SHOWN).any():
+        out += ["", f"A reason longer than {REASON_SHOWN} characters is cut here and ends in “…”; "
+                    "`tables/errors.parquet` holds every error row with its whole reason."]
     return out
 
 

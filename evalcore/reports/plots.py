@@ -23,6 +23,12 @@ from evalcore.reports.verdict import MIN_ITEMS
 __all__ = ["forest", "attention_bars", "breakdown_bars"]
 
 _CONDITIONS = ("correct", "noise", "silence", "random", "text_only")
+#: font sizes (points): at the page's 110 dpi, 10 pt is 15 px (figures are at most 8 in wide: never scaled down)
+FONT = {"tick": 10, "label": 11, "title": 12, "legend": 10}
+#: the forest plot's width (inches, labels included: 1,100 px at 110 dpi, within the page's column), and the longest
+#: one-line label (a longer one puts the model on a line of its own)
+FOREST_WIDTH_IN = 10.0
+LABEL_CHARS = 60
 
 
 def _colors(names: list[str]) -> dict[str, Any]:
@@ -40,7 +46,7 @@ def forest(diffs: pd.DataFrame, min_items: int = MIN_ITEMS, title: str = "Does i
         return None
     d = d.sort_values(["model", "protocol", "dataset", "metric", "condition"], kind="stable")
     colors = _colors(list(dict.fromkeys(d["model"])))
-    fig = Figure(figsize=(8.0, 1.2 + 0.32 * len(d)))
+    fig = Figure(figsize=(FOREST_WIDTH_IN, 1.2 + 0.36 * len(d)))
     ax = fig.add_subplot()
     labels = []
     for y, r in enumerate(d.itertuples()):
@@ -52,14 +58,18 @@ def forest(diffs: pd.DataFrame, min_items: int = MIN_ITEMS, title: str = "Does i
         ax.plot([lo, hi], [y, y], color=c, lw=2, alpha=0.5 if few else 1.0)
         ax.plot([r.value], [y], "o", color=c, mfc="white" if few else c, ms=6)
         variant = "" if r.variant in (None, "", "default") else f" ({r.variant})"
-        labels.append((y, f"{r.model}{variant} · {r.protocol} · {r.metric} {str(r.condition).replace('-', '−', 1)}"
-                          + (f"  [n={int(r.n or 0)} < {min_items}]" if few else f"  [n={int(r.n or 0)}]")))
+        what = f"{r.protocol} · {r.metric} {str(r.condition).replace('-', '−', 1)}" + (
+            f"  [n={int(r.n or 0)} < {min_items}]" if few else f"  [n={int(r.n or 0)}]")
+        who = f"{r.model}{variant}"
+        labels.append((y, f"{who} · {what}" if len(who) + len(what) <= LABEL_CHARS else f"{who}\n{what}"))
     ax.axvline(0, color="#555", lw=1, ls="--")
-    ax.set_yticks([y for y, _ in labels], [t for _, t in labels], fontsize=8)
+    ax.set_yticks([y for y, _ in labels], [t for _, t in labels], fontsize=FONT["tick"])
+    ax.tick_params(axis="x", labelsize=FONT["tick"])
     ax.set_ylim(-0.7, len(d) - 0.3)
-    ax.set_xlabel("difference correct − control (CI)")
-    ax.set_title(title)
+    ax.set_xlabel("difference correct − control (CI)", fontsize=FONT["label"])
+    ax.set_title(title, fontsize=FONT["title"])
     ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()  # the labels inside the figure's width: the plot narrows, the page never scales it down
     return fig
 
 
@@ -78,21 +88,26 @@ def _bars(ax: Any, table: pd.DataFrame, err: pd.DataFrame | None, colors: dict[s
         yerr = None if err is None or model not in err.columns else 100 * err[model].reindex(table.index).fillna(0)
         ax.bar(xs, 100 * table[model].fillna(0), width, yerr=yerr, capsize=2, label=model, color=colors[model])
     ax.set_xticks(range(len(table.index)), list(table.index), rotation=20 if len(table.index) > 5 else 0,
-                  ha="right" if len(table.index) > 5 else "center", fontsize=8)
+                  ha="right" if len(table.index) > 5 else "center", fontsize=FONT["tick"])
+    ax.tick_params(axis="y", labelsize=FONT["tick"])
     ax.set_ylim(0, 105)
-    ax.set_ylabel("accuracy (%)")
+    ax.set_ylabel("accuracy (%)", fontsize=FONT["label"])
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    if len(table.columns):  # beside the axes, never over a bar (a legend of nothing warns and says nothing)
+        ax.legend(fontsize=FONT["legend"], loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                  title="model", title_fontsize=FONT["legend"])
+    else:
+        ax.text(0.5, 0.5, "no scored answers", transform=ax.transAxes, ha="center", fontsize=FONT["label"])
 
 
 def _panels(cells: list[tuple[str, pd.DataFrame]], draw: Any) -> Figure | None:
     if not cells:
         return None
-    fig = Figure(figsize=(8.0, 3.2 * len(cells)))
+    fig = Figure(figsize=(8.0, 3.4 * len(cells)))
     for i, (title, df) in enumerate(cells):
         ax = fig.add_subplot(len(cells), 1, i + 1)
         draw(ax, df)
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=FONT["title"])
     fig.tight_layout()
     return fig
 

@@ -52,8 +52,9 @@ from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.factual_formats import FORMATS, run_derived
 from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
-from evalcore.score_cli.io import (RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe, exit_if_unscored, fail,
-                                   is_missing, read_rows, summarize, write_outputs)
+from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
+                                   exit_if_unscored, fail, is_missing, quiet_mode, read_rows, say, summarize,
+                                   write_outputs)
 from evalcore.score_cli.stage import score_judged
 from evalcore.vocab import (LEXICONS, TASKS, Lexicon, extract, lexicon_name, normalize, read_genre_tree,
                             read_vocab_file, restrict, vocabulary)
@@ -199,6 +200,7 @@ def factual(
                                            "(default: every scalar column but response/labels/item_id)."),
     seed: int = SEED_OPTION,
     resamples: int = RESAMPLES_OPTION,
+    quiet: bool = QUIET_OPTION,
     llm_base_url: Optional[str] = llm.BASE_URL,
     llm_model: Optional[str] = llm.MODEL,
     llm_key_env: str = llm.KEY_ENV,
@@ -211,6 +213,7 @@ def factual(
                                    "extractor and write agreement.parquet and an agreement line in report.md."),
 ) -> None:
     """Extract labels from each response and score precision/recall/F1 against its ground-truth labels."""
+    quiet_mode(quiet)
     if task not in TASKS:
         fail("factual", f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
     if extractor not in ("lexicon", "llm"):
@@ -223,7 +226,8 @@ def factual(
         if extractor != "lexicon" or vocab is not None or tree is not None:
             fail("factual", f"--format {answer_format} reads answers with its own judge; --extractor llm, --vocab "
                             "and --tree apply to --format standard only")
-        return run_derived(input_uri, out, task, answer_format, group_by, seed=seed, resamples=resamples)
+        return run_derived(input_uri, out, task, answer_format, group_by, seed=seed, resamples=resamples,
+                           quiet=quiet)
     try:
         genre_tree = read_tree(tree, task) if tree is not None else {}
         lexicon = build_lexicon(task, vocab, genre_tree)
@@ -279,6 +283,6 @@ def factual(
     if outside:
         typer.echo(f"note: {outside} ground-truth label(s) outside the vocabulary (they can only be misses)",
                    err=True)
-    typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
-    typer.echo(f"wrote {out}/{written}", err=True)
+    say(quiet, f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored",
+        f"wrote {out}/{written}")
     exit_if_unscored("factual", per_item["error"], counts["scored"])

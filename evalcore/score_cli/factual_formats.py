@@ -21,7 +21,7 @@ from evalcore.metrics.aggregate import aggregate
 from evalcore.metrics.factual_formats import chunk_answers
 from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
 from evalcore.score_cli.io import (SUMMARY_TAIL, InputError, arrow_safe, exit_if_unscored, fail, index_value,
-                                   is_missing, read_rows, write_outputs)
+                                   is_missing, read_rows, say, write_outputs)
 from evalcore.score_cli.stage import score_judged
 from evalcore.scoring.requests import build_scorer
 from evalcore.vocab import lexicon_name, normalize
@@ -256,7 +256,7 @@ def derived_summary(per_question: pd.DataFrame, kind: str, groups: list[str], *,
 
 
 def run_derived(input_uri: str, out: str, task: str, answer_format: str, group_by: Optional[str], *, seed: int,
-                resamples: int) -> None:
+                resamples: int, quiet: bool = False) -> None:
     """``--format true_false|binary_choice``: read the rows, score them, write per_item/summary/report."""
     spec = DERIVED[answer_format]
     try:
@@ -272,7 +272,7 @@ def run_derived(input_uri: str, out: str, task: str, answer_format: str, group_b
                            answer_format=answer_format)
     write_outputs(out, arrow_safe(per_row, int_columns=["chunk_index", "parsed_index", "choice", "tp", "fp", "fn"]),
                   summary, report)
-    typer.echo(f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored", err=True)
-    typer.echo(f"wrote {out}/per_item.parquet, summary.parquet, report.md", err=True)
+    say(quiet, f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored",
+        f"wrote {out}/per_item.parquet, summary.parquet, report.md")
     exit_if_unscored("factual", per_row["error"], counts["scored"])
 

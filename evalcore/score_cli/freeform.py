@@ -34,8 +34,9 @@ from evalcore.metrics.aggregate import contrasts
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe, default_group_by,
-                                   exit_if_unscored, fail, read_rows, summarize, write_outputs)
+from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
+                                   default_group_by, exit_if_unscored, fail, quiet_mode, read_rows, say, summarize,
+                                   write_outputs)
 
 _RESERVED = {"candidate", "reference", "_input_error"}
 
@@ -63,12 +64,13 @@ def score_freeform(
                                     "and grouping columns (e.g. model, condition)."),
     out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
     profile: str = typer.Option("mullama", "--profile", help="mullama (the MU-LLaMA script) | standard"),
-    metrics: str = typer.Option(",".join(lexical_names()), "--metrics",
-                                help="Comma-separated: bleu,bleu4,meteor,rouge,bertscore,cider,claptext"),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated: bleu,bleu4,meteor,rouge,"
+                                          "bertscore,cider,claptext (default: the lexical ones, bleu to rouge)"),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
                                            "(default: every scalar column but candidate/reference/item_id)."),
     seed: int = SEED_OPTION,
     resamples: int = RESAMPLES_OPTION,
+    quiet: bool = QUIET_OPTION,
     bertscore_model: Optional[str] = typer.Option(None, "--bertscore-model", help="Local model directory for "
                                                   "BERTScore (mullama: a copy of roberta-large)."),
     bertscore_id: Optional[str] = typer.Option(None, "--bertscore-id", help="Published name of that model "
@@ -90,8 +92,11 @@ def score_freeform(
                                                "(default: model,condition where present; '' = all rows)."),
 ) -> None:
     """Score candidate/reference pairs (BLEU, BLEU-4, METEOR, ROUGE, BERTScore, CIDEr-D, CLAPText)."""
+    quiet_mode(quiet)
     if profile not in PROFILES:
         fail("freeform", f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if metrics is None:  # read here, not at import: the registry loads the metrics on first use
+        metrics = ",".join(lexical_names())
     wanted = [m.strip() for m in metrics.split(",") if m.strip()]
     unknown = [m for m in wanted if m not in registered()]
     if unknown or not wanted:
@@ -143,7 +148,7 @@ def score_freeform(
     report += ["", "Definitions:", "", f"```json\n{json.dumps(info, indent=1, default=str)}\n```", ""]
     write_outputs(out, arrow_safe(per_item), summary, "\n".join(report))
     storage.write_text(storage.join(out, "definitions.json"), json.dumps(info, indent=1, default=str))
-    typer.echo(f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored", err=True)
+    say(quiet, f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored")
     exit_if_unscored("freeform", per_item["error"], counts[1])
 
 

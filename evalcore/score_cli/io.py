@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from evalcore import jsonl, storage
+from evalcore import console, jsonl, storage
 from evalcore.errors import ExitCode
 from evalcore.metrics.base import Aggregate
 from evalcore.metrics.aggregate import aggregate
@@ -215,3 +215,16 @@ def write_outputs(out_dir: str, per_item: pd.DataFrame, summary: pd.DataFrame, r
 #: the bootstrap options every ``evalcore score`` command shares
 SEED_OPTION: int = typer.Option(0, "--seed", help="Bootstrap seed.")
 RESAMPLES_OPTION: int = typer.Option(1000, "--resamples", min=1, help="Bootstrap resamples.")
+QUIET_OPTION: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP)
+
+
+def quiet_mode(quiet: bool) -> None:
+    """``--quiet``: no library progress bars, INFO lines or warnings (:func:`evalcore.console.setup`)."""
+    if quiet:
+        console.setup(quiet=True)
+
+
+def say(quiet: bool, *lines: str) -> None:
+    """The closing lines of a score command (its counts, what it wrote), on stderr unless ``quiet``."""
+    for line in lines if not quiet else ():
+        typer.echo(line, err=True)

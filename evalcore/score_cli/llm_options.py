@@ -6,8 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-import evalcore.judges  # noqa: F401  (registers the judges)
-from evalcore.registry import JUDGES
+from evalcore.judges.base import Judge, build_judge as registered_judge
 from evalcore.score_cli.io import fail
 
 BASE_URL: Optional[str] = typer.Option(None, "--llm-base-url", help="LLM judge: OpenAI-compatible endpoint URL.")
@@ -23,7 +22,7 @@ TIMEOUT: float = typer.Option(60.0, "--llm-timeout", help="LLM judge: seconds pe
 
 
 def build_judge(command: str, flag: str, kind: str, *, base_url: str | None, model: str | None, key_env: str,
-                cache: str | None, rpm: int, tpm: int, max_retries: int, timeout_s: float, **params: Any) -> Any:
+                cache: str | None, rpm: int, tpm: int, max_retries: int, timeout_s: float, **params: Any) -> Judge:
     """The registered LLM judge ``kind`` for these options; a missing or bad option exits 2 naming it."""
     missing = [opt for opt, val in (("--llm-base-url", base_url), ("--llm-model", model)) if not val]
     if missing:
@@ -31,7 +30,7 @@ def build_judge(command: str, flag: str, kind: str, *, base_url: str | None, mod
     if rpm < 1 or tpm < 1 or max_retries < 0 or timeout_s <= 0:
         fail(command, "--llm-rpm/--llm-tpm must be at least 1, --llm-max-retries >= 0, --llm-timeout > 0")
     try:
-        return JUDGES.build(kind, base_url=base_url, model=model, api_key_env=key_env, cache_root=cache, rpm=rpm,
-                            tpm=tpm, max_retries=max_retries, timeout_s=timeout_s, **params)
+        return registered_judge(kind, base_url=base_url, model=model, api_key_env=key_env, cache_root=cache, rpm=rpm,
+                                tpm=tpm, max_retries=max_retries, timeout_s=timeout_s, **params)
     except ValueError as e:
         fail(command, f"{flag}: {e}")

@@ -20,11 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-import evalcore.judges  # noqa: F401  (registers the judges)
 from evalcore.config import JudgeConfig, RunConfig
+from evalcore.judges.base import build_judge
 from evalcore.metrics import factual_agreement
 from evalcore.metrics.aggregate import aggregate
-from evalcore.registry import JUDGES
 
 __all__ = ["second_labels", "agreement"]
 
@@ -48,10 +47,10 @@ def second_labels(judge_cfg: JudgeConfig, chunks: list[dict]) -> dict[str, list[
     todo = [r for r in chunks if r.get("text") is not None]
     if not todo:
         return {}
-    judge = JUDGES.build(judge_cfg.kind, **judge_cfg.params)
-    extra = {"tasks": [r.get("task") for r in todo]} if getattr(judge, "uses_tasks", False) else {}
-    try:
-        results = judge.judge([r["text"] for r in todo], [r.get("options") for r in todo], **extra)
+    judge = build_judge(judge_cfg.kind, **judge_cfg.params)
+    tasks = [r.get("task") for r in todo] if judge.uses_tasks else None
+    try:  # a second judge reads no questions (it measures agreement of labels)
+        results = judge.judge([r["text"] for r in todo], [r.get("options") for r in todo], tasks=tasks)
     except Exception as e:  # noqa: BLE001 - a failing second judge leaves the run's own results intact
         results = [{"error": f"{type(e).__name__}: {e}"}] * len(todo)
     parts: dict[str, list[tuple[int, list[str] | None]]] = defaultdict(list)

@@ -12,7 +12,12 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from evalcore.errors import bounded, class_of
-from evalcore.metrics import SCORERS, Scorer
+from evalcore.metrics.base import Scorer
+from evalcore.metrics.factual import FactualScorer
+from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
+from evalcore.metrics.freeform import FreeformScorer
+from evalcore.metrics.mcq import MCQScorer
+from evalcore.metrics.mir import MirScorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 
 
@@ -20,7 +25,8 @@ def merge_chunks(rows: Iterable[dict]) -> list[dict]:
     """One row per request from its chunk rows.
 
     A request errors if any of its chunks errored (the first error is kept). Texts are joined
-    in chunk order; factual labels are united across chunks (in order of first appearance);
+    in chunk order by a newline (each chunk's text kept in ``chunk_texts``, for free-form metrics configured
+    with ``chunks: mean``); factual labels are united across chunks (in order of first appearance);
     for multiple choice the first chunk's parsed answer counts.
     """
     by_req: dict[str, list[dict]] = defaultdict(list)
@@ -37,6 +43,7 @@ def merge_chunks(rows: Iterable[dict]) -> list[dict]:
         # per-chunk judgments, in chunk order, for scorers that aggregate chunks their own way (true/false)
         row["chunk_extracted"] = [p.get("extracted") for p in parts]
         row["chunk_parsed"] = [p.get("parsed_index") for p in parts]
+        row["chunk_texts"] = [p.get("text") for p in parts]  # free-form ``chunks: mean`` scores each
         if len(parts) > 1:
             row["text"] = "\n".join(p.get("text") or "" for p in parts)
             labels: list[str] = []
@@ -61,11 +68,19 @@ PER_ITEM_FIELDS = ("text", "reference", "labels", "extracted", "dropped", "optio
 
 ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword arguments of its scorer
 
+#: the scorer of each protocol kind (:data:`evalcore.schema.PROTOCOLS`: a closed set, not a registry)
+SCORERS: dict[str, type[Scorer]] = {c.protocol: c for c in (FreeformScorer, FactualScorer, MCQScorer,
+                                                             TrueFalseScorer, BinaryChoiceScorer, MirScorer)}
+
 
 def build_scorer(kind: str, params: ScorerParams | None = None, protocol: str | None = None) -> Scorer:
     """The scorer of protocol kind ``kind`` with the parameters configured for instance ``protocol`` (default:
     the instance named after the kind), e.g. free-form metrics."""
-    return SCORERS.build(kind, **dict((params or {}).get(protocol or kind, {})))
+    try:
+        cls = SCORERS[kind]
+    except KeyError:
+        raise KeyError(f"unknown scorer {kind!r}; known: {', '.join(sorted(SCORERS))}") from None
+    return cls(**dict((params or {}).get(protocol or kind, {})))
 
 
 @dataclass
@@ -136,16 +151,30 @@ def _by(rows: list[dict], key: str) -> dict[Any, list[dict]]:
 
 def counts(n_items_in: int, n_items_err: int, merged: list[dict]) -> dict[str, Any]:
     """Reconciliation figures: in = scored + errored, for items and for requests (``merged``: request rows)."""
-    return request_counts(n_items_in, n_items_err, len(merged), [r for r in merged if r.get("error") is not None])
+    by_model: dict[str, int] = defaultdict(int)
+    for r in merged:
+        by_model[str(r.get("model"))] += 1
+    return request_counts(n_items_in, n_items_err, len(merged), [r for r in merged if r.get("error") is not None],
+                          by_model)
 
 
-def request_counts(n_items_in: int, n_items_err: int, requests_in: int, errors: list[dict]) -> dict[str, Any]:
-    """:func:`counts` from the number of requests and their error rows alone."""
+def request_counts(n_items_in: int, n_items_err: int, requests_in: int, errors: list[dict],
+                   by_model: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """:func:`counts` from the number of requests and their error rows alone; with ``by_model`` (model → requests
+    in), ``models``: per model, requests in, errored and the errored share."""
     stages: dict[str, int] = defaultdict(int)
     for r in errors:
         stages[r.get("error_stage") or "?"] += 1
-    return {
+    out = {
         "items_in": n_items_in, "items_valid": n_items_in - n_items_err, "items_errored": n_items_err,
         "requests_in": requests_in, "requests_scored": requests_in - len(errors), "requests_errored": len(errors),
         "errors_by_stage": dict(sorted(stages.items())),
     }
+    if by_model is not None:
+        errored: dict[str, int] = defaultdict(int)
+        for r in errors:
+            errored[str(r.get("model"))] += 1
+        out["models"] = {m: {"requests_in": n, "requests_errored": errored[m],
+                             "error_share": round(errored[m] / n, 6) if n else 0.0}
+                         for m, n in sorted(by_model.items())}
+    return out

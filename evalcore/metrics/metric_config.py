@@ -1,37 +1,25 @@
 """The free-form metrics' part of the run config: a protocol's ``metrics`` (profile, names, settings), read off
-the metric registry (``evalcore.registry.METRICS``).
+the metric registry (:data:`evalcore.metrics.freeform_metric.METRICS`).
 
 Like a model's ``kind`` and ``params``, a metric name and its settings are checked against what is registered:
-importing ``evalcore.metrics`` registers the metrics (:mod:`evalcore.metrics.freeform_metric`), and each metric
-that takes settings declares their frozen pydantic model (``Params``) and the key they live under (``section``).
-A mistake comes back as one line naming the field (``protocols.0.metrics.bertscore.model: Field required``).
-This module imports nothing of the metrics package (the registry is filled when the first config is checked), so
-``config.py`` and the metrics both read it without a loop.
+the registry loads this package's metric modules when it is first read, and each metric that takes settings
+declares their frozen pydantic model (``Params``) and the key they live under (``section``). A mistake comes
+back as one line naming the field (``protocols.0.metrics.bertscore.model: Field required``). ``config.py``
+imports :class:`FreeformMetrics` from here.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evalcore.metrics.freeform_metric import METRICS, MetricParams, registered
 from evalcore.params import ParamsError, did_you_mean, value_reason
-from evalcore.registry import METRICS
+
+__all__ = ["FreeformMetrics", "MetricParams", "Profile", "registered"]
 
 Profile = Literal["mullama", "standard"]
-
-
-class MetricParams(BaseModel):
-    """Base of a metric's settings: frozen, unknown fields refused (``evalcore validate`` names them)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def registered() -> list[str]:
-    """The registered metric names, in registration order (importing ``evalcore.metrics`` registers them)."""
-    importlib.import_module("evalcore.metrics")
-    return METRICS.in_order()
 
 
 def _reason(err: Any, params: type[BaseModel]) -> str:
@@ -54,6 +42,9 @@ class FreeformMetrics(BaseModel):
 
     profile: Profile = "mullama"
     names: list[str] = Field(default_factory=default_names, min_length=1)
+    #: a chunked model's answer (one text per chunk): ``join`` scores the chunks' texts joined by a newline as one
+    #: answer; ``mean`` scores each chunk's text against the reference and averages the chunks' values
+    chunks: Literal["join", "mean"] = "join"
 
     @model_validator(mode="before")
     @classmethod

@@ -1,10 +1,7 @@
-"""A toy free-form metric, registered here and nowhere else: the proof that a metric is one file plus its
-registration (tests/test_metric_registry.py imports it; ``evalcore.metrics`` does not, so no run lists it unless
-its process imports this module). Word recall: the share of the reference's distinct words (of at least
-``min_length`` characters) that the answer contains.
-
-It lives in the package, not in tests/, because a run's Ray workers unpickle the config they are handed, and
-with it this module's settings class: they import it by its module path."""
+"""A toy free-form metric, registered here and named nowhere else: the proof that a metric is one file plus its
+registration (tests/test_metric_registry.py), and the file to copy for a new one (docs/freeform.md). Word recall:
+the share of the reference's distinct words (of at least ``min_length`` characters) that the answer contains.
+It is no default metric: a run scores it only where a protocol's ``metrics.names`` lists it."""
 
 from __future__ import annotations
 
@@ -13,8 +10,7 @@ from typing import Any, Hashable, Sequence
 
 from pydantic import Field
 
-from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, Scored, scoreable, spread
-from evalcore.registry import METRICS
+from evalcore.metrics.freeform_metric import METRICS, FreeformMetric, MetricParams, Scored, scoreable, spread
 
 WORD = re.compile(r"\w+")
 

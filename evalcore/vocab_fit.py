@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-import evalcore.datasets  # noqa: F401  (registers the datasets)
 from evalcore.config import JudgeConfig, ProtocolConfig, RunConfig
-from evalcore.registry import DATASETS
+from evalcore.datasets.base import DATASETS
 from evalcore.vocab.labels import task_family
 
 __all__ = ["FACTUAL_KINDS", "declared", "default_judge"]

@@ -1,63 +1,36 @@
-"""Per-request free-form metrics as stages of the streaming pipeline, on the workers' batches.
+"""The stream's free-form metrics: the per-pair values of each free-form row scored in the Ray Data stream right
+after the judge, as Ray tasks or actors, and stored in the row's ``scores`` (:mod:`evalcore.metrics.stream_values`
+says what is stored and which metrics go where).
 
-After the judge, :func:`score_batch` scores every free-form row that is one whole request (one chunk, no
-error) with its protocol's lexical metrics (BLEU, BLEU-4, METEOR, ROUGE of the configured profile), by
-:func:`evalcore.metrics.text_profiles.score_pairs` in the worker itself, each distinct (reference, answer)
-pair once per worker process. The values go into the judged row's ``scores`` (JSON: the profile and one
-value per metric) and are committed with it; the run's scorer (:class:`evalcore.metrics.freeform.FreeformScorer`)
-takes them as they are and computes only what is missing (a chunked request, a row committed by an older
-version, a row ``score_pairs`` gave an error): the same function on the same pair, so the same values.
+* The lexical metrics of a protocol's profile (:func:`lexical_metrics_batch`): in the worker itself, by
+  :func:`evalcore.metrics.text_profiles.score_pairs`, each distinct (reference, answer) pair once per worker
+  process; as Ray tasks (:func:`lexical_metrics`), or from :data:`SCORE_POOL_FROM` requests on a pool of actors
+  (:class:`LexicalMetricsActor`).
+* The model-based metrics that score one pair at a time (:class:`ModelMetricsActor`): a pool of actors that load
+  the models once (on a GPU where the metric's ``device`` is cuda).
 
-The model-based metrics that score one pair at a time (registered with ``stream = "model"``: BERTScore,
-CLAPText) follow in a stage of their own, :class:`ModelScorer`, run by a pool of actors that load the models
-once (on a GPU where the metric's ``device`` is cuda); their values join the same ``scores``. A metric with
-``stream = None`` (CIDEr-D: its value for one answer depends on the others, its IDF corpus) is not scored in
-the stream. Which metric goes where is the registry's (:mod:`evalcore.metrics.freeform_metric`).
+Ray Data shows these stages as ``score`` and ``score_models``. The names of a role ("scoring" is the stage of
+:mod:`evalcore.scoring`, a "scorer" a protocol kind's :class:`evalcore.metrics.base.Scorer`): docs/layers.md.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import pyarrow as pa
 
-from evalcore.metrics.freeform_metric import FreeformMetrics, model_devices, models_key, of_stream
+from evalcore.metrics.freeform_metric import model_devices, models_key
+from evalcore.metrics.metric_config import FreeformMetrics
+from evalcore.metrics.mir import score_batch as mir_batch
+from evalcore.metrics.stream_values import encode, merge
 from evalcore.metrics.text_profiles import model_metrics, score_pairs
+
+SCORE_POOL_FROM = 10_000  # requests to run from which lexical scoring runs on a pool of actors
 
 #: (profile, metrics, reference, answer) → the values, per worker process; cleared when it grows past CACHE_MAX
 _CACHE: dict[tuple, dict[str, float]] = {}
 CACHE_MAX = 200_000
-
-
-def lexical_plan(protocols: Mapping[str, tuple[str, Sequence[str]]]) -> dict[str, tuple[str, list[str]]]:
-    """protocol instance → (profile, its metric names scored in the lexical stream) for the instances that have
-    some."""
-    plan = {}
-    for name, (profile, names) in protocols.items():
-        lexical = of_stream(names, "lexical")
-        if lexical:
-            plan[name] = (profile, lexical)
-    return plan
-
-
-def encode(profile: str, values: Mapping[str, float]) -> str:
-    return json.dumps({"profile": profile, **values}, sort_keys=True)
-
-
-def decode(scores: str | None, profile: str, metrics: Sequence[str], models: str | None = None
-           ) -> dict[str, float] | None:
-    """The values of ``metrics`` stored in a row's ``scores`` under ``profile``, or None when any is missing, or
-    when a model-based one was scored with other models than ``models`` (:func:`models_key`)."""
-    if not scores:
-        return None
-    got = json.loads(scores)
-    if got.get("profile") != profile or any(m not in got for m in metrics):
-        return None
-    if of_stream(metrics, "model") and got.get("models") != models:
-        return None
-    return {m: float(got[m]) for m in metrics}
 
 
 def _score(profile: str, metrics: list[str], pairs: list[tuple[Any, Any]]) -> list[dict[str, float] | None]:
@@ -72,7 +45,7 @@ def _score(profile: str, metrics: list[str], pairs: list[tuple[Any, Any]]) -> li
     return [_CACHE.get(k) for k in keys]
 
 
-def score_batch(batch: pa.Table, plan: Mapping[str, tuple[str, list[str]]]) -> pa.Table:
+def lexical_metrics_batch(batch: pa.Table, plan: Mapping[str, tuple[str, list[str]]]) -> pa.Table:
     """``batch`` (judged rows) with ``scores`` set on its free-form rows that are whole requests without error."""
     if not plan or batch.num_rows == 0:
         return batch
@@ -90,24 +63,32 @@ def score_batch(batch: pa.Table, plan: Mapping[str, tuple[str, list[str]]]) -> p
                             pa.array(scores, pa.string()))
 
 
-def model_plan(protocols: Mapping[str, FreeformMetrics]) -> dict[str, tuple[str, list[str], dict[str, Any]]]:
-    """protocol instance → (profile, its metrics of the model stream, its metrics config as a dict) for the
-    instances that have some; ``protocols``: name → :class:`FreeformMetrics`."""
-    return {name: (m.profile, names, m.model_dump()) for name, m in protocols.items()
-            if (names := of_stream(m.names, "model"))}
+def lexical_metrics(batch: pa.Table, plan: Any) -> pa.Table:
+    """The lexical metrics (:func:`lexical_metrics_batch`) as Ray tasks, under the name Ray Data shows: ``score``."""
+    return lexical_metrics_batch(batch, plan)
 
 
-def merge(scores: str | None, profile: str, values: Mapping[str, float], models: str) -> str:
-    """``scores`` (a row's JSON, or None) with ``values`` (scored with ``models``, :func:`models_key`) added;
-    values of another profile are dropped."""
-    got = json.loads(scores) if scores else {}
-    kept = {k: v for k, v in got.items() if k != "profile"} if got.get("profile") == profile else {}
-    return encode(profile, {**kept, **values, "models": models})
+lexical_metrics.__name__ = "score"  # (its qualified name stays lexical_metrics: workers find it by that)
 
 
-class ModelScorer:
-    """The model-stream metrics of every protocol instance in ``plan`` (:func:`model_plan`) on judged
-    batches, their models loaded at the first batch and kept; each distinct pair scored once per scorer.
+class LexicalMetricsActor:
+    """The lexical metrics (:func:`lexical_metrics_batch`) as a Ray Data actor, under the name Ray Data shows:
+    ``score``."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return lexical_metrics_batch(batch, self.plan)
+
+
+LexicalMetricsActor.__name__ = "score"  # (its qualified name stays LexicalMetricsActor: workers find it by that)
+
+
+class ModelMetricsActor:
+    """The model-stream metrics of every protocol instance in ``plan`` (:func:`evalcore.metrics.stream_values.model_plan`) on judged
+    batches, their models loaded at the first batch and kept; each distinct pair scored once per actor;
+    Ray Data shows the stage as ``score_models``.
 
     A pair the metrics cannot score, or a batch whose models fail to load, is left without these values:
     the run's scorer computes them again and records the reason as the row's error (stage ``score``)."""
@@ -161,3 +142,12 @@ class ModelScorer:
     def uses_gpu(metrics: FreeformMetrics) -> bool:
         """Whether a protocol's ``metrics`` put a model of this stage on a cuda device (its actors then hold a GPU)."""
         return any(d.startswith("cuda") for d in model_devices(metrics))
+
+
+ModelMetricsActor.__name__ = "score_models"  # (its qualified name stays ModelMetricsActor)
+
+
+def mir_rules(batch: pa.Table, protocols: Any) -> pa.Table:
+    """The mir protocols' released rules on a judged batch (:func:`evalcore.metrics.mir.score_batch`) as Ray tasks,
+    under the name Ray Data shows: ``mir_rules``."""
+    return mir_batch(batch, protocols)

@@ -81,6 +81,7 @@ def test_not_yaml_and_missing_file(tmp_path):
         load_config(p)
 
 
+@pytest.mark.e2e  # `evalcore run` in a subprocess
 def test_cli_exits_nonzero_naming_the_field(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(_with(("models", 0, "resources", "concurrency"), 0)))

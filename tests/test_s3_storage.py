@@ -28,10 +28,10 @@ pytestmark = pytest.mark.skipif(s3_server.weed_binary() is None, reason="needs `
 
 
 @pytest.fixture(scope="session")
-def s3():
-    """A SeaweedFS S3 gateway for the session; this process talks to it as the restricted ``run``
+def s3(seaweedfs):
+    """The session's SeaweedFS S3 gateway (conftest ``seaweedfs``); this process talks to it as the restricted ``run``
     identity, with keys only in the environment, as evalcore expects in production."""
-    with s3_server.as_run_identity() as server:
+    with s3_server.as_run_identity(seaweedfs) as server:
         yield server
 
 

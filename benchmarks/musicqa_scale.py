@@ -4,13 +4,16 @@ EvalMusicQA.json (5,040 free-form questions on 560 recordings) with 560 synthesi
 its audio; ``dsp_listener`` and ``text_prior`` answer under ``correct`` and ``random``, and the default
 ``mullama`` lexical metrics (BLEU, BLEU-4, METEOR, ROUGE) score them: 20,160 requests per copy. ``--copies 1 4``
 runs 20,160 and 80,640 requests (four copies as four datasets), one after the other, each in its own driver
-process, and prints wall time, requests/s, the driver's peak RSS, the time from the last model answer to the
-written report (its share of the wall) and time per stage; then how they grow.
+process; ``--limit N`` takes the first N questions of each copy (a proportionally smaller case).
 
-Model answers are timed in the model actors themselves: a Ray worker setup hook (this module's
-:func:`log_answers`) wraps the model stage and logs each batch's end time.
+It prints, for each size, the wall, requests/s, the driver's peak RSS (and per 1,000 requests), when the model
+stage started and when the first shard was committed after it, the time from the last model answer to the written
+report, and the run's per-stage profile (run.json's ``profile``: Ray Data's operator stats and the driver's
+stages); then how each grows from one size to the next (wall ratio against the requests ratio), with the load
+average before and after each run.
 
-    .venv/bin/python benchmarks/musicqa_scale.py --musicqa ../shared/data/musicqa/EvalMusicQA.json [--copies 1 4]
+    .venv/bin/python benchmarks/musicqa_scale.py [--musicqa ../shared/data/musicqa/EvalMusicQA.json] [--copies 1 4]
+        [--limit N] [--ray KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -26,22 +29,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.join(HERE, "_work", "musicqa_scale")
-LOG_ENV = "EVALCORE_BENCH_ANSWER_LOG"
-
-
-def log_answers() -> None:
-    """Ray worker setup hook: every model batch appends its end time to ``$EVALCORE_BENCH_ANSWER_LOG/<pid>``."""
-    from evalcore.pipeline import stages
-
-    call = stages.ModelRunner.__call__
-
-    def timed(self, batch):
-        out = call(self, batch)
-        with open(os.path.join(os.environ[LOG_ENV], str(os.getpid())), "a") as f:
-            f.write(f"{time.time()}\n")
-        return out
-
-    stages.ModelRunner.__call__ = timed
+MUSICQA = os.environ.get("EVALCORE_MUSICQA_JSON") or os.path.join(HERE, "..", "..", "shared", "data", "musicqa",
+                                                                  "EvalMusicQA.json")
 
 
 def make_audio(musicqa: str) -> str:
@@ -62,58 +51,64 @@ def make_audio(musicqa: str) -> str:
     return d
 
 
-def config(musicqa: str, audio: str, copies: int, root: str, ray: dict | None = None):
+def config(musicqa: str, audio: str, copies: int, root: str, ray: dict | None = None, limit: int | None = None):
     from evalcore.config import parse_config
 
+    params = {"path": musicqa, "audio_root": audio, **({"limit": limit} if limit else {})}
     return parse_config({
         "name": "musicqa-scale",
-        "datasets": [{"name": f"musicqa{c}", "kind": "musicqa", "params": {"path": musicqa, "audio_root": audio}}
-                     for c in range(copies)],
+        "datasets": [{"name": f"musicqa{c}", "kind": "musicqa", "params": params} for c in range(copies)],
         "models": [{"name": "listener", "kind": "dsp_listener"}, {"name": "text-prior", "kind": "text_prior"}],
         "protocols": [{"name": "freeform", "conditions": ["correct", "random"]}],
         "storage": {"root": root}, "ray": {"progress_bars": False, "decode_num_cpus": 0.5, **(ray or {})}})
 
 
-def one(musicqa: str, copies: int, ray: dict | None = None) -> dict:
-    """One run in this process; its figures."""
-    sys.path.insert(0, HERE)
-    from scale import timed, timed_iter
-
+def one(musicqa: str, copies: int, ray: dict | None = None, limit: int | None = None) -> dict:
+    """One run in this process; its figures (from its run.json's profile)."""
     from evalcore import cluster
     from evalcore.pipeline import run as run_mod
 
     audio = make_audio(musicqa)
-    root, answers = os.path.join(WORK, f"run-{copies}"), os.path.join(WORK, f"answers-{copies}")
-    for d in (root, answers):
-        shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(answers)
-    os.environ[LOG_ENV] = answers
-    os.environ["PYTHONPATH"] = os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])
-    cfg = config(musicqa, audio, copies, root, ray)
-    stages: dict[str, float] = {}
-    run_mod.items_stage = timed(stages, "items", run_mod.items_stage)
-    run_mod.plan_requests = timed(stages, "requests (counted)", run_mod.plan_requests)
-    run_mod.judged_batches = timed_iter(stages, "ray_data", run_mod.judged_batches)
-    run_mod.finish = timed(stages, "finish (tables, report)", run_mod.finish)
+    root = os.path.join(WORK, f"run-{copies}")
+    shutil.rmtree(root, ignore_errors=True)
+    cfg = config(musicqa, audio, copies, root, ray, limit)
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    cluster.start(None, num_cpus=2, log_to_driver=False, configure_logging=False, _node_ip_address="127.0.0.1",
-                  runtime_env={"worker_process_setup_hook": "musicqa_scale.log_answers"})
-    stages["ray start"] = time.perf_counter() - t0
-    t_start = time.time()
+    cluster.start(None, num_cpus=2, log_to_driver=False, configure_logging=False, _node_ip_address="127.0.0.1")
+    ray_start = time.perf_counter() - t0
     res = run_mod.run(cfg)
-    t_end = time.time()
-    last = max(float(line) for name in os.listdir(answers) for line in open(os.path.join(answers, name)) if line.strip())
-    wall = t_end - t_start
-    return {"requests": res.counts["requests_in"], "scored": res.counts["requests_scored"], "wall_s": wall,
-            "requests_per_s": res.counts["requests_in"] / wall,
+    profile = json.load(open(os.path.join(root, "run.json")))["profile"]
+    models = [s for s in profile["stages"] if s["stage"].startswith("model:")]
+    first = profile["first_commit"] or {}
+    return {"requests": res.counts["requests_in"], "scored": res.counts["requests_scored"],
+            "wall_s": profile["wall_s"], "ray_start_s": ray_start,
+            "requests_per_s": res.counts["requests_in"] / profile["wall_s"],
             "driver_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "last_answer_to_report_s": t_end - last, "stages_s": stages}
+            "model_start_s": first.get("model_start_s"), "first_commit_s": first.get("at_s"),
+            "first_commit_after_model_start_s": first.get("after_model_start_s"),
+            "last_answer_to_report_s": profile["wall_s"] - max(s["end_s"] for s in models),
+            "load_before": load0, "load_after": os.getloadavg()[0], "profile": profile}
+
+
+def print_run(r: dict) -> None:
+    from evalcore.console import profile_lines
+
+    print(f"\n{r['requests']:,} requests: {r['wall_s']:.1f} s ({r['requests_per_s']:.1f} req/s), driver peak RSS "
+          f"{r['driver_peak_rss_mb']:.0f} MB ({1000 * r['driver_peak_rss_mb'] / r['requests']:.1f} MB per 1,000 "
+          f"requests), load average {r['load_before']:.1f} → {r['load_after']:.1f}")
+    print(f"  model stage started at {r['model_start_s']:.1f} s; first shard committed "
+          f"{r['first_commit_after_model_start_s']:.1f} s after it; last answer to report "
+          f"{r['last_answer_to_report_s']:.1f} s ({r['last_answer_to_report_s'] / r['wall_s']:.0%})")
+    for line in profile_lines(r["profile"]):
+        print("  " + line)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--musicqa", required=True, help="EvalMusicQA.json")
+    ap.add_argument("--musicqa", default=MUSICQA, help="EvalMusicQA.json (default: ../shared/data/musicqa/ beside "
+                                                       "the clone, or $EVALCORE_MUSICQA_JSON)")
     ap.add_argument("--copies", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--limit", type=int, help="the first N questions of each copy (default: all 5,040)")
     ap.add_argument("--ray", action="append", default=[], metavar="KEY=VALUE",
                     help="a run config `ray:` setting to try, e.g. max_queued_blocks=1000 (JSON values)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: one size, JSON on the last line
@@ -122,23 +117,26 @@ def main() -> None:
     from scale import child_figures
 
     ray = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in a.ray)}
+    musicqa = os.path.abspath(a.musicqa)
     if a.one:
-        print(json.dumps(one(os.path.abspath(a.musicqa), a.one, ray)))
+        print(json.dumps(one(musicqa, a.one, ray, a.limit)))
         return
     rows = []
     for n in a.copies:
-        out = subprocess.run([sys.executable, __file__, "--musicqa", a.musicqa, "--one", str(n),
-                              *(f"--ray={kv}" for kv in a.ray)], capture_output=True, text=True)
-        rows.append(child_figures(out, f"{n} copies"))
-        print(json.dumps(rows[-1]), flush=True)
-    print(f"\n{'requests':>9} {'wall s':>8} {'req/s':>7} {'RSS MB':>7} {'tail s':>7} {'tail %':>6}  stages (s)")
-    for r in rows:
-        st = ", ".join(f"{k} {v:.1f}" for k, v in r["stages_s"].items())
-        print(f"{r['requests']:>9} {r['wall_s']:>8.1f} {r['requests_per_s']:>7.1f} {r['driver_peak_rss_mb']:>7.0f} "
-              f"{r['last_answer_to_report_s']:>7.1f} {r['last_answer_to_report_s'] / r['wall_s']:>6.0%}  {st}")
-    for x, y in zip(rows, rows[1:]):
-        print(f"{x['requests']} → {y['requests']} requests (×{y['requests'] / x['requests']:.1f}): "
-              f"wall ×{y['wall_s'] / x['wall_s']:.2f}, peak RSS ×{y['driver_peak_rss_mb'] / x['driver_peak_rss_mb']:.2f}")
+        cmd = [sys.executable, __file__, "--musicqa", musicqa, "--one", str(n), *(f"--ray={kv}" for kv in a.ray),
+               *(["--limit", str(a.limit)] if a.limit else [])]
+        rows.append(child_figures(subprocess.run(cmd, capture_output=True, text=True), f"{n} copies"))
+        print_run(rows[-1])
+    print()
+    for n, r in zip(a.copies, rows):
+        print(f"×{n}: {r['requests']:,} requests in {r['wall_s']:.1f} s; first shard committed "
+              f"{r['first_commit_after_model_start_s']:.1f} s after the model stage started")
+    for (n, x), (m, y) in zip(zip(a.copies, rows), zip(a.copies[1:], rows[1:])):
+        k = y["requests"] / x["requests"]
+        print(f"×{n} → ×{m} ({k:.2f}× the requests): wall ×{y['wall_s'] / x['wall_s']:.2f}, wall per request "
+              f"×{(y['wall_s'] / y['requests']) / (x['wall_s'] / x['requests']):.2f}, peak RSS "
+              f"×{y['driver_peak_rss_mb'] / x['driver_peak_rss_mb']:.2f}, first commit after the model start "
+              f"{x['first_commit_after_model_start_s']:.1f} s → {y['first_commit_after_model_start_s']:.1f} s")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ Behaviour worth knowing (libsndfile 1.2 via ``soundfile``):
   mono, resample) is ``"empty"``; a finite float sample too large for float32 (a DOUBLE WAV holding
   1e300), or samples that overflow while mixing or resampling, is ``"out_of_range"`` (NaN and inf
   in the file stay ``"non_finite"``).
+* **MP4 / M4A** (AAC; DSing's vocals): libsndfile cannot read them; :mod:`evalcore.audio_av` decodes the whole
+  stream with PyAV (FFmpeg) and the excerpt is cut from it by the same rules; a stream FFmpeg cannot decode is
+  ``"corrupt"``, one shorter than its header promises ``"truncated"``.
 * **MP3 seeking**: after a seek mpg123 lands on a frame boundary without the Layer III bit
   reservoir, so the first frames after the seek decode wrongly. We seek ``_MP3_PREROLL``
   frames earlier and drop them, which makes excerpts match a full decode sample for sample.
@@ -43,7 +46,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from evalcore import storage
+from evalcore import audio_av, storage
 from evalcore.errors import INPUT, TRANSIENT
 from evalcore.schema import MAX_EXCERPT_SECONDS
 
@@ -135,6 +138,8 @@ def decode(data: bytes, start_s: float | None = None, end_s: float | None = None
     _check_excerpt(start_s, end_s)
     if not data:
         raise AudioError("empty", "audio file is empty (0 bytes)")
+    if audio_av.is_container(data):  # MP4 / M4A (AAC), which libsndfile cannot read: PyAV (FFmpeg)
+        return _excerpt_of(*_container(data), start_s, end_s)
     try:
         f = sf.SoundFile(io.BytesIO(data))
     except (RuntimeError, ValueError, TypeError) as e:  # sf.LibsndfileError is a RuntimeError
@@ -184,6 +189,33 @@ def decode(data: bytes, start_s: float | None = None, end_s: float | None = None
     # channel mean as a mat-vec product: ~10x faster than buf.mean(axis=1) on (frames, ch) data
     x = buf if ch == 1 else buf @ np.full(ch, 1.0 / ch, dtype=buf.dtype)
     return x.astype(np.float32, copy=False), sr
+
+
+def _container(data: bytes) -> tuple[np.ndarray, int]:
+    try:
+        x, sr = audio_av.decode_container(data)
+    except ValueError as e:
+        reason, _, text = str(e).partition(": ")
+        raise AudioError(reason if reason in ("corrupt", "truncated") else "corrupt", text or str(e)) from e
+    if not MIN_RATE <= sr <= MAX_RATE:
+        raise AudioError("bad_rate", f"sample rate {sr} Hz is outside {MIN_RATE}..{MAX_RATE} Hz")
+    if not np.isfinite(x).all():
+        raise AudioError("non_finite", "audio contains NaN or infinite samples")
+    return x, sr
+
+
+def _excerpt_of(x: np.ndarray, sr: int, start_s: float | None, end_s: float | None) -> tuple[np.ndarray, int]:
+    """The excerpt of a fully decoded signal, by the rules :func:`decode` applies while seeking."""
+    n = len(x)
+    if n <= 0:
+        raise AudioError("empty", "audio has 0 frames")
+    start = 0 if start_s is None else int(round(start_s * sr))
+    stop = n if end_s is None else min(int(round(end_s * sr)), n)
+    if start >= n:
+        raise AudioError("bad_excerpt", f"excerpt start {start_s}s is at/after the end of the audio ({n / sr:.3f}s)")
+    if stop - start <= 0:
+        raise AudioError("empty", f"excerpt [{start_s}, {end_s}) holds no frames at {sr} Hz")
+    return x[start:stop], sr
 
 
 # --------------------------------------------------------------------------- resample / chunk

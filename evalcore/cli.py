@@ -178,6 +178,26 @@ def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished r
         raise typer.Exit(code=ExitCode.USAGE)
 
 
+@app.command()
+def browse(run_root: str = typer.Argument(..., metavar="RUN_ROOT",
+                                          help="A finished run's root (path, a copy of one, or s3:// URI)."),
+           quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: the page's "
+                                      "address.")) -> None:
+    """Write (or refresh) RUN_ROOT's item browser, items.html beside report.html: each item's answers under every
+    audio condition side by side, with the clips as each model heard them (rebuilt from the run's items). Prints
+    where it is."""
+    from evalcore.pipeline.browse import write_browser  # heavy: pulls matplotlib (reports)
+
+    console.setup(quiet=quiet)
+
+    try:
+        uri = write_browser(run_root)
+    except (FileNotFoundError, RunStateError) as e:
+        typer.echo(f"not a finished run: {run_root} ({e})", err=True)
+        raise typer.Exit(code=ExitCode.USAGE)
+    typer.echo(uri if storage.is_s3(uri) else Path(uri).resolve().as_uri())
+
+
 @app.command("validate")
 def validate(config: Path = typer.Argument(..., help="Run config or nightly config (YAML, one with a top-level "
                                            "`series`) to check."),

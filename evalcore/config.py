@@ -9,11 +9,11 @@ from __future__ import annotations
 import string
 import typing
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from evalcore.datasets.base import DATASETS
 from evalcore.judges.base import JUDGES
@@ -30,6 +30,9 @@ assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
 
 #: the chunk length of the factual-QA paper's chunked models (§4.2): ``chunk_seconds: 60``
 CHUNK_SECONDS_PAPER = 60.0
+
+#: a published table, ``paper/table`` as in configs/paper/published.csv (``factual/table8``, ``muchomusic/text``)
+TableKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+/(table\d+|text|results)$")]
 
 #: placeholders a prompt template may use
 PROMPT_FIELDS = {"question", "options", "letters", "vocabulary"}
@@ -140,7 +143,7 @@ class JudgeConfig(_Strict):
     _fits = _params_fit(JUDGES)
 
 
-ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice"]
+ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice", "mir"]
 assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]
 
 
@@ -348,13 +351,33 @@ class SuiteConfig(_Strict):
         return self.model_copy(update={"storage": self.storage.model_copy(update={"root": root})}) if root else self
 
 
+class ModelCard(_Strict):
+    """The report's model-card table: one row per benchmark/task, one column per model, each cell the value [CI]
+    with its listening mark (evalcore.reports.model_card)."""
+
+    #: a CSV of published values (dataset, model, metric, value, source) set beside the run's
+    published: str | None = Field(None, min_length=1)
+
+
 class RunConfig(SuiteConfig):
     models: list[ModelConfig] = Field(min_length=1)
-    #: a published table this run reproduces (``paper/table``, e.g. ``factual/table8``): the report and
-    #: ``tables/reproduction.parquet`` put each of its published cells beside the run's value
-    reproduces: str | None = Field(None, pattern=r"^[a-z]+/(table\d+|text)$")
+    #: the report's model-card table (None: no card)
+    model_card: ModelCard | None = None
+    #: the published tables this run reproduces (``paper/table``, e.g. ``factual/table8``; one, or a list): the report
+    #: and ``tables/reproduction.parquet`` put each of their published cells beside the run's value, and the paper's
+    #: numbers in the prose (``paper/text``) where the run computes the same quantity
+    reproduces: list[TableKey] | None = Field(None, min_length=1)
     #: the published-values file (default: configs/paper/published.csv of this evalcore)
     published_values: str | None = Field(None, min_length=1)
+
+    @field_validator("reproduces", mode="before")
+    @classmethod
+    def _one_or_more(cls, v: Any) -> Any:
+        """One table (``factual/table2``) or a list of them; the same table twice is a mistake."""
+        v = [v] if isinstance(v, str) else v
+        if isinstance(v, list) and len(set(map(str, v))) != len(v):
+            raise ValueError(f"a table named twice: {v}")
+        return v
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "RunConfig":

@@ -141,7 +141,7 @@ def tallied(batches: Iterable[pa.Table], to_run: int, progress: bool = True) -> 
         yield batch
         if progress and not on_terminal() and time.monotonic() - last >= PROGRESS_EVERY_S:
             last = time.monotonic()
-            log.info("progress: %d of %d requests back from the judge (%.0f s)", tally.requests, to_run,
+            log.info("progress: %d of %d requests committed (%.0f s)", tally.requests, to_run,
                      last - tally.started)
     if tally.rows:
         for line in tally.lines():
@@ -160,3 +160,31 @@ def finished(root: str, report: str, verbose: bool = False, verdicts: Iterable[s
     print(f"tables: {storage.join(where, 'tables')}/")
     for line in verdicts:
         print(line)
+
+
+def _rows(n: int | None) -> str:
+    return "–" if n is None else f"{n:,}"
+
+
+def profile_lines(profile: dict) -> list[str]:
+    """The closing lines of a run from its profile (run.json's ``profile``, :mod:`evalcore.pipeline.profile`): one
+    per stage (a model's with how busy its actors were and its answers/s), when the first shard was committed, the
+    run's wall."""
+    out = []
+    models = profile.get("models") or {}
+    for s in profile.get("stages") or []:
+        extra = f", busy {s['busy_s']:.1f} s" if s["where"] == "ray" else ""
+        extra += f", held back {s['held_s']:.1f} s" if s.get("held_s") else ""
+        first = f", first output at {s['first_output_s']:.1f} s" if s.get("first_output_s") is not None else ""
+        m = models.get(s["stage"][len("model:"):]) if s["stage"].startswith("model:") else None
+        model = (f"; {m['busy_fraction']:.0%} busy over {m['actors']} actor(s), {m['answers_per_s']:.1f} answers/s"
+                 if m else "")
+        out.append(f"profile {s['stage']}: {s['wall_s']:.1f} s{extra}, {_rows(s['rows_in'])} → "
+                   f"{_rows(s['rows_out'])} rows{first}{model}")
+    first = profile.get("first_commit")
+    if first and first.get("after_model_start_s") is not None:
+        out.append(f"profile: first shard committed {first['after_model_start_s']:.1f} s after the model stage "
+                   f"started ({first['at_s']:.1f} s into the run)")
+    if profile.get("wall_s") is not None:
+        out.append(f"profile: {profile['wall_s']:.1f} s in all")
+    return out

@@ -41,7 +41,7 @@ ITEM_FIELDS: dict[str, tuple[dict[str, Any], str]] = {
     "correct_option": ({"type": ["integer", "null"], "minimum": 0, "maximum": 25},
                        "0-based index of the correct answer in options; required by mcq and binary_choice "
                        "(correct_index is accepted as another name for it)"),
-    "category": ({"type": ["string", "null"], "maxLength": MAX_TEXT_CHARS}, "report breakdown (mcq)"),
+    "category": ({"type": ["string", "null"], "maxLength": MAX_TEXT_CHARS}, "report breakdown (mcq); mir: the scoring rule (e.g. cmi_key)"),
     "difficulty": ({"type": ["string", "null"], "maxLength": MAX_TEXT_CHARS}, "report breakdown (mcq)"),
     "metadata": ({"type": ["object", "string", "null"]},
                  "a JSON object (or its text): free-form extras, e.g. genre for breakdowns"),
@@ -58,6 +58,8 @@ PROTOCOL_NEEDS: dict[str, dict[str, Any]] = {
     "binary_choice": {"required": ["options"],
                       "properties": {"options": {"type": "array", "minItems": 2, "maxItems": 2}}},
     "mcq": {"required": ["options"], "properties": {"options": {"type": "array", "minItems": 2, "maxItems": 26}}},
+    "mir": {"required": ["reference", "category"],
+            "properties": {"reference": {"type": "string"}, "category": {"type": "string"}}},
 }
 
 

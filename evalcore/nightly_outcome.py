@@ -142,6 +142,7 @@ class Seen:
     outcome: Outcome
     resumed: bool = False
     reason: str | None = None
+    profile: dict[str, Any] | None = None  # its run's profile in short (nightly.tonight.profile_summary)
 
 
 @dataclass
@@ -157,6 +158,7 @@ class CheckpointVerdict:
     resumed: bool = False
     reason: str | None = None  # why: a failure's reason; a regressed or improved checkpoint's changes
     run_root: str | None = None
+    profile: dict[str, Any] | None = None  # the run's profile in short, where its run.json has one
 
     def __post_init__(self) -> None:
         self.verdict = Verdict(self.verdict)
@@ -218,6 +220,8 @@ class Tonight:
         out = asdict(self)
         for c in out["checkpoints"]:
             c["verdict"] = Verdict(c["verdict"]).value
+            if c["profile"] is None:  # a checkpoint whose run has no profile (not run, or before profiles) has no key
+                del c["profile"]
         out["store"] = {"conditional_writes": self.store is None, "fallback": self.store}
         out["paths"] = {k: storage.join(self.root, v) for k, v in PATHS}
         return out

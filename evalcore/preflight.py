@@ -34,9 +34,9 @@ from evalcore.datasets.validate import validated
 from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
 from evalcore.registry import Registry
-from evalcore.reports import published
-from evalcore.vocab.tasks import misfit
+from evalcore.reports import model_card, published
 from evalcore.vocab_fit import FACTUAL_KINDS, declared
+from evalcore.vocab.tasks import misfit
 
 
 #: the registry of each kind of configured component
@@ -109,7 +109,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
-    out += key_problems(cfg)
+    out += key_problems(cfg) + card_problems(cfg)
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
@@ -208,16 +208,26 @@ def template_problems(cfg: RunConfig) -> list[str]:
 
 
 def reproduction_problems(cfg: RunConfig) -> list[str]:
-    """``reproduces`` must name a table of the published-values file (which must read cleanly)."""
+    """Each table ``reproduces`` names must be in the published-values file (which must read cleanly)."""
     if cfg.reproduces is None:
         return []
     try:
         cells = published.read(cfg.published_values or published.PUBLISHED_CSV)
     except (OSError, published.PublishedError) as e:
         return [f"published_values: {str(e)[:300]}"]
-    if not published.cells_of(cfg.reproduces, cells):
-        return [f"reproduces: no published cell of {cfg.reproduces!r} (tables: "
-                f"{', '.join(published.table_keys(cells)[:12])} …)"]
+    known = published.table_keys(cells)
+    return [f"reproduces{'' if len(cfg.reproduces) == 1 else f'.{i}'}: no published cell of {key!r} (tables: "
+            f"{', '.join(known[:12])} …)" for i, key in enumerate(cfg.reproduces) if key not in known]
+
+
+def card_problems(cfg: RunConfig) -> list[str]:
+    """``model_card.published`` must exist and read cleanly (:func:`evalcore.reports.model_card.read_published`)."""
+    if cfg.model_card is None or cfg.model_card.published is None:
+        return []
+    try:
+        model_card.read_published(storage.read_text(cfg.model_card.published))
+    except (OSError, ValueError) as e:
+        return [f"model_card.published: {str(e)[:300]}"]
     return []
 
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 ERRORED = "errored"
 ERRORED_DEFINITION = ("requests of this cell that errored (any stage; listed in tables/errors.parquet); every other "
                       "metric of the cell leaves them out unless its name ends in _with_errors")
-PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice")
+PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice", "mir")
 CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
 
 ITEM = pa.schema(

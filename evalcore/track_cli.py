@@ -20,7 +20,7 @@ import pandas as pd
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from evalcore import storage
+from evalcore import console, storage
 from evalcore.errors import ExitCode
 from evalcore.nightly.ledger import Ledger
 from evalcore.nightly.series import natural_key
@@ -72,9 +72,11 @@ def track(
     step_pattern: str = typer.Option(DEFAULT_PATTERN, "--step-pattern", metavar="REGEX",
                                      help="A nightly's checkpoints: the regular expression whose first group is the "
                                      "training step in a checkpoint's name (a trainer_state.json wins)."),
+    quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: a sink that failed."),
 ) -> None:
     """Log a finished run (or every finished checkpoint of a nightly root) to MLflow, W&B or lm-eval's files, from
     its files alone. Exit status: 0 logged, 1 a sink failed, 2 not a finished run or a wrong --track."""
+    console.setup(quiet=quiet)
     flags = list(sinks or [])
     if storage.exists(storage.join(root, "run.json")):
         saved = (_config(root).get("tracking") or []) if not flags else []
@@ -93,7 +95,7 @@ def track(
     else:
         typer.echo(f"evalcore: {root} holds no finished run (no run.json) and no nightly (no ledger/)", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    report(done)
+    report(done, quiet)
 
 
 def _config(root: str) -> dict:
@@ -102,10 +104,11 @@ def _config(root: str) -> dict:
     return yaml.safe_load(storage.read_text(storage.join(root, "config.yaml"))) or {}
 
 
-def report(done: list[Logged]) -> None:
-    """One line per sink and model on stdout; exit 1 when a sink failed (its warning is on stderr already)."""
+def report(done: list[Logged], quiet: bool = False) -> None:
+    """One line per sink and model on stdout (``quiet``: none); exit 1 when a sink failed (its warning is on stderr
+    already)."""
     for x in done:
-        if x.ok:
+        if x.ok and not quiet:
             typer.echo(f"{x.sink}: {x.model}: {x.said}")
     if any(not x.ok for x in done):
         raise typer.Exit(code=ExitCode.FAILED)

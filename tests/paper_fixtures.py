@@ -141,11 +141,31 @@ def llm_answer(messages: list[dict]) -> str:
     return text.replace("piano", "trumpet").replace("calm", "frantic")
 
 
+def trim(cfg: dict, models: list[str], conditions: list[str] | None = None) -> dict:
+    """A config with only ``models`` (the others dropped from its model list and every protocol's ``models`` and
+    ``templates``) and, given ``conditions``, only those of them in each protocol: the end-to-end test keeps what
+    its checks read, not every model and condition the paper ran."""
+    cfg = copy.deepcopy(cfg)
+    for p in cfg["protocols"] if conditions is not None else ():
+        p["conditions"] = [c for c in p.get("conditions") or ["correct"] if c in conditions]
+        assert p["conditions"], f"{cfg['name']}: protocol {p['name']} keeps no condition"
+    missing = set(models) - {m["name"] for m in cfg["models"]}
+    assert not missing, f"{cfg['name']}: no model {sorted(missing)}"
+    cfg["models"] = [m for m in cfg["models"] if m["name"] in models]
+    for p in cfg["protocols"]:
+        if p.get("models"):
+            p["models"] = [m for m in p["models"] if m in models]
+        if isinstance(p.get("templates"), dict):
+            p["templates"] = {k: v for k, v in p["templates"].items() if k == "default" or k in models}
+    return cfg
+
+
 #: run-level sections every paper config must share to be run together
 SHARED = ("seeds", "stats", "ray", "storage", "max_error_rate")
 
 
-def merge(configs: dict[str, dict], name: str = "paper-configs") -> tuple[dict, dict[str, dict[str, str]]]:
+def merge(configs: dict[str, dict], name: str = "paper-configs", models_out: dict | None = None
+          ) -> tuple[dict, dict[str, dict[str, str]]]:
     """Localized configs as one run: each config's datasets and protocols renamed ``<config>.<name>`` (and its models
     where another config defines the same name differently), each protocol restricted to its own config's datasets
     and models. Returns the config and, per config, its protocol names → their names in the run. The configs must
@@ -161,9 +181,12 @@ def merge(configs: dict[str, dict], name: str = "paper-configs") -> tuple[dict, 
         ds = {d["name"]: f"{stem}.{d['name']}" for d in cfg["datasets"]}
         mods = {}
         for m in cfg["models"]:
-            new = m["name"] if models.get(m["name"], m) == m else f"{stem}.{m['name']}"
+            same = [n for n, d in models.items() if n.rpartition(".")[2] == m["name"] and d == {**m, "name": n}]
+            new = same[0] if same else m["name"] if m["name"] not in models else f"{stem}.{m['name']}"
             models[new] = {**m, "name": new}
             mods[m["name"]] = new
+        if models_out is not None:
+            models_out[stem] = mods
         merged["datasets"] += [{**d, "name": ds[d["name"]]} for d in cfg["datasets"]]
         renamed[stem] = {}
         for p in cfg["protocols"]:
@@ -175,4 +198,39 @@ def merge(configs: dict[str, dict], name: str = "paper-configs") -> tuple[dict, 
             merged["protocols"].append(q)
             renamed[stem][p["name"]] = q["name"]
     merged["models"] = list(models.values())
+    tables = [k for cfg in configs.values() for k in ([cfg["reproduces"]] if isinstance(cfg.get("reproduces"), str)
+                                                      else cfg.get("reproduces") or [])]
+    if tables:
+        merged["reproduces"] = list(dict.fromkeys(tables))
     return merged, renamed
+
+
+def published_copy(path: Path, configs: dict[str, dict], renamed: dict[str, dict[str, str]],
+                   models: dict[str, dict[str, str]]) -> Path:
+    """The published values of the tables the configs reproduce (and their papers' prose), each cell's protocol,
+    dataset and model renamed as :func:`merge` renamed them for the config that reproduces it, written to ``path``:
+    the merged run's ``published_values``, so its "Beside the paper" section compares what each config computes.
+    ``models`` is what :func:`merge` wrote to ``models_out``."""
+    import csv
+    from dataclasses import replace
+
+    from evalcore.reports.published import ANY, COLUMNS, read
+    from evalcore.reports.reproduction import tables_named
+
+    cells, out = read(), {}
+    for stem, cfg in configs.items():
+        keys = cfg.get("reproduces") or []
+        named, prose = tables_named([keys] if isinstance(keys, str) else keys, cells)
+        datasets = {d["name"] for d in cfg["datasets"]}
+        for c in named + prose:
+            if c.protocol != ANY and c.protocol not in renamed[stem] or c.dataset not in datasets:
+                assert c.table == "text", f"{stem}: {c.key} names protocol {c.protocol!r} / dataset {c.dataset!r}"
+                continue  # a prose number of another config's protocol or dataset
+            new = replace(c, protocol=renamed[stem].get(c.protocol, c.protocol), dataset=f"{stem}.{c.dataset}",
+                          model=models[stem].get(c.model, c.model))
+            out[(new.paper, new.table, *new.summary_key)] = new
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        w.writerows([getattr(c, k) for k in COLUMNS] for c in out.values())
+    return path

@@ -161,9 +161,10 @@ def kill_leftovers(marker: str, timeout: float = 20.0) -> None:
 
 
 def evalcore(*args: str, env: dict, cwd: Path, name: str) -> subprocess.Popen:
-    """``evalcore run ARGS --quiet`` in its own session, output to ``cwd/<name>.out|.err``."""
+    """``evalcore run ARGS`` in its own session, output to ``cwd/<name>.out|.err`` (not ``--quiet``: the tests
+    read the resume's INFO lines)."""
     with open(cwd / f"{name}.out", "wb") as out, open(cwd / f"{name}.err", "wb") as err:
-        return subprocess.Popen([sys.executable, "-m", "evalcore.cli", "run", *args, "--quiet"], env=env, cwd=cwd,
+        return subprocess.Popen([sys.executable, "-m", "evalcore.cli", "run", *args], env=env, cwd=cwd,
                                 stdout=out, stderr=err, start_new_session=True)
 
 

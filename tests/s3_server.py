@@ -141,15 +141,16 @@ def start(timeout: float = 60.0) -> S3Server:
 
 
 @contextlib.contextmanager
-def as_run_identity() -> Iterator[S3Server]:
+def as_run_identity(shared: S3Server | None = None) -> Iterator[S3Server]:
     """A started server that this process talks to as the restricted ``run`` identity: keys only in
     the environment (as evalcore expects in production), the endpoint through evalcore's S3 options.
-    On exit the environment and options are restored, cached clients dropped, the server stopped."""
+    On exit the environment and options are restored, cached clients dropped, and the server stopped, unless it
+    is ``shared`` (the session's, conftest ``seaweedfs``: left running for the next module)."""
     import pytest
 
     from evalcore import storage
 
-    server = start()
+    server = shared or start()
     mp = pytest.MonkeyPatch()
     mp.setenv("AWS_ACCESS_KEY_ID", server.run.access_key)
     mp.setenv("AWS_SECRET_ACCESS_KEY", server.run.secret_key)
@@ -165,7 +166,8 @@ def as_run_identity() -> Iterator[S3Server]:
         storage.configure_s3(before)
         storage._s3_filesystem.cache_clear()  # drop clients holding this server's credentials
         mp.undo()
-        server.stop()
+        if shared is None:
+            server.stop()
 
 
 def _wait_ready(server: S3Server, timeout: float) -> None:

@@ -224,46 +224,43 @@ def _outcome(case: Case) -> str:
 
 
 @pytest.fixture(scope="module")
-def bad_run(tmp_path_factory):
-    server = s3_server.start()
-    try:
-        fs = server.filesystem(server.admin)
-        for name, data in _audio_files().items():
-            with fs.open_output_stream(f"{DATA_BUCKET}/bad/{name}") as f:
-                f.write(data)
-        for key in (f"{PRIVATE_BUCKET}/secret.wav", f"{DATA_BUCKET}/elsewhere/ok.wav"):
-            with fs.open_output_stream(key) as f:
-                f.write(_enc(_tone(1.0, 16000), 16000))
-        tmp = tmp_path_factory.mktemp("bad")
-        _local_files(tmp)
-        (tmp / "items").mkdir()
-        (tmp / "elsewhere").mkdir()
-        (tmp / "items" / "items.jsonl").write_bytes(b"\n".join(_line(c) for c in CASES) + b"\n")
-        cfg = {"name": "bad-inputs",
-               "datasets": [{"name": "bad", "kind": "items_file", "params": {"path": "../items/items.jsonl"}}],
-               "models": [{"name": "null", "kind": "null",
-                           "params": {"sample_rate": MODEL_SR, "max_audio_seconds": WINDOW_S},
-                           "resources": {"num_cpus": 0.5, "batch_size": 4}}],
-               "protocols": [{"name": "factual", "conditions": ["correct"]},
-                             {"name": "mcq", "conditions": ["correct"]}],
-               "storage": {"root": str(tmp / "run"), "s3": {"endpoint_override": server.endpoint},
-                           "allowed_audio_roots": [AUDIO, f"s3://{PRIVATE_BUCKET}", str(tmp / "audio"), "/dev"]},
-               "stats": {"bootstrap_resamples": 100},
-               "ray": {"progress_bars": False, "decode_num_cpus": 0.5},
-               "max_error_rate": None}  # a corpus of bad inputs: most rows error on purpose, the run must finish
-        (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "AWS_SESSION_TOKEN", "AWS_PROFILE")}
-        env.update(AWS_ACCESS_KEY_ID=server.run.access_key, AWS_SECRET_ACCESS_KEY=server.run.secret_key,
-                   AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true", RAY_USAGE_STATS_ENABLED="0",
-                   RAY_DATA_DISABLE_PROGRESS_BARS="1", RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION="0.05",
-                   PYTHONPATH=str(REPO))
-        t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "evalcore.cli", "run", str(tmp / "config.yaml"), "--quiet"],
-                              env=env, capture_output=True, timeout=300, cwd=tmp / "elsewhere")
-        print(f"\nbad-input run: {time.monotonic() - t0:.0f} s wall")
-        yield tmp / "run", proc
-    finally:
-        server.stop()
+def bad_run(tmp_path_factory, seaweedfs):
+    server = seaweedfs  # the session's (conftest): this module's objects under data/bad, data/elsewhere, private/
+    fs = server.filesystem(server.admin)
+    for name, data in _audio_files().items():
+        with fs.open_output_stream(f"{DATA_BUCKET}/bad/{name}") as f:
+            f.write(data)
+    for key in (f"{PRIVATE_BUCKET}/secret.wav", f"{DATA_BUCKET}/elsewhere/ok.wav"):
+        with fs.open_output_stream(key) as f:
+            f.write(_enc(_tone(1.0, 16000), 16000))
+    tmp = tmp_path_factory.mktemp("bad")
+    _local_files(tmp)
+    (tmp / "items").mkdir()
+    (tmp / "elsewhere").mkdir()
+    (tmp / "items" / "items.jsonl").write_bytes(b"\n".join(_line(c) for c in CASES) + b"\n")
+    cfg = {"name": "bad-inputs",
+           "datasets": [{"name": "bad", "kind": "items_file", "params": {"path": "../items/items.jsonl"}}],
+           "models": [{"name": "null", "kind": "null",
+                       "params": {"sample_rate": MODEL_SR, "max_audio_seconds": WINDOW_S},
+                       "resources": {"num_cpus": 0.5, "batch_size": 4}}],
+           "protocols": [{"name": "factual", "conditions": ["correct"]},
+                         {"name": "mcq", "conditions": ["correct"]}],
+           "storage": {"root": str(tmp / "run"), "s3": {"endpoint_override": server.endpoint},
+                       "allowed_audio_roots": [AUDIO, f"s3://{PRIVATE_BUCKET}", str(tmp / "audio"), "/dev"]},
+           "stats": {"bootstrap_resamples": 100},
+           "ray": {"progress_bars": False, "decode_num_cpus": 0.5},
+           "max_error_rate": None}  # a corpus of bad inputs: most rows error on purpose, the run must finish
+    (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "AWS_SESSION_TOKEN", "AWS_PROFILE")}
+    env.update(AWS_ACCESS_KEY_ID=server.run.access_key, AWS_SECRET_ACCESS_KEY=server.run.secret_key,
+               AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true", RAY_USAGE_STATS_ENABLED="0",
+               RAY_DATA_DISABLE_PROGRESS_BARS="1", RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION="0.05",
+               PYTHONPATH=str(REPO))
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "evalcore.cli", "run", str(tmp / "config.yaml"), "--quiet"],
+                          env=env, capture_output=True, timeout=300, cwd=tmp / "elsewhere")
+    print(f"\nbad-input run: {time.monotonic() - t0:.0f} s wall")
+    yield tmp / "run", proc
 
 
 def _outcomes(root: Path) -> dict[str, list[str]]:

@@ -1,14 +1,24 @@
-"""The configs of ``configs/benchmarks`` (MMAU, MMAR, MMAU-Pro, music subsets) validate, have every listening
-control on, and run end to end from their fixtures in the released formats (tests/fixtures/mmau, mmar, mmau_pro)
-in one Ray run: the configs' datasets, protocols, conditions, orders, prompts and judges kept; the Music LM
-replaced by a weight-free stand-in answering one fixed choice text (``simulated_gpu``), the two weight-free
-baselines kept, MMAU-Pro's NV-Embed-v2 judge swapped for its bag-of-words stand-in (no weights offline).
-Accuracy and the instruction-following rate (IFR: the share of responses the published rule maps to a choice,
-i.e. one minus the parse-failure rate) come out for every model × condition."""
+"""The configs of ``configs/benchmarks`` (MMAU, MMAR, MMAU-Pro, RUL-MuchoMusic, and the music card that holds them all
+with CMI-Bench's tasks) validate, have every listening control on, and run end to end from fixtures in the released
+formats (tests/fixtures/mmau, mmar, mmau_pro, cmi_bench) in ONE Ray run: ``music-card.yaml`` localized.
+
+Its MCQ protocols are the benchmark configs' own (a test holds them equal), so the run covers those configs: the
+datasets, protocols, conditions, orders, prompts and judges kept; the Music LM replaced by weight-free stand-ins
+answering one fixed choice text per benchmark (``simulated_gpu``, one model per protocol, named
+``<protocol>.qwen2-audio-7b-instruct``), the two weight-free baselines kept, MMAU-Pro's NV-Embed-v2 judge swapped
+for its bag-of-words stand-in (no weights offline). Accuracy and the instruction-following rate (IFR: the share of
+responses the published rule maps to a choice) come out for every model × condition. RUL-MuchoMusic runs in the same
+run over its fixture in MuChoMusic's released layout (tests/test_rul_muchomusic.py's), by the null model and the text
+prior; MuChoMusic runs end to end in tests/test_paper_configs.py.
+
+The CMI-Bench part (tests/fixtures/cmi_bench/data: synthesized clips in the released layout, one ``.m4a`` that
+decodes and one that does not, malformed records) scores every task's released rule under every control, with the
+model-card table in the report, rendered in headless Chromium at 1280 px without overflow."""
 
 from __future__ import annotations
 
 import copy
+import json
 import pathlib
 
 import pyarrow.parquet as pq
@@ -16,90 +26,147 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import chromium
 from evalcore.cli import app
+from evalcore.datasets.cmi_bench import TASKS
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+CMI = FIXTURES / "cmi_bench"
 CONFIGS = sorted((REPO / "configs" / "benchmarks").glob("*.yaml"))
+CARD = REPO / "configs" / "benchmarks" / "music-card.yaml"
 CONTROLS = {"correct", "random", "silence", "noise", "text_only"}
-#: per config: the fixture files, and the choice text the stand-in answers (the right one for exactly one item)
+#: per config: its protocol in the music card, the fixture files, and the choice text its stand-in answers (the
+#: right one for exactly one item)
 FIXTURE = {
-    "mmau-music": ({"path": FIXTURES / "mmau" / "mmau-test-mini.json", "audio_root": FIXTURES / "mmau"}, "Piano"),
-    "mmar-music": ({"path": FIXTURES / "mmar" / "MMAR-meta.jsonl", "audio_root": FIXTURES / "mmar"},
+    "mmau-music": ("mmau", {"path": FIXTURES / "mmau" / "mmau-test-mini.json", "audio_root": FIXTURES / "mmau"}, "Piano"),
+    "mmar-music": ("mmar", {"path": FIXTURES / "mmar" / "MMAR-meta.jsonl", "audio_root": FIXTURES / "mmar"},
                    "Pentatonic scale"),
-    "mmau-pro-music": ({"path": FIXTURES / "mmau_pro" / "test.parquet", "audio_root": FIXTURES / "mmau_pro"},
-                       "Double bass"),
+    "mmau-pro-music": ("mmau-pro", {"path": FIXTURES / "mmau_pro" / "test.parquet",
+                                    "audio_root": FIXTURES / "mmau_pro"}, "Double bass"),
 }
+#: RUL-MuchoMusic runs in the card with its fixture in MuChoMusic's released layout (tests/test_rul_muchomusic.py's),
+#: answered by the text prior and the null model, as its own test set it up
+RUL = "rul-muchomusic"
+#: the music card's protocols run end to end elsewhere (their data's fixtures live with those tests)
+ELSEWHERE = {"muchomusic": "tests/test_paper_configs.py"}
+#: the CMI-Bench tasks with fixture files: one or more per released rule
+CMI_TASKS = ("GTZAN", "GS_key", "gtzan_beat", "DSing", "MedleyDB", "Guzheng_Tech", "EMO_arousal", "MTG_genre", "SDD")
+STAND_IN = "qwen2-audio-7b-instruct"
 
 
-#: configs whose end-to-end run lives in their own test file (RUListening's folds and one order per fold)
-OWN_RUN = {"rul-muchomusic": "tests/test_rul_muchomusic.py"}
+def _yaml(path: pathlib.Path) -> dict:
+    return yaml.safe_load(path.read_text())
 
 
 def test_a_config_per_benchmark() -> None:
-    assert {p.stem for p in CONFIGS} == set(FIXTURE) | set(OWN_RUN)
-    for test_file in OWN_RUN.values():
+    assert {p.stem for p in CONFIGS} == set(FIXTURE) | {RUL, "music-card"}
+    for test_file in ELSEWHERE.values():
         assert (REPO / test_file).exists()
+    assert {TASKS[t][1] for t in CMI_TASKS} == {rule for _, rule, _ in TASKS.values()}  # every rule has a fixture
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_config_validates_with_every_listening_control(path: pathlib.Path) -> None:
     res = CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)])
     assert res.exit_code == 0, res.output
-    cfg = yaml.safe_load(path.read_text())
-    for p in cfg["protocols"]:
+    for p in _yaml(path)["protocols"]:
         assert set(p["conditions"]) == CONTROLS
-        assert p["kind"] == "mcq" and p["judge"]["kind"].startswith("mcq_")
+        assert (p["kind"] == "mcq" and p["judge"]["kind"].startswith("mcq_")) or p["kind"] in ("mir", "freeform")
 
 
-# --------------------------------------------------------------------------- end to end on the fixtures
+def test_music_card_holds_every_benchmark_config_and_task() -> None:
+    card = _yaml(CARD)
+    protocols = {p["name"]: p for p in card["protocols"]}
+    datasets = {d["name"]: d for d in card["datasets"]}
+    for stem in [*FIXTURE, RUL]:
+        cfg = _yaml(REPO / "configs" / "benchmarks" / f"{stem}.yaml")
+        (proto,) = cfg["protocols"]
+        (ds,) = cfg["datasets"]
+        assert {k: v for k, v in protocols[proto["name"]].items() if k != "datasets"} == proto, stem
+        assert protocols[proto["name"]]["datasets"] == [ds["name"]] and datasets[ds["name"]] == ds, stem
+    cmi = [d for d in card["datasets"] if d["kind"] == "cmi_bench"]
+    assert sorted(t for d in cmi for t in d["params"]["tasks"]) == sorted(TASKS)  # one dataset per released task
+    for d in cmi:
+        (task,) = d["params"]["tasks"]
+        owner = "cmi" if TASKS[task][2] == "mir" else "cmi-captions"
+        assert d["name"] in protocols[owner]["datasets"], d["name"]
+    assert card["model_card"]["published"] == "configs/benchmarks/music-card-published.csv"
 
 
-def _localize(stem: str, cfg: dict, out: pathlib.Path) -> dict:
-    cfg = copy.deepcopy(cfg)
-    files, answer = FIXTURE[stem]
+# --------------------------------------------------------------------------- one run: the music card localized
+
+
+def _localized(out: pathlib.Path) -> dict:
+    from test_rul_muchomusic import FIXTURE as RUL_JSON, write_muchomusic
+
+    cfg = copy.deepcopy(_yaml(CARD))
+    rul_data = write_muchomusic(out / "muchomusic-data")
+    by_proto = {proto: (files, answer) for proto, files, answer in FIXTURE.values()}
+    keep_ds, datasets = set(), []
     for d in cfg["datasets"]:
-        d["params"] = {**d["params"], **{k: str(v) for k, v in files.items()}}
-    models = []
-    for m in cfg["models"]:
-        if m["kind"] in ("dsp_listener", "text_prior"):
-            models.append({**m, "resources": {"num_cpus": 0.1, "batch_size": 32}})
-        else:  # the Music LM → a weight-free stand-in of the same name answering one choice text
-            models.append({"name": m["name"], "kind": "simulated_gpu",
-                           "params": {"seconds_per_batch": 0, "answer": answer},
-                           "resources": {"num_cpus": 0.1, "batch_size": 32}})
-    cfg["models"] = models
+        if d["kind"] == "cmi_bench":
+            if d["params"]["tasks"][0] in CMI_TASKS:
+                datasets.append({**d, "params": {**d["params"], "root": str(CMI)}})
+                keep_ds.add(d["name"])
+            continue
+        proto = next((p["name"] for p in cfg["protocols"] if d["name"] in p["datasets"]), None)
+        if proto == RUL:
+            datasets.append({**d, "params": {"path": str(RUL_JSON), "muchomusic_csv": str(rul_data / "muchomusic.csv"),
+                                             "audio_root": str(rul_data)}})
+            keep_ds.add(d["name"])
+        elif proto in by_proto:
+            datasets.append({**d, "params": {**d["params"], **{k: str(v) for k, v in by_proto[proto][0].items()}}})
+            keep_ds.add(d["name"])
+    small = {"num_cpus": 0.1, "batch_size": 32}
+    models = [{**m, "resources": small} for m in cfg["models"] if m["kind"] in ("dsp_listener", "text_prior")]
+    baselines = [m["name"] for m in models]
+    protocols = []
     for p in cfg["protocols"]:
-        if p["judge"]["kind"] == "mcq_mmau_pro":
+        if p["name"] in ELSEWHERE:
+            continue
+        p = {**p, "datasets": [d for d in p["datasets"] if d in keep_ds]}
+        if p["name"] in by_proto:  # a stand-in per benchmark, answering its fixed choice text
+            name = f"{p['name']}.{STAND_IN}"
+            models.append({"name": name, "kind": "simulated_gpu", "resources": small,
+                           "params": {"seconds_per_batch": 0, "answer": by_proto[p["name"]][1]}})
+            p["models"] = [name, *baselines]
+            p["option_orders"] = 2  # the configs' 3 seeded orders, cut to 2 to keep the run small
+        if p.get("judge", {}).get("kind") == "mcq_mmau_pro":
             p["judge"] = {"kind": "mcq_mmau_pro", "params": {"embedder": "bag-of-words"}}
-        p["option_orders"] = 2  # the configs' 3 seeded orders, cut to 2 to keep the run small
-    cfg["storage"] = {"root": str(out / "run")}
-    cfg["stats"] = {**cfg["stats"], "bootstrap_resamples": 100}
-    cfg["ray"] = {"progress_bars": False, "decode_num_cpus": 0.5}
+        if p["kind"] in ("mir", "freeform"):
+            p["models"] = [STAND_IN, "listener"]  # the text prior's one description says nothing of these tasks
+        if p["name"] == RUL:
+            p["models"] = ["null", "text-prior"]
+        protocols.append(p)
+    models.append({"name": STAND_IN, "kind": "simulated_gpu", "resources": small,
+                   "params": {"seconds_per_batch": 0, "answer": "C major"}})
+    models.append({"name": "null", "kind": "null", "resources": small})
+    cfg.update(datasets=datasets, models=models, protocols=protocols, storage={"root": str(out / "run")},
+               model_card={"published": str(REPO / cfg["model_card"]["published"])},
+               stats={**cfg["stats"], "bootstrap_resamples": 100},
+               ray={"progress_bars": False, "decode_num_cpus": 0.5})
     return cfg
 
 
 @pytest.fixture(scope="module")
-def bench_run(tmp_path_factory, local_ray):
-    """The three configs, localized, in one run (their seeds and stats agree; only names change)."""
+def card_run(tmp_path_factory, local_ray):
+    """The music card over the fixtures, in one run (module-scoped: every test below reads it)."""
     from evalcore.config import parse_config
     from evalcore.pipeline.run import run
-    from paper_fixtures import merge
 
-    tmp = tmp_path_factory.mktemp("bench")
-    configs = {p.stem: _localize(p.stem, yaml.safe_load(p.read_text()), tmp) for p in CONFIGS if p.stem in FIXTURE}
-    merged, renamed = merge(configs, name="benchmark-configs")
-    cfg = parse_config(merged)
+    tmp = tmp_path_factory.mktemp("card")
+    cfg = parse_config(_localized(tmp))
     result = run(cfg)
     tables = {n: pq.read_table(f"{cfg.root}/tables/{n}.parquet").to_pandas() for n in ("summary", "per_item", "errors")}
-    return {"result": result, "renamed": renamed, **tables}
+    return {"result": result, "root": pathlib.Path(cfg.root), **tables}
 
 
-def _cell(run: dict, protocol: str, model: str, condition: str, metric: str) -> float:
+def _cell(run: dict, protocol: str, model: str, condition: str, metric: str, dataset: str | None = None) -> float:
     s = run["summary"]
     s = s[(s.protocol == protocol) & (s.model == model) & (s.condition == condition) & (s.metric == metric)
-          & (s.group == "all")]
-    assert len(s) == 1, (protocol, model, condition, metric)
+          & (s.group == "all") & ((s.dataset == dataset) if dataset else True)]
+    assert len(s) == 1, (protocol, model, condition, metric, dataset)
     return float(s.iloc[0]["value"])
 
 
@@ -115,37 +182,118 @@ EXPECTED = {
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parametrize("stem", sorted(FIXTURE))
-def test_benchmark_runs_end_to_end(bench_run: dict, stem: str) -> None:
-    c = bench_run["result"].counts
+def test_benchmark_runs_end_to_end(card_run: dict, stem: str) -> None:
+    c = card_run["result"].counts
     assert c["requests_in"] == c["requests_scored"] + c["requests_errored"]
-    (protocol,) = bench_run["renamed"][stem].values()
+    protocol = FIXTURE[stem][0]
     n_items, item_errors, acc, ifr = EXPECTED[stem]
-    per_item = bench_run["per_item"][bench_run["per_item"]["protocol"] == protocol]
+    per_item = card_run["per_item"][card_run["per_item"]["protocol"] == protocol]
     assert per_item["item_id"].nunique() == n_items
     assert set(per_item["condition"]) == CONTROLS
     assert set(per_item["option_order"]) == {0, 1}
-    # the stand-ins answer differently per config, so the run names each config's own "<config>.<model>"
+    # the stand-ins answer differently per benchmark, so the run names each one "<protocol>.<model>"
     models = {m.rsplit(".", 1)[-1]: m for m in per_item["model"].unique()}
-    assert set(models) == {"qwen2-audio-7b-instruct", "listener", "text-prior"}
-    errors = bench_run["errors"]
-    config = yaml.safe_load((REPO / "configs" / "benchmarks" / f"{stem}.yaml").read_text())
-    (dataset,) = [d["name"] for d in config["datasets"]]
-    mine = errors[errors["dataset"] == f"{stem}.{dataset}"]
+    assert set(models) == {STAND_IN, "listener", "text-prior"}
+    errors = card_run["errors"]
+    (dataset,) = [d["name"] for d in _yaml(REPO / "configs" / "benchmarks" / f"{stem}.yaml")["datasets"]]
+    mine = errors[errors["dataset"] == dataset]
     assert len(mine[mine["error_stage"] == "load"]) == len(item_errors)
     assert [r for r in item_errors if not mine["error"].str.contains(r).any()] == []
     for model in models.values():
         for cond in sorted(CONTROLS):
             for metric in ("accuracy", "ifr", "errored"):
-                _cell(bench_run, protocol, model, cond, metric)  # one value per model × condition
-    stand_in = models["qwen2-audio-7b-instruct"]
+                _cell(card_run, protocol, model, cond, metric)  # one value per model × condition
+    stand_in = models[STAND_IN]
     for cond in sorted(CONTROLS):  # one fixed answer whatever it hears: the same under every control
-        assert _cell(bench_run, protocol, stand_in, cond, "accuracy") == pytest.approx(acc)
-        assert _cell(bench_run, protocol, stand_in, cond, "ifr") == pytest.approx(ifr)
+        assert _cell(card_run, protocol, stand_in, cond, "accuracy") == pytest.approx(acc)
+        assert _cell(card_run, protocol, stand_in, cond, "ifr") == pytest.approx(ifr)
     # the parse-failure rate per model × condition is in the report's table of the protocol (as IFR = 1 − it)
-    section = bench_run["result"].report.split(f"## {protocol} · ", 1)[1].split("\n## ", 1)[0]
+    section = card_run["result"].report.split(f"## {protocol} · ", 1)[1].split("\n## ", 1)[0]
     assert "| model | variant | condition | n | accuracy | ifr |" in section
     if stem != "mmau-pro-music":
         # the listener answers a letter ("The correct answer is (B).") — a bare letter matches nothing under the
         # word-set rule; the text prior answers the first option's text, as the prompt asks, which the rule reads
-        assert _cell(bench_run, protocol, models["listener"], "correct", "ifr") == 0.0
-        assert _cell(bench_run, protocol, models["text-prior"], "correct", "ifr") > 0.0
+        assert _cell(card_run, protocol, models["listener"], "correct", "ifr") == 0.0
+        assert _cell(card_run, protocol, models["text-prior"], "correct", "ifr") > 0.0
+
+
+#: dataset of each CMI task in the card → (the rule's primary figure, item errors at load)
+CMI_EXPECTED = {"cmi-gtzan": ("accuracy", 1), "cmi-gs-key": ("key_weighted_score", 1), "cmi-gtzan-beat": ("f_measure", 0),
+                "cmi-dsing": ("word_accuracy", 1), "cmi-medleydb": ("melody_accuracy", 0),
+                "cmi-guzheng-tech": ("frame_f1_micro", 0), "cmi-emo-arousal": ("r2", 0), "cmi-mtg-genre": ("roc_auc", 0)}
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_music_card_scores_every_cmi_task_under_every_control(card_run: dict) -> None:
+    c = card_run["result"].counts
+    assert c["items_in"] == c["items_valid"] + c["items_errored"]
+    assert c["requests_in"] == c["requests_scored"] + c["requests_errored"]
+    s, per_item, errors = card_run["summary"], card_run["per_item"], card_run["errors"]
+    models = {STAND_IN, "listener"}
+    for ds, (metric, load_errors) in CMI_EXPECTED.items():
+        rows = per_item[per_item["dataset"] == ds]
+        assert set(rows["condition"]) == CONTROLS and set(rows["model"]) == models, ds
+        for model in models:
+            for cond in CONTROLS:
+                v = s[(s.dataset == ds) & (s.model == model) & (s.condition == cond) & (s.metric == metric)
+                      & (s.group == "all") & (s.kind == "value")]
+                assert len(v) == 1, (ds, model, cond, metric)
+            diffs = s[(s.dataset == ds) & (s.model == model) & (s.kind == "paired_diff") & (s.metric == metric)]
+            assert set(diffs["condition"]) == {f"correct-{x}" for x in CONTROLS - {"correct"}}, (ds, model)
+        loads = errors[(errors.dataset == ds) & (errors.error_stage == "load")]
+        assert len(loads) == load_errors and set(loads["error_class"]) <= {"input"}, ds
+    # the stand-in answers "C major" to every question, whatever it hears: the key of the first GS-key item
+    key = [_cell(card_run, "cmi", STAND_IN, cond, "key_weighted_score", "cmi-gs-key") for cond in sorted(CONTROLS)]
+    assert key == [0.5] * 5
+    # the .m4a that does not decode: an input error of the decode stage under every control that plays it
+    m4a = errors[(errors.dataset == "cmi-dsing") & (errors.error_stage == "decode")]
+    assert len(m4a) and set(m4a["error_class"]) == {"input"} and m4a["error"].str.contains("corrupt").all()
+    assert set(m4a["condition"]) >= {"correct", "silence", "noise"}
+    text_only = per_item[(per_item.dataset == "cmi-dsing") & (per_item.condition == "text_only")]
+    assert text_only["item_id"].nunique() == 2  # nothing is decoded without audio: the broken .m4a item scores too
+    caps = s[(s.protocol == "cmi-captions") & (s.metric == "meteor") & (s.kind == "value") & (s.group == "all")]
+    assert len(caps) == len(models) * len(CONTROLS)
+    # the rules scored in the stream: every whole mir request without error carries its rule's columns as committed
+    from evalcore.pipeline.commit import load_committed
+
+    mir = [r for r in load_committed(str(card_run["root"])).rows if r["protocol"] == "cmi" and r["error"] is None]
+    assert mir and all(json.loads(r["scores"])["mir_rule"] == r["category"] for r in mir)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_model_card_in_the_report_and_in_chromium(card_run: dict, tmp_path: pathlib.Path) -> None:
+    report = card_run["result"].report
+    card = report.split("## Model card", 1)[1].split("\n## ", 1)[0]
+    header = next(ln for ln in card.splitlines() if ln.startswith("| benchmark |"))
+    assert all(m in header for m in ("listener", "text-prior", "null", STAND_IN))
+    rows = [ln for ln in card.splitlines() if ln.startswith("| ") and not ln.startswith("| benchmark")]
+    labels = {ln.split(" | ")[0].lstrip("| ") for ln in rows}
+    assert {ds for ds in CMI_EXPECTED} | {"mmau-test-mini (mmau)", "mmar-music (mmar)", "cmi-sdd (cmi-captions)",
+                                         "rul-muchomusic"} <= {lab.split(" (cmi)")[0] for lab in labels}
+    gtzan = next(ln for ln in rows if ln.startswith("| cmi-gtzan (cmi) | accuracy |"))
+    assert "pub. 0.624" in gtzan  # CMI-Bench's released scorer on Qwen2-Audio's released GTZAN outputs
+    assert "? " in gtzan or gtzan.rstrip(" |").endswith("?")  # two items: too few to say whether it listened
+    meta = json.loads((card_run["root"] / "run.json").read_text())
+    assert meta["model_card"]["published"].endswith("music-card-published.csv")
+    page = card_run["root"] / "report.html"
+    scroll, client = chromium.widths(page, tmp_path)
+    assert scroll <= client, f"the page overflows a 1280 px window: {scroll} > {client}"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_rul_muchomusic_config_runs_in_the_card(card_run: dict) -> None:
+    """The RUL-MuchoMusic config's protocol (released prompt, judge, one order per fold) over its fixture in
+    MuChoMusic's released layout (question 2050 has no clip there), by the null model and the text prior."""
+    per_item, errors, s = card_run["per_item"], card_run["errors"], card_run["summary"]
+    loads = errors[(errors.dataset == RUL) & (errors.error_stage == "load")]
+    assert sorted(loads["item_id"]) == [f"2050-f{k}" for k in range(4)]          # question 2050 has no clip
+    rul = per_item[per_item.protocol == RUL]
+    assert len(rul) == 12 * 2 * 5 and set(rul["condition"]) == CONTROLS           # items × models × conditions
+    fails = s[(s.protocol == RUL) & (s.metric == "parse_failure_rate") & (s.group == "all")].set_index(
+        ["model", "condition"])["value"]
+    assert len(fails) == 10 and (fails.loc["null"] == 1.0).all() and (fails.loc["text-prior"] == 0.0).all()
+    assert ((s.protocol == RUL) & (s.metric == "perceptual_index") & (s.condition == "text_only")).sum() == 2
+    assert "perceptual_index" in card_run["result"].report and "parse_failure_rate" in card_run["result"].report

@@ -81,6 +81,7 @@ def test_not_yaml_and_missing_file(tmp_path):
         load_config(p)
 
 
+@pytest.mark.e2e  # `evalcore run` in a subprocess
 def test_cli_exits_nonzero_naming_the_field(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(_with(("models", 0, "resources", "concurrency"), 0)))
@@ -98,7 +99,7 @@ def test_a_missing_kind_lists_the_known_kinds():
         parse_config(data)
     lines = {ln.split(": ", 1)[0].strip(): ln.split(": ", 1)[1] for ln in str(e.value).splitlines()[1:]}
     prefix = "required field missing; known kinds: "
-    assert lines["protocols.0.kind"] == prefix + "freeform, factual, mcq, true_false, binary_choice"
+    assert lines["protocols.0.kind"] == prefix + "freeform, factual, mcq, true_false, binary_choice, mir"
     for where, some in (("datasets.0.kind", "items_file"), ("models.0.kind", "hf_audio_lm"),
                         ("protocols.1.judge.kind", "mcq_string")):
         assert lines[where].startswith(prefix) and some in lines[where].split(", "), lines[where]

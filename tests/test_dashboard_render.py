@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import chromium
 from evalcore.nightly_outcome import CheckpointKey, CheckpointVerdict, Counts, LedgerRecord, Status, Tonight, Verdict
@@ -86,6 +87,7 @@ def _board() -> pd.DataFrame:
          "leader_value": 0.9, "delta": 0.0, "ci_low": 0.0, "ci_high": 0.0, "p_adjusted": None}], columns=COLUMNS)
 
 
+@pytest.mark.e2e  # headless Chromium
 def test_the_morning_page_opens_with_tonight_and_fits_a_1280_px_window(tmp_path) -> None:
     import matplotlib.image as mpimg
 
@@ -128,6 +130,7 @@ def test_the_morning_page_opens_with_tonight_and_fits_a_1280_px_window(tmp_path)
         sh.copy(page, os.environ["EVALCORE_KEEP_SHOTS"])
 
 
+@pytest.mark.e2e  # headless Chromium
 def test_the_compare_page_puts_flagged_rows_first_and_fits_1280_px(tmp_path) -> None:
     """The page `evalcore compare` writes (same helpers): flagged first and highlighted, numbers formatted, no
     horizontal overflow; and a store without conditional writes is named in the Tonight block."""

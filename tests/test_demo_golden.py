@@ -43,11 +43,13 @@ def _is_numeric(field) -> bool:
     return pa.types.is_floating(field.type) or pa.types.is_integer(field.type)
 
 
-def snapshot(root: str) -> dict[str, list[dict[str, str]]]:
-    """The run's tables as sorted lists of string cells (the per-item table with its texts hashed)."""
+def snapshot(root: str, shown_as: str | None = None) -> dict[str, list[dict[str, str]]]:
+    """The run's tables as sorted lists of string cells (the per-item table with its texts hashed); the path
+    ``shown_as`` (default: ``root``) is written ``<root>``."""
     import pyarrow.parquet as pq
 
     root = str(pathlib.Path(root))
+    shown = str(pathlib.Path(shown_as)) if shown_as else root
     out: dict[str, list[dict[str, str]]] = {}
     for name in TABLES:
         table = pq.read_table(f"{root}/tables/{name}.parquet")
@@ -55,11 +57,11 @@ def snapshot(root: str) -> dict[str, list[dict[str, str]]]:
         if name == "per_item":
             numeric = [f.name for f in table.schema if _is_numeric(f)]
             other = [f.name for f in table.schema if not _is_numeric(f) and f.name not in PER_ITEM_KEY]
-            rows = [{**{k: _cell(r[k], root) for k in PER_ITEM_KEY + numeric},
-                     "others_sha": hashlib.sha256(json.dumps([_cell(r[k], root) for k in other]).encode()).hexdigest()[:16]}
+            rows = [{**{k: _cell(r[k], shown) for k in PER_ITEM_KEY + numeric},
+                     "others_sha": hashlib.sha256(json.dumps([_cell(r[k], shown) for k in other]).encode()).hexdigest()[:16]}
                     for r in rows]
         else:
-            rows = [{k: _cell(v, root) for k, v in r.items()} for r in rows]
+            rows = [{k: _cell(v, shown) for k, v in r.items()} for r in rows]
         out[name] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True) if name != "per_item" else r["request_id"])
     out["counts"] = json.loads(pathlib.Path(root, "run.json").read_text())["counts"]
     return out
@@ -114,37 +116,35 @@ def differences(got: list[dict], want: list[dict], limit: int = 5) -> list[str]:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_demo_gives_the_recorded_tables(tmp_path, local_ray):
-    import yaml
+def test_demo_gives_the_recorded_tables(tmp_path, demo_run):
+    """The session's demo run (conftest ``demo_run``: the shipped config) gives the recorded tables; then the same
+    committed rows, reduced a few shards at a time in a copy of its root, give them again."""
+    import shutil
 
-    from evalcore.config import demo_config_path, parse_config
-    from evalcore.pipeline.run import run
+    from evalcore.pipeline import commit, reduce
+    from evalcore.pipeline.finish import finish
+    from evalcore.pipeline.outcome import protocols_without_items
 
-    data = yaml.safe_load(demo_config_path().read_text())
-    data["storage"] = {"root": str(tmp_path / "run")}
-    data.setdefault("ray", {})["progress_bars"] = False
-    cfg = parse_config(data)
-    run(cfg)
+    cfg = demo_run.cfg
     got, want = snapshot(cfg.root), load()
     assert got["counts"] == want["counts"]
     for name in TABLES:
         assert differences(got[name], want[name]) == [], name
 
-    # the same committed rows reduced a few shards at a time (as a run too large for one group is): same tables
-    from evalcore.pipeline import commit, reduce
-    from evalcore.pipeline.finish import finish
-    from evalcore.pipeline.outcome import protocols_without_items
-
-    items, item_errors, items_in = commit.load_items(cfg.root)
-    assert len(commit.shard_markers(cfg.root)) > 3
+    # the same committed rows reduced a few shards at a time (as a run too large for one group is): same tables.
+    # In a copy of the root (the session's run stays as it was); its rows still name the clips under the original
+    copy = cfg.with_root(str(tmp_path / "refinished"))
+    shutil.copytree(cfg.root, copy.root)
+    items, item_errors, items_in = commit.load_items(copy.root)
+    assert len(commit.shard_markers(copy.root)) > 3
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(reduce, "GROUP_ROWS", 500)
         groups = []
         real = commit.iter_committed
         mp.setattr(commit, "iter_committed", lambda root, n: (groups.append(len(g)) or g for g in real(root, n)))
-        finish(cfg, items_in=items_in, item_errors=item_errors, empty=protocols_without_items(cfg, items))
-    assert len(groups) > 3 and sum(groups) == sum(1 for _ in commit.load_committed(cfg.root).rows)
-    got = snapshot(cfg.root)
+        finish(copy, items_in=items_in, item_errors=item_errors, empty=protocols_without_items(copy, items))
+    assert len(groups) > 3 and sum(groups) == sum(1 for _ in commit.load_committed(copy.root).rows)
+    got = snapshot(copy.root, shown_as=cfg.root)
     assert got["counts"] == want["counts"]
     for name in TABLES:
         assert differences(got[name], want[name]) == [], f"{name}, reduced by groups"

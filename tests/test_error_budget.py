@@ -192,6 +192,10 @@ def test_items_count_against_the_budget_and_an_empty_protocol_fails_it() -> None
     cfg = parse_config(_cfg(protocols=[{"name": "factual"}, {"name": "mcq"}]))
     empty = protocols_without_items(cfg, [{"protocol": "factual", "dataset": "d"}])
     assert empty == ["protocol 'mcq' is configured but has no valid item"]
+    # an instance named otherwise is reached by the items of its kind (configs/paper: `instrument`, kind factual)
+    named = parse_config(_cfg(protocols=[{"name": "instrument", "kind": "factual"}, {"name": "q", "kind": "mcq"}]))
+    assert protocols_without_items(named, [{"protocol": "factual", "dataset": "d"}]) == [
+        "protocol 'q' is configured but has no valid item"]
     res.counts["protocols_without_items"] = empty
     with pytest.raises(ErrorBudgetExceeded, match="protocol 'mcq' is configured but has no valid item"):
         check_error_budget(res, [], 0.6, item_errors=item_errors)

@@ -112,22 +112,9 @@ def test_threads_share_one_budget_under_the_server_limit():
     assert [c.text for c in out] == [default_answer([{"role": "user", "content": f"q{i}"}]) for i in range(n)]
 
 
-@pytest.fixture(scope="module")
-def ray_rt():
-    import ray
-
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 _node_ip_address="127.0.0.1")
-    yield ray
-    if started:
-        ray.shutdown()
-
-
 @pytest.mark.ray
-def test_ray_actors_and_threads_share_one_budget(ray_rt):
-    ray = ray_rt
+def test_ray_actors_and_threads_share_one_budget(local_ray):
+    ray = local_ray
     n_actors, per_actor, driver_items = 3, 20, 15
     with LLMServer(rpm=LIMIT, window_s=WINDOW_S) as srv:
         budget = RayBudget(f"budget-{uuid.uuid4().hex[:8]}", **BUDGET)

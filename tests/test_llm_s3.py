@@ -26,8 +26,8 @@ KEY = install_test_key()
 
 
 @pytest.fixture(scope="module")
-def s3():
-    with s3_server.as_run_identity() as server:
+def s3(seaweedfs):
+    with s3_server.as_run_identity(seaweedfs) as server:
         yield server
 
 

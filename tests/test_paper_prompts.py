@@ -8,6 +8,7 @@ authors filled ``{vocabulary}`` with cannot be read off it; the configs keep the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from evalcore.llm.prompts import LABEL_EXTRACTION, LABEL_EXTRACTION_PAPER, PAPER
 from evalcore.datasets.factual_formats import BINARY_QUESTIONS, TRUE_FALSE_QUESTIONS
 from evalcore.protocols.factual_prompts import PAPER_PROMPTS, PROMPTS
 from evalcore.vocab.labels import family as task_family
-from paper_text import flat, paper, squash
+from paper_text import flat, glyphs, paper, squash
 
 REPO = Path(__file__).resolve().parents[1]
 FACTUAL_CONFIGS = sorted((REPO / "configs" / "paper").glob("factual-*.yaml"))
@@ -32,11 +33,22 @@ def text() -> str:
     return flat(paper())
 
 
+def appendix_b1_rules(raw: str) -> list[str]:
+    """The numbered rules of App. B.1 as the paper's text prints them, in order: every "- N. **…" line from the
+    section's heading to B.2's, whatever lies between (rules 6-8 come after a page break, below Table 5)."""
+    section = raw[raw.index("B.1 KEYWORD EXTRACTION RULES"):raw.index("B.2 RESULTS")]
+    return [glyphs(flat(m)) for m in re.findall(r"^- (\d+\. \*\*.*)$", section, re.MULTILINE)]
+
+
 def test_extraction_prompt_is_appendix_b1_word_for_word(text: str) -> None:
+    raw = paper()
+    printed = appendix_b1_rules(raw)
+    assert [r.split(".")[0] for r in printed] == [str(n) for n in range(1, 9)]  # eight rules, 6-8 after Table 5
+    assert raw.index("Table 5:") < raw.index("- 6. **Empty case:**")
     lines = LABEL_EXTRACTION_PAPER.system.split("\n")
-    assert len(lines) == 1 + len(PAPER_EXTRACTION_RULES) == 6
-    for line in lines:  # every line of the system prompt is the paper's, nothing added
-        assert flat(line) in text, line
+    assert flat(lines[0]) in text and lines[0].startswith("We define the following rules")  # the opening sentence
+    assert lines[1:] == list(PAPER_EXTRACTION_RULES) == printed  # all eight, in order, nothing added
+    assert "Bach\" → \"Bach\"" in LABEL_EXTRACTION_PAPER.system  # rule 7, which §4.1 relies on for composers
     assert EXTRACTION_PROMPTS["paper"] is LABEL_EXTRACTION_PAPER
     # evalcore's own wording is kept under its own name, and is not the paper's
     assert EXTRACTION_PROMPTS["evalcore"] is LABEL_EXTRACTION

@@ -33,6 +33,7 @@ DATASET_CASES: dict[str, tuple[dict, str, str]] = {
     "mmau": ({"path": "mmau-test-mini.json", "tasks": []}, "tasks", "must not be empty"),
     "mmar": ({"path": "MMAR-meta.jsonl", "modalities": []}, "modalities", "must not be empty"),
     "mmau_pro": ({"path": "test.parquet", "categories": ["open"]}, "categories", "not multiple-choice categories"),
+    "cmi_bench": ({"root": "CMI-bench", "tasks": []}, "tasks", "must not be empty"),
 }
 
 LLM = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "rpm": 60, "tpm": 1000}

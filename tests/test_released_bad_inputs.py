@@ -94,6 +94,12 @@ def _fma(i: int, **over: Any) -> dict:
     return {"track_id": str(2 + i), "subset": "small", "split": "test", "genre_top": "Rock", "genres": "[12]", **over}
 
 
+def _cmi(i: int, **over: Any) -> dict:
+    return {"instruction": "Which genre is this?", "input": "", "output": "blues", "uuid": "", "audio_start": 0.0,
+            "audio_end": -1, "audio_path": [f"data/GTZAN/audio/blues.{i:05d}.wav"], "split": ["test"],
+            "task_type": "major", "source": "GTZAN", "other": {}, **over}
+
+
 def _json(records: list) -> bytes:
     return json.dumps(records, ensure_ascii=False).encode()
 
@@ -137,11 +143,12 @@ GENRES = b"genre_id,#tracks,parent,title,top_level\n12,10,0,Rock,12\n"
 @dataclass
 class Loader:
     kind: str
-    file: str  # the released file's name
+    file: str  # the released file's name (under the case's folder)
     record: Callable[..., dict]
     write: Callable[[list], bytes]
     params: Callable[[Path], dict]
     raw_list: Callable[[list], bytes] | None = None  # a file whose records may be raw bytes
+    path_param: str | None = "path"  # the param naming the file (None: the params name its folder)
 
 
 LOADERS = {
@@ -159,9 +166,11 @@ LOADERS = {
     "musicnet": Loader("musicnet", "musicnet_metadata.csv", _musicnet, _csv,
                        lambda d: {"audio_root": str(d), "task": "composer"}),
     "fma": Loader("fma", "tracks.csv", _fma, _fma_tracks, lambda d: {"genres": str(d / "genres.csv"),
-                                                                     "audio_root": str(d)}),
+                                                                     "audio_root": str(d)}, path_param="tracks"),
+    "cmi_bench": Loader("cmi_bench", "data/GTZAN/CMI_GTZAN.jsonl", _cmi, _jsonl,
+                        lambda d: {"root": str(d), "tasks": ["GTZAN"]}, _jsonl, path_param=None),
 }
-PATH_PARAM = {"musicnet": "metadata", "fma": "tracks"}
+LOADERS["musicnet"].path_param = "metadata"
 
 
 # ----------------------------------------------------------------------------- the cases
@@ -199,6 +208,7 @@ def _case_file(loader: Loader, case: str) -> bytes:
         return L.write(good + [L.record(2, choices=SYMBOLS, answer=answer)])
     if case == "escape":
         field = {"mmau": ("audio_id", ESCAPE), "mmar": ("audio_path", ESCAPE), "mmau_pro": ("audio_path", [ESCAPE]),
+                 "cmi_bench": ("audio_path", [ESCAPE]),
                  "musicqa": ("audio_name", ESCAPE), "muchomusic": ("dataset_identifier", ESCAPE + ".json"),
                  "hummusqa": ("jamendo_id", ESCAPE), "musicnet": ("id", ESCAPE)}.get(L.kind)
         if L.kind == "rul_muchomusic":
@@ -230,9 +240,10 @@ def outcome(loader: Loader, case: str, tmp: Path) -> str:
     """What the loader and validation make of ``case``: ``item``, ``load: <error>`` or ``validate: <error>``."""
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / loader.file
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(_case_file(loader, case))
     (tmp / "genres.csv").write_bytes(GENRES)
-    params = {PATH_PARAM.get(loader.kind, "path"): str(path), **loader.params(tmp)}
+    params = {**({loader.path_param: str(path)} if loader.path_param else {}), **loader.params(tmp)}
     cls = DATASETS.get(loader.kind)
     from evalcore.params import path_problems
 

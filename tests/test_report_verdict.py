@@ -168,6 +168,7 @@ def _chromium(tmp_path, *args: str) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
 
 
+@pytest.mark.e2e  # headless Chromium
 def test_report_html_renders_in_chromium(thirty: pd.DataFrame, tmp_path) -> None:
     """report.html in headless Chromium: the page has its text, every image decodes (PNG, in Python and in the
     browser; a broken control image shows the browser check can fail) and the screenshot is not blank."""
@@ -261,6 +262,7 @@ def factual_summary(n_items: int = 12) -> pd.DataFrame:
                                              errors=[r for r in merged if r["error"]]).to_pandas())
 
 
+@pytest.mark.e2e  # headless Chromium
 def test_a_factual_report_fits_a_1280_px_window(tmp_path) -> None:
     """report.html of a factual summary, whose metric names and columns are the widest, has no horizontal
     scrolling in a 1280 px Chromium window (tables wrap; tests/chromium.py reads the layout widths), while the same

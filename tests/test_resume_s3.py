@@ -28,8 +28,8 @@ ROOT = f"s3://{DATA_BUCKET}/runs/resume"
 
 
 @pytest.fixture(scope="module")
-def s3():
-    with s3_server.as_run_identity() as server:
+def s3(seaweedfs):
+    with s3_server.as_run_identity(seaweedfs) as server:
         yield server
 
 

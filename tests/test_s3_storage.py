@@ -28,10 +28,10 @@ pytestmark = pytest.mark.skipif(s3_server.weed_binary() is None, reason="needs `
 
 
 @pytest.fixture(scope="session")
-def s3():
-    """A SeaweedFS S3 gateway for the session; this process talks to it as the restricted ``run``
+def s3(seaweedfs):
+    """The session's SeaweedFS S3 gateway (conftest ``seaweedfs``); this process talks to it as the restricted ``run``
     identity, with keys only in the environment, as evalcore expects in production."""
-    with s3_server.as_run_identity() as server:
+    with s3_server.as_run_identity(seaweedfs) as server:
         yield server
 
 
@@ -174,8 +174,8 @@ def s3_demo(s3, tmp_path_factory):
 def test_demo_on_s3_fails_its_error_budget_after_writing_everything(s3_demo):
     err = " ".join(s3_demo.stderr.decode(errors="replace").split())  # undo terminal line wrapping
     assert s3_demo.returncode != 0, err[-3000:]
-    assert re.search(r"error budget exceeded: \d+ of \d+ requests errored \(\d+\.\d%\) > max_error_rate 5\.0%; "
-                     r"top reasons: decode/\w+ ×\d+", err), err[-3000:]
+    assert re.search(r"error budget exceeded: model 'listener' errored on \d+ of \d+ of its requests \(\d+\.\d%\) > "
+                     r"max_error_rate 5\.0%; top reasons: decode/\w+ ×\d+", err), err[-3000:]
     for rel in ("config.yaml", "run.json", "report.md", "tables/per_item.parquet", "tables/summary.parquet",
                 "tables/errors.parquet"):
         assert storage.exists(f"{RUN_ROOT}/{rel}"), rel

@@ -48,11 +48,11 @@ def _files(root: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def secret_run(tmp_path_factory):
+def secret_run(tmp_path_factory, seaweedfs):
     tmp = tmp_path_factory.mktemp("secrets")
     ray_tmp = tempfile.mkdtemp(prefix="ecsec", dir="/tmp")  # short: Ray's socket paths must stay < 108 bytes
     api_key = "sk-evalcore-test-" + os.urandom(16).hex()
-    server = s3_server.start()
+    server = seaweedfs  # the session's (conftest); its objects under data/sec and private/sec.wav
     llm = LLMServer(answer=lambda messages: "guitar, bass", faults=FaultSchedule(by_index={0: Fault("500")})).start()
     try:
         fs = server.filesystem(server.admin)
@@ -98,7 +98,6 @@ def secret_run(tmp_path_factory):
                            "S3 secret key (admin)": server.admin.secret_key}}
     finally:
         llm.stop()
-        server.stop()
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 

@@ -140,6 +140,7 @@ def test_missing_debian_files_name_the_fix(tmp_path):
         wnmod.provision(tmp_path / "nltk", source=tmp_path / "nowhere")
 
 
+@pytest.mark.e2e  # a Python of its own
 @pytest.mark.skipif(not (wnmod.DEBIAN_WORDNET / "data.noun").is_file(), reason="Debian wordnet-base not installed")
 def test_wordnet_provisioned_from_debian_files(tmp_path):
     data = wnmod.provision(tmp_path / "nltk_data")
@@ -175,6 +176,7 @@ def test_model_metrics_need_their_models_and_known_names():
     assert tp.lexical_names() == ["bleu", "bleu4", "meteor", "rouge"]
 
 
+@pytest.mark.e2e  # a Python of its own
 @pytest.mark.skipif(not (wnmod.DEBIAN_WORDNET / "data.noun").is_file(), reason="Debian wordnet-base not installed")
 def test_check_wordnet_finds_or_provisions_without_loading(tmp_path):
     code = (

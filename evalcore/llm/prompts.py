@@ -32,9 +32,10 @@ class PromptTemplate:
                 {"role": "user", "content": self.user.format(**fields)}]
 
 
-# evalcore's extraction rules: the five rules of Appendix B.1 of "Factual and musical metrics for Music LMs"
-# reworded (1-5), and three of evalcore's own (6-8: empty output, canonical forms, nothing stylistic). The paper's
-# own words are PAPER_EXTRACTION_RULES below.
+# evalcore's extraction rules: the eight rules of Appendix B.1 of "Factual and musical metrics for Music LMs"
+# reworded, in the paper's order (exact mention, no guessing, comparatives, deduplication and order, output format,
+# empty case, canonical form, no stylistic inclusion), with examples of evalcore's. The paper's own words are
+# PAPER_EXTRACTION_RULES below.
 EXTRACTION_RULES = (
     "1. Explicit mentions only: return a term only if the text itself states it.",
     "2. Do not guess: never infer a label from context or association "
@@ -67,8 +68,10 @@ LABEL_EXTRACTION = PromptTemplate(
     ),
 )
 
-# Appendix B.1 of "Factual and musical metrics for Music LMs" word for word: its opening sentence and its five
-# rules, each as the paper's text prints it (bold run-in heads as Markdown ``**…**``, as extracted).
+# Appendix B.1 of "Factual and musical metrics for Music LMs" word for word: its opening sentence and its eight
+# rules, each as the paper's text prints it (bold run-in heads as Markdown ``**…**``, as extracted). Rules 6-8 are
+# printed after a page break, below Table 5; the text extraction writes rule 7's arrows as LaTeX ``\rightarrow``,
+# the printed glyph is "→".
 PAPER_EXTRACTION_INTRO = ("We define the following rules for factual keyword extraction, which are consistently "
                           "applied across all tasks and categories:")
 PAPER_EXTRACTION_RULES = (
@@ -79,13 +82,19 @@ PAPER_EXTRACTION_RULES = (
     "4. **Deduplication and ordering:** Duplicate mentions are removed, while the order of first appearance is "
     "preserved.",
     "5. **Output format:** Results are returned as a comma-separated list, e.g., rock, jazz, classical.",
+    "6. **Empty case:** If no relevant term is mentioned, the output is an empty string.",
+    '7. **Canonical form:** All terms are normalized to simplified canonical forms (e.g., "J.S. Bach" → "Bach", '
+    '"Acoustic Grand Piano" → "piano").',
+    '8. **No stylistic inclusion:** Descriptions of mood or affect without explicit mention (e.g., "a jazz-like '
+    'feeling") are ignored.',
 )
 
-#: the paper's extraction prompt: the system message is App. B.1 word for word (nothing added); the paper prints no
-#: user message, so it is evalcore's (:data:`LABEL_EXTRACTION`'s): the category, the vocabulary and the text
+#: the paper's extraction prompt: the system message is App. B.1 word for word, all eight rules (nothing added); the
+#: paper prints no user message, so it is evalcore's (:data:`LABEL_EXTRACTION`'s): the category, the vocabulary and
+#: the text. Version 1 sent rules 1-5 only.
 LABEL_EXTRACTION_PAPER = PromptTemplate(
     name="label_extraction_paper",
-    version="1",
+    version="2",
     system=PAPER_EXTRACTION_INTRO + "\n" + "\n".join(PAPER_EXTRACTION_RULES),
     user=LABEL_EXTRACTION.user,
 )

@@ -44,9 +44,11 @@ def _join(a: str | None, b: str | None) -> str | None:
 
 
 def aggregates(metrics: Sequence[str], info: Mapping[str, Any]) -> list[Aggregate]:
-    """Mean per pair of each metric, its definition naming profile, library versions and WordNet."""
+    """Mean per pair of each metric, its definition naming profile, library versions and WordNet (and, with
+    ``chunks: mean``, that a chunked answer's value is its chunks' mean)."""
     versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
     tail = f"; {info['wordnet']}" if info.get("wordnet") else ""
+    tail += "; a chunked answer: the mean over its chunks" if info.get("chunks") == "mean" else ""
     return [Aggregate(m, (m,), mean_of(), f"mean per-pair {info['definitions'][m]} [profile {info['profile']}; "
                                           f"{versions}{tail}]") for m in metrics]
 
@@ -58,7 +60,7 @@ def metric_info(cfg: FreeformMetrics, models: ModelMetrics) -> dict[str, Any]:
     defs = {m: models.metric(m, cfg.profile).run_definition() for m in cfg.names}
     directions = {m: "higher is better" if metric_class(m).higher_is_better else "lower is better" for m in cfg.names}
     return {"profile": cfg.profile, "versions": library_versions(cfg.names), "wordnet": wordnet, "definitions": defs,
-            "directions": directions}
+            "directions": directions, "chunks": cfg.chunks}
 
 
 def needs_all_rows(names: Sequence[str]) -> bool:
@@ -100,7 +102,35 @@ class FreeformScorer(Scorer):
 
         The metrics the pipeline scores per pair (:func:`streamed`) are taken from a row's ``scores`` when it
         has them all; the rest of the rows get them here, and the others (e.g. CIDEr-D, its IDF corpus) are scored
-        over all rows at once. The same function on the same pair, so the same values."""
+        over all rows at once. The same function on the same pair, so the same values. A chunked answer is its
+        chunks' texts joined (``chunks: join``) or each chunk scored and the values averaged (``chunks: mean``)."""
+        if self.cfg.chunks == "mean" and any(len(r.get("chunk_texts") or ()) > 1 for r in rows):
+            return self._chunk_means(rows)
+        return self._score(rows)
+
+    def _chunk_means(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``chunks: mean``: every chunk of a chunked answer scored as an answer of its own, then per row the mean
+        of its chunks' values (a chunk without text is an empty answer; any chunk's error is the row's)."""
+        parts, owner = [], []
+        for i, r in enumerate(rows):
+            texts = r.get("chunk_texts") or []
+            if len(texts) > 1:
+                parts += [{**r, "text": t or "", "scores": None} for t in texts]
+                owner += [i] * len(texts)
+            else:
+                parts.append(r)
+                owner.append(i)
+        scored = self._score(parts)
+        out: list[dict[str, Any]] = []
+        for i in range(len(rows)):
+            mine = [s for s, o in zip(scored, owner) if o == i]
+            errors = [s["error"] for s in mine if s["error"] is not None]
+            out.append({**{m: float(sum(s[m] for s in mine) / len(mine)) for m in self.columns},
+                        "error": "; ".join(dict.fromkeys(errors)) if errors else None})
+        return out
+
+    def _score(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """:meth:`score` with each row's ``text`` as its answer."""
         if not rows:
             return []
         n = len(rows)

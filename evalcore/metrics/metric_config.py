@@ -42,6 +42,9 @@ class FreeformMetrics(BaseModel):
 
     profile: Profile = "mullama"
     names: list[str] = Field(default_factory=default_names, min_length=1)
+    #: a chunked model's answer (one text per chunk): ``join`` scores the chunks' texts joined by a newline as one
+    #: answer; ``mean`` scores each chunk's text against the reference and averages the chunks' values
+    chunks: Literal["join", "mean"] = "join"
 
     @model_validator(mode="before")
     @classmethod

@@ -27,7 +27,7 @@ import pyarrow as pa
 from evalcore import storage
 from evalcore.config import ConfigError
 from evalcore.errors import bounded
-from evalcore.nightly import compare, history, leaderboard, series as discovery, tonight as tn, tracked
+from evalcore.nightly import compare, evidence, history, leaderboard, series as discovery, tonight as tn, tracked
 from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
@@ -65,8 +65,9 @@ class NightResult:
     regressions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REGRESSION_COLUMNS))
     tonight: Tonight | None = None
 
-    def add(self, key: CheckpointKey, outcome: Outcome, reason: str | None = None, resumed: bool = False) -> None:
-        self.seen.append(Seen(key, outcome, resumed, reason))
+    def add(self, key: CheckpointKey, outcome: Outcome, reason: str | None = None, resumed: bool = False,
+            profile: dict | None = None) -> None:
+        self.seen.append(Seen(key, outcome, resumed, reason, profile))
 
     def keys(self, outcome: Outcome) -> list[CheckpointKey]:
         """The checkpoints of one outcome tonight, in the order seen."""
@@ -152,7 +153,9 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
                 out = run_pipeline(rcfg, resume=resume)
         except (ConfigError, RunStateError, RunUnscored) as e:  # cannot load, bad checkpoint, past the error budget
             count(result, getattr(e, "result", None))
-            fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key)
+            finished = getattr(e, "result", None) is not None  # past the error budget: its profile
+            fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key,
+                 profile=note_profile(key, root) if finished else None)
             return
         except Exception as e:  # noqa: BLE001 - a crash: recorded, retried next night (resuming), others go on
             log.debug("nightly: %s failed", key, exc_info=True)
@@ -165,7 +168,20 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
         log.warning("nightly: %s: %s", key, bounded(e, 300))
         return
     count(result, out)
-    result.add(key, Outcome.EVALUATED, resumed=bool(out.attempt.get("requests_committed_earlier", 0) or resume))
+    result.add(key, Outcome.EVALUATED, resumed=bool(out.attempt.get("requests_committed_earlier", 0) or resume),
+               profile=note_profile(key, root))
+
+
+def note_profile(key: CheckpointKey, root: str) -> dict | None:
+    """The checkpoint's run profile in short (from the run.json its run wrote tonight), said on the console."""
+    uri = storage.join(root, "run.json")
+    try:
+        summary = tn.profile_summary(json.loads(storage.read_text(uri)).get("profile")) if storage.exists(uri) else None
+    except (OSError, ValueError):
+        summary = None
+    if summary:
+        log.info("%s", tn.profile_line(str(key), summary))
+    return summary
 
 
 def count(result: NightResult, out: object) -> None:
@@ -179,9 +195,9 @@ def count(result: NightResult, out: object) -> None:
 
 
 def fail(ledger: Ledger, rec: LedgerRecord, lease: Lease, reason: str, result: NightResult,
-         key: CheckpointKey) -> None:
+         key: CheckpointKey, profile: dict | None = None) -> None:
     ledger.put(rec.but(status=Status.FAILED, reason=bounded(reason, 1000), finished=iso(now())), lease)
-    result.add(key, Outcome.FAILED, bounded(reason, 300))
+    result.add(key, Outcome.FAILED, bounded(reason, 300), profile=profile)
     log.warning("nightly: %s failed: %s", key, bounded(reason, 300))
 
 
@@ -299,11 +315,12 @@ def verdict(cfg: NightlyConfig, seen: Seen, regressions: pd.DataFrame, hist: pd.
     """Tonight's verdict of one checkpoint: an evaluated one's from its comparisons, the others' their outcome."""
     key = seen.key
     if seen.outcome is not Outcome.EVALUATED:
-        return CheckpointVerdict(key.series, key.checkpoint, Verdict.of(seen.outcome), reason=seen.reason)
+        return CheckpointVerdict(key.series, key.checkpoint, Verdict.of(seen.outcome), reason=seen.reason,
+                                 profile=seen.profile)
     decided, flagged, improved = tn.checkpoint_verdict(key, regressions)
     return CheckpointVerdict(key.series, key.checkpoint, decided, tn.listening(hist, key, cfg.stats.min_items),
                              flagged, improved, seen.resumed, reason=tn.why(key, regressions),
-                             run_root=run_root(cfg.root, key.series, key.checkpoint))
+                             run_root=run_root(cfg.root, key.series, key.checkpoint), profile=seen.profile)
 
 
 #: the order of tonight's checkpoints in nightly.json, the console and the dashboard
@@ -324,6 +341,8 @@ def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> T
 def render(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame, records: list[LedgerRecord]) -> None:
     """dashboard.html and dashboard.md: the morning page."""
     board = leaderboard.leaderboard(cfg, records)
-    html, md = dashboard.render(result.tonight, result.regressions, hist, records, result.notes, board)
+    tonight = {str(k) for k in result.evaluated}
+    links = evidence.links(cfg.root, result.regressions, tonight, run_root)  # the flagged rows' changed items
+    html, md = dashboard.render(result.tonight, result.regressions, hist, records, result.notes, board, links)
     storage.write_text(storage.join(cfg.root, "dashboard.html"), html)
     storage.write_text(storage.join(cfg.root, "dashboard.md"), md)

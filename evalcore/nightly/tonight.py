@@ -38,6 +38,30 @@ def of(rows: pd.DataFrame, key: CheckpointKey) -> pd.DataFrame:
     return rows[(rows["series"] == key.series) & (rows["checkpoint"] == key.checkpoint)]
 
 
+def profile_summary(profile: dict | None) -> dict | None:
+    """A run's profile (run.json's ``profile``) in short, for ``nightly.json``: its wall, when the first shard was
+    committed after the model stage started, each stage's wall and each model's wall, busy fraction and answers/s."""
+    if not profile:
+        return None
+    first = profile.get("first_commit") or {}
+    return {"wall_s": profile.get("wall_s"), "first_commit_after_model_start_s": first.get("after_model_start_s"),
+            "stages_s": {s["stage"]: s["wall_s"] for s in profile.get("stages") or []},
+            "models": {name: {k: m[k] for k in ("wall_s", "busy_fraction", "answers_per_s")}
+                       for name, m in (profile.get("models") or {}).items()}}
+
+
+def profile_line(key: str, summary: dict | None) -> str | None:
+    """The console's line for one checkpoint's run, from :func:`profile_summary`."""
+    if not summary:
+        return None
+    first = summary.get("first_commit_after_model_start_s")
+    models = "; ".join(f"{name} {m['answers_per_s']:.1f} answers/s, {m['busy_fraction']:.0%} busy"
+                       for name, m in summary["models"].items())
+    return (f"nightly: {key}: {summary['wall_s']:.0f} s"
+            + (f", first shard {first:.0f} s after the model stage started" if first is not None else "")
+            + (f"; {models}" if models else ""))
+
+
 def flagged_tonight(regressions: pd.DataFrame, evaluated: list[CheckpointKey]) -> pd.DataFrame:
     """The flagged comparisons of the checkpoints evaluated tonight."""
     if not len(regressions):

@@ -51,7 +51,7 @@ COMMITS = "_commits"
 ITEMS_MARKER = "items.json"
 SHARD_ROWS = 5000  # rows per shard at most (a shard is committed once it has this many rows ...)
 COMMIT_SECONDS = 10.0  # ... or once this long has passed since the last commit
-WORKER_SHARD_ROWS = (64, 2048)  # rows per shard a worker commits (a batch of the commit stage): from, to
+WORKER_SHARD_ROWS = (64, 2048)  # rows per shard a commit task writes at most, about (pipeline/committer.py): from, to
 SHARD_COLUMN = "shard"  # in the commit stage's output: the key of the shard a worker committed the row in
 ROWS_COLUMN = "rows"  # in the commit stage's output: how many committed rows a tally row stands for
 FORMAT = 1
@@ -108,15 +108,16 @@ def _index_row(r: dict) -> dict:
 
 
 def worker_shard_rows(to_run: int) -> int:
-    """Rows per shard the workers commit for a run of ``to_run`` requests: about 1/32 of the run, within
-    :data:`WORKER_SHARD_ROWS` — a short run commits as it goes, a long one in a few hundred shards."""
+    """Rows per shard the commit tasks write at most for a run of ``to_run`` requests: about 1/32 of the run, within
+    :data:`WORKER_SHARD_ROWS` — a long run commits in a few hundred shards (and, whatever its size, its first block
+    at once and then every 10 s at least: :mod:`evalcore.pipeline.committer`)."""
     low, high = WORKER_SHARD_ROWS
     return max(low, min(high, to_run // 32))
 
 
 def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None) -> pa.Table:
-    """The commit stage on a Ray worker: the batch's complete requests (every chunk present) committed as one
-    shard (:func:`commit_shard`). Returns what the driver counts: the committed rows as a few tally rows (one per
+    """A commit task's work on a Ray worker (:mod:`evalcore.pipeline.committer`): the batch's complete requests
+    (every chunk present) committed as one shard (:func:`commit_shard`). Returns what the driver counts: the committed rows as a few tally rows (one per
     model, failing stage and first-chunk-or-not; column ``rows`` says how many rows each stands for,
     column ``shard`` holds the shard's key, the other columns null), then the rows of requests missing some chunks
     whole, with ``shard`` and ``rows`` null, for the driver's :class:`ShardWriter` to complete and commit.

@@ -7,22 +7,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pandas as pd
 import pyarrow as pa
 
 import evalcore
-from evalcore import storage
+from evalcore import console, storage
 from evalcore.config import RunConfig
 from evalcore.errors import bounded
 from evalcore.metrics.freeform import rewrite_roles, uses_ray
 from evalcore.pipeline import commit
+from evalcore.pipeline.browse import items_page
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
+from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.reduce import group_rows, reduce_rows
-from evalcore.reports import markdown, published, report_html, verdict
-from evalcore.reports.reproduction import reproduction as reproduction_table, section
+from evalcore.reports import markdown, model_card, published, report_html, verdict
+from evalcore.reports.reproduction import compare, section
 from evalcore.scoring.agreement import agreement
 from evalcore.scoring.requests import error_rows
 from evalcore.scoring.summary import summary_table
@@ -42,6 +45,14 @@ def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict
     return params
 
 
+def card_meta(cfg: RunConfig) -> dict[str, Any] | None:
+    """The model card's settings and published values for run.json (the report reads them there), or None."""
+    if cfg.model_card is None:
+        return None
+    path = cfg.model_card.published
+    return {"published": path, "values": model_card.read_published(storage.read_text(path)) if path else []}
+
+
 def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
     """protocol instance → what the report needs of its config (kind, breakdown share), for run.json."""
     return {p.name: {"kind": p.kind, "breakdown_min_share": p.breakdown_min_share} for p in cfg.protocols}
@@ -49,13 +60,60 @@ def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
 
 def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict] | None = None,
            warnings: list[str] | None = None, empty: list[str] | None = None,
-           attempt: dict[str, int] | None = None) -> RunResult:
+           attempt: dict[str, int] | None = None, profile: Profile | None = None) -> RunResult:
     """Stage 6: per-item and summary tables, errors, run.json and report.md (with the data ``warnings``).
 
     A request its protocol's scorer cannot score (e.g. a free-form answer the metrics reject) becomes an
     error row of stage ``score`` here, counted with the others. ``empty``: the configured protocols left
-    without a valid item (a warning in the report and the log; an error under ``max_error_rate``). Raises
-    :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything is written."""
+    without a valid item (a warning in the report and the log; an error under ``max_error_rate``). ``profile``:
+    the run's stages so far; the score and report stages are added, and it goes to run.json, the report's run
+    section and the closing lines. Raises :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything
+    is written."""
+    profile = profile or Profile()
+    with profile.driver("score") as rows:
+        tables = _tables(cfg, items_in, item_errors, judged, empty)
+        rows.update(rows_in=tables.reduced.requests_in, rows_out=len(tables.reduced.per_item))
+    c, models, reduced, summary, errors = tables.counts, tables.models, tables.reduced, tables.summary, tables.errors
+    root, out = cfg.root, storage.RunStorage(cfg.root)
+    meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
+            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
+            "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
+            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces,
+            "model_card": card_meta(cfg)}
+    record = {"counts": c, "attempt": attempt or {}, "scoring": reduced.provenance}
+    with profile.driver("report") as rows:  # the report shows the stages before its own (run.json has it too)
+        meta["profile"] = profile.as_json()
+        out.write_text(storage.join(root, "run.json"), json.dumps({**meta, **record}, indent=2, default=str))
+        beside = reproduction(cfg, summary.to_pandas(), out, storage.join(root, "tables"))
+        report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(),
+                                         beside)
+        items_page(cfg)  # items.html beside the report: every answer beside its controls, with the clips heard
+        rows.update(rows_in=len(summary))
+    meta["profile"] = profile.as_json()
+    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, **record}, indent=2, default=str))
+    for line in console.profile_lines(meta["profile"]):
+        log.info("%s", line)
+    result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
+    check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
+    check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
+    return result
+
+
+@dataclass
+class Tables:
+    """What the score stage wrote: the counts, the models' identities, the reduction, the summary and errors."""
+
+    counts: dict[str, Any]
+    models: dict[str, Any]
+    reduced: Any
+    summary: pa.Table
+    errors: pa.Table
+
+
+def _tables(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict] | None,
+            empty: list[str] | None) -> Tables:
+    """The score stage: per-item, summary, agreement and error tables written under ``tables/``."""
     root = cfg.root
     out = storage.RunStorage(root)
     tables = storage.join(root, "tables")
@@ -94,27 +152,15 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
         log.warning("WARNING: %s: its section is missing from the report (see the item errors)", line)
     if reduced.labels_dropped is not None:
         c["labels_dropped"] = reduced.labels_dropped  # out-of-vocabulary terms, never scored
-    meta = {"name": cfg.name, "version": evalcore.__version__, "root": root,
-            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
-            "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
-            "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces}
-    out.write_text(storage.join(root, "run.json"), json.dumps({**meta, "counts": c, "attempt": attempt or {},
-                                                               "scoring": reduced.provenance}, indent=2, default=str))
-    beside = reproduction(cfg, summary.to_pandas(), out, tables)
-    report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(), beside)
-    result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
-    check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
-    check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
-    return result
+    return Tables(c, models, reduced, summary, errors)
 
 
 def reproduction(cfg: RunConfig, summary: pd.DataFrame, out: storage.RunStorage, tables: str) -> str:
-    """With ``reproduces``: tables/reproduction.parquet (each published cell beside ours) and its report section."""
+    """With ``reproduces``: tables/reproduction.parquet (each published cell of its tables beside ours, and the
+    papers' prose numbers the run computes) and its report section."""
     if cfg.reproduces is None:
         return ""
-    cells = published.cells_of(cfg.reproduces, published.read(cfg.published_values or published.PUBLISHED_CSV))
-    rep = reproduction_table(summary, cells)
+    rep = compare(summary, cfg.reproduces, cfg.published_values)
     out.write_parquet(pa.Table.from_pandas(rep, preserve_index=False), storage.join(tables, "reproduction.parquet"))
     return section(rep, cfg.reproduces, cfg.stats.confidence)
 

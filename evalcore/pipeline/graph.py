@@ -1,4 +1,5 @@
-"""The Ray Data graph of a run: requests → decode+chunk → each model's actor pool → judge → score → commit.
+"""The Ray Data graph of a run: requests → decode+chunk → each model's actor pool → judge → score, committed by
+tasks as it streams (:mod:`evalcore.pipeline.committer`).
 
 Its functions read the :class:`GraphSettings` they are given (the part of the run's config the graph uses), never
 the whole config; what each stage asks of the cluster is :mod:`evalcore.pipeline.resources`' arithmetic."""
@@ -11,15 +12,19 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from evalcore import cluster, console, storage
 from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
 from evalcore.metrics.stream_values import lexical_plan, model_plan
 from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
-from evalcore.pipeline.resources import (COMMIT_CPUS, METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
+from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
                                          decode_memory, metric_gpus, model_groups, uses_audio)
-from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics
+from evalcore.pipeline.committer import Committer
+from evalcore.pipeline.profile import Profile
+from evalcore.pipeline.raydata import Bundle, Stream, node_offsets
+from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics, mir_rules
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
 
 log = logging.getLogger("evalcore")
@@ -35,6 +40,7 @@ class GraphSettings:
     models: tuple[ModelConfig, ...]
     judges: dict[str, tuple[str, str]]  #: protocol instance → (judge kind, params JSON)
     freeform: dict[str, FreeformMetrics]  #: free-form protocol instance → its metrics
+    mir: tuple[str, ...]  #: the mir protocol instances (their released rules score in the stream)
     s3: dict[str, Any]  #: the run's S3 options (endpoint, region, scheme; never keys)
     read_timeout_s: float | None
     decode_num_cpus: float
@@ -47,6 +53,7 @@ class GraphSettings:
         """The settings of ``cfg``, with its protocols' ``judges`` (:func:`evalcore.pipeline.run.protocol_judges`)."""
         return cls(root=cfg.root, models=tuple(cfg.models), judges=judges,
                    freeform={p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"},
+                   mir=tuple(p.name for p in cfg.protocols if p.kind == "mir"),
                    s3=cfg.storage.s3.model_dump(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
                    metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg))
@@ -150,29 +157,50 @@ def judge(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table:
 
 def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: int = 0,
                    shard_rows: int = commit.WORKER_SHARD_ROWS[0], score_pool: bool = False,
-                   ready: Mapping[str, int] | None = None) -> Iterator[pa.Table]:
-    """Stages 3–5 on Ray, committed by the workers: yields, as they complete, the judged rows (one per chunk) as
-    a commit's tally rows where a worker committed them (:func:`commit.commit_batch`), whole where the driver
-    must (a request whose chunks came in different batches). ``sources``: model name → its requests to run (a Ray Dataset
-    or a list of rows); models without any are skipped. ``attempt``: the run attempt the shards belong to;
-    ``shard_rows``: rows per shard the workers commit; ``score_pool``: score on a pool of actors (:func:`scored`);
-    ``ready``: model name → about how many requests it runs (sizes its blocks, :func:`aligned_rows`)."""
+                   ready: Mapping[str, int] | None = None, profile: Profile | None = None,
+                   every_s: float = commit.COMMIT_SECONDS) -> Iterator[pa.Table]:
+    """Stages 3–5 on Ray, committed by tasks as the scored blocks come (:mod:`evalcore.pipeline.committer`):
+    yields, as each commit completes, its tally rows (:func:`commit.commit_batch`), and whole the rows of requests
+    whose chunks it did not hold (the driver's :class:`commit.ShardWriter` commits those). ``sources``: model name →
+    its requests to run (a Ray Dataset or a list of rows); models without any are skipped. ``attempt``: the run
+    attempt the shards belong to; ``shard_rows``: rows per shard at most, about, and ``every_s``: seconds between
+    commits at most, about (the first block is committed at once); ``score_pool``: score on a pool of actors
+    (:func:`scored`); ``ready``: model name → about how many requests it runs (sizes its blocks,
+    :func:`aligned_rows`); ``profile``: gets the stages' figures from Ray Data's own operator stats."""
     import ray
 
     res = ray.cluster_resources()
     custom = {k: res.get(k, 0.0) for m in settings.models for k in m.resources.custom}
     gpus = res.get("GPU", 0.0) - settings.metric_gpus  # the metric actors' GPUs are not the models'
-    for group in model_groups(list(settings.models), res.get("CPU", 1.0), gpus, custom):
-        branches = [model_branch(m, sources[m.name], settings.decode_num_cpus, settings.s3, settings.read_timeout_s,
-                                 (ready or {}).get(m.name), res.get("CPU", 1.0))
-                    for m in group if m.name in sources]
-        if not branches:
-            continue
-        ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
-        ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges}, batch_size=64, batch_format="pyarrow",
-                            num_cpus=0.5)
-        ds = committed_by_workers(settings, scored(settings, ds, score_pool), attempt, shard_rows)
-        yield from ds.iter_batches(batch_size=None, batch_format="pyarrow")
+    streams: list[Stream] = []
+
+    def bundles() -> Iterator[Bundle]:
+        for group in model_groups(list(settings.models), res.get("CPU", 1.0), gpus, custom):
+            branches = [model_branch(m, sources[m.name], settings.decode_num_cpus, settings.s3,
+                                     settings.read_timeout_s, (ready or {}).get(m.name), res.get("CPU", 1.0))
+                        for m in group if m.name in sources]
+            if not branches:
+                continue
+            ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
+            ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges}, batch_size=64, batch_format="pyarrow",
+                                num_cpus=0.5)
+            streams.append(Stream(scored(settings, ds, score_pool)))
+            yield from streams[-1].bundles()
+
+    committer = Committer(settings.root, attempt, settings.s3, shard_rows, every_s)
+    handed = 0  # rows the commits handed on: committed (tally rows count theirs) or back to the driver whole
+    for out in committer.run(bundles()):
+        handed += int(pc.sum(pc.fill_null(out.column(commit.ROWS_COLUMN), 1)).as_py() or 0)
+        yield out
+    if profile is not None:
+        try:  # Ray Data's internals (evalcore.pipeline.raydata): a Ray that moved them costs the profile, not the run
+            ops = [op for s in streams for op in s.operators()]
+            profile.add_operators(ops, node_offsets({n for op in ops for n, _, _ in op.spans}),
+                                  {m.name: m.resources.concurrency for m in settings.models})
+        except Exception as e:  # noqa: BLE001
+            log.warning("profile: Ray Data's operator stats could not be read (%s); its stages are left out",
+                        type(e).__name__)
+        profile.add_commit(committer.stage, handed)
 
 
 def rejudged_batches(settings: GraphSettings, rows: list[dict]) -> Iterator[pa.Table]:
@@ -204,6 +232,9 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
         ds = actor_stage(ds, LexicalMetricsActor, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64,
                          batch_format="pyarrow", num_cpus=0.5,
                          compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
+    if settings.mir:  # the mir rules (mir_eval, jiwer, …) on the workers' batches, overlapping the models
+        ds = ds.map_batches(mir_rules, fn_kwargs={"protocols": settings.mir}, batch_size=64, batch_format="pyarrow",
+                            num_cpus=0.5)
     models = model_plan(freeform)
     if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
         gpus = settings.metric_gpus
@@ -215,17 +246,6 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
                          batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
                          num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=settings.metric_actors))
     return ds
-
-
-def committed_by_workers(settings: GraphSettings, ds, attempt: int = 0,
-                         shard_rows: int = commit.WORKER_SHARD_ROWS[0]):
-    """The commit stage on Ray: each batch's complete requests committed as a shard by the worker
-    (:func:`commit.commit_batch`); what comes back to the driver is a few tally rows per shard, and in full only
-    the rows of requests whose chunks are split over batches (the driver's :class:`commit.ShardWriter` commits
-    those)."""
-    return ds.map_batches(commit.commit_batch, fn_kwargs={"root": settings.root, "attempt": attempt,
-                                                          "s3": settings.s3},
-                          batch_size=shard_rows, batch_format="pyarrow", num_cpus=COMMIT_CPUS)
 
 
 def init_ray(ray_cfg: RayConfig) -> None:

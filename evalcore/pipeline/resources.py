@@ -111,9 +111,3 @@ def metric_gpus(cfg: RunConfig) -> float:
     BERTScore or CLAPText on a cuda device, else 0."""
     freeform = [p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"]
     return float(cfg.ray.metric_actors) if any(ModelMetricsActor.uses_gpu(m) for m in freeform) else 0.0
-
-
-
-#: CPUs a commit task asks: little, so that it fits the CPU share Ray Data reserves per stage while every stage is
-#: running (1M requests on 2 CPUs: a commit asking 0.25 never started while the reads were held back)
-COMMIT_CPUS = 0.05

@@ -30,6 +30,7 @@ from evalcore.pipeline.graph import GraphSettings, init_ray, judged_batches, rej
 from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
 from evalcore.pipeline.outcome import RunResult, protocols_without_items
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
+from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.stream_metrics import SCORE_POOL_FROM
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
@@ -142,8 +143,12 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     out = open_run(cfg, resume)  # every write of the run goes through it: nothing lands outside the root
     cfg = with_run_llm_roots(cfg)  # LLM caches and logs default to the run's root (not saved in its config)
 
+    profile = Profile()  # where the time goes, stage by stage (run.json, the closing lines, the report's run section)
+
     # 1. items (read once per run: a resumed run uses the committed items)
-    items, item_errors, n_items_in = items_stage(cfg, out)
+    with profile.driver("items") as rows:
+        items, item_errors, n_items_in = items_stage(cfg, out)
+        rows.update(rows_in=n_items_in, rows_out=len(items))
     judges = factual_judges(cfg)
     warnings = checks.warnings(items, {}, outside=sum((checks.check_instances(chunk, judges)[2]
                                                        for chunk in items.chunks()), Counter()))
@@ -164,8 +169,10 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
 
     # 3–5. decode → model → judge → score → commit on Ray; the driver commits what cannot be formed
     with commit.ShardWriter(out, attempt=index.next_attempt, every_s=commit_every_s) as writer:
-        plan = plan_requests(cfg, items, exp, done, again,
-                             on_unformed=lambda r: writer.add([{**r, "chunk_index": 0, "n_chunks": 1}]))
+        with profile.driver("requests") as rows:
+            plan = plan_requests(cfg, items, exp, done, again,
+                                 on_unformed=lambda r: writer.add([{**r, "chunk_index": 0, "n_chunks": 1}]))
+            rows.update(rows_in=len(items), rows_out=plan.total)
         if plan.outside:
             log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", plan.outside)
         log.info("requests: %d (%d could not be formed; %d committed earlier, %d to run)",
@@ -181,7 +188,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
                 writer.add_stream(batch)
             streams = judged_batches(graph, sources(cfg, items, exp, plan, done | again), writer.attempt,
                                      commit.worker_shard_rows(plan.to_run), plan.to_run >= SCORE_POOL_FROM,
-                                     plan.ready)
+                                     plan.ready, profile, commit_every_s)
             for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
                 writer.add_stream(batch)
             del budgets
@@ -191,7 +198,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     attempt = {"requests_sent": plan.to_run, "requests_rejudged": plan.rejudged,
                "requests_committed_earlier": plan.committed}
     result = finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
-                    empty=protocols_without_items(cfg, items), attempt=attempt)
+                    empty=protocols_without_items(cfg, items), attempt=attempt, profile=profile)
 
     # 7. the configured trackers read the written files (a failing one is a warning, never the run's failure)
     track_run(cfg.tracking, cfg.root)

@@ -23,6 +23,8 @@ DEFAULT_VARIANTS: dict[str, dict[str, str]] = {
     # derived factual formats: the item's question is the whole prompt (evalcore.protocols.factual_prompts)
     "true_false": {"default": "{question}"},
     "binary_choice": {"default": "{question}"},
+    # MIR tasks in a benchmark's released format (CMI-Bench): the released instruction is the whole prompt
+    "mir": {"default": "{question}"},
 }
 
 LETTERS = string.ascii_uppercase

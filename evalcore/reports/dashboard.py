@@ -116,8 +116,10 @@ def matrix(series: str, hist: pd.DataFrame, regressions: pd.DataFrame) -> tuple[
     return h, md
 
 
-def comparisons(regressions: pd.DataFrame, tonight: set[str]) -> tuple[str, str]:
-    """(HTML, Markdown): every checkpoint's comparisons folded per reference, newest first; tonight's open."""
+def comparisons(regressions: pd.DataFrame, tonight: set[str], links: dict[tuple, str] | None = None) -> tuple[str, str]:
+    """(HTML, Markdown): every checkpoint's comparisons folded per reference, newest first; tonight's open.
+    ``links``: (series, checkpoint, reference, model, protocol, dataset, condition, variant, metric, group) → a
+    flagged row's link to the checkpoint's item browser, filtered to the items whose outcome changed."""
     if not len(regressions):
         return "<h2>Comparisons</h2><p>None yet.</p>", "## Comparisons\n\nNone yet.\n"
     h, md = ["<h2>Comparisons</h2>"], ["## Comparisons"]
@@ -132,7 +134,7 @@ def comparisons(regressions: pd.DataFrame, tonight: set[str]) -> tuple[str, str]
         title = (f"{series}/{ck} vs {ref} ({role}): {nf} of {len(g)} flagged"
                  + (f"; largest drop {signed(worst['delta'])} ({worst['protocol']} {worst['metric']}, "
                     f"{worst['condition']}, p {p_value(worst['p_adjusted'])})" if worst is not None else ""))
-        rows = comparison_rows(g)
+        rows = [{**r, "_href": (links or {}).get((series, ck, ref, *r["_key"]))} for r in comparison_rows(g)]
         opened = " open" if nf and f"{series}/{ck}" in tonight else ""
         h.append(f"<details{opened}><summary>{html.escape(title)}</summary>{table_html(rows)}</details>")
         md.append(f"<details><summary>{title}</summary>\n\n{table_md([r for r in rows if r['_class']] or rows[:5])}"
@@ -170,8 +172,9 @@ def ledger_rows(records: list[LedgerRecord]) -> list[dict[str, str]]:
 
 
 def render(tonight: Tonight, regressions: pd.DataFrame, hist: pd.DataFrame, records: list[LedgerRecord],
-           notes: list[str], board: pd.DataFrame) -> tuple[str, str]:
-    """(dashboard.html, dashboard.md)."""
+           notes: list[str], board: pd.DataFrame, links: dict[tuple, str] | None = None) -> tuple[str, str]:
+    """(dashboard.html, dashboard.md); ``links``: the flagged rows' links into the item browser
+    (:func:`comparisons`)."""
     title = f"Nightly: {tonight.name} — {tonight.date[:10]}"
     h, md = [f"<h1>{html.escape(title)}</h1>"], [f"# {title}"]
     th, tm = tonight_block(tonight)
@@ -193,7 +196,7 @@ def render(tonight: Tonight, regressions: pd.DataFrame, hist: pd.DataFrame, reco
         sh, sm = trends.series_section(str(series), g)
         h.append(sh)
         md.append(sm)
-    ch, cm = comparisons(regressions, {str(v.key) for v in tonight.checkpoints})
+    ch, cm = comparisons(regressions, {str(v.key) for v in tonight.checkpoints}, links)
     h.append(ch)
     md.append(cm)
     led = ledger_rows(records)

@@ -9,12 +9,14 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
-from evalcore.reports import verdict
+from evalcore.reports import model_card, run_profile, verdict
+from evalcore.reports.browser_links import difference_href
 from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
 
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu")
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu",
+            "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
 
 
 def _fmt(v: float, lo: float, hi: float) -> str:
@@ -51,6 +53,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
                f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
     out += verdict.section(summary, conf, min_items, rewrite_models(meta))
+    out += model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta))
     out += ["", "## Counts", ""]
     out.append(_md_table(["", "in", "scored / valid", "errored"], [
         ["items", counts["items_in"], counts["items_valid"], counts["items_errored"]],
@@ -84,6 +87,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     if meta.get("models"):
         out += ["", "## Models", ""]
         out.append(_md_table(["model", "identity"], [[k, f"`{v}`"] for k, v in meta["models"].items()]))
+    out += run_profile.section(meta.get("profile"))
     return "\n".join(out) + "\n"
 
 
@@ -154,9 +158,10 @@ def _listening(summary: pd.DataFrame, conf: int, min_items: int = verdict.MIN_IT
     for r in diffs.itertuples():
         rows.append([r.protocol, r.dataset, r.model, r.variant, r.condition, r.metric,
                      _fmt(r.value, r.ci_low, r.ci_high), r.n, verdict.ci_over(r), verdict.paired_test_label(r),
-                     verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items)])
+                     verdict.interval_label(r.value, r.ci_low, r.ci_high, r.n, min_items),
+                     f"[listen]({difference_href(r.protocol, r.dataset, r.model, r.variant, r.condition)})"])
     out += ["", _md_table(["protocol", "dataset", "model", "variant", "contrast", "metric", "difference", "n",
-                           "CI over", "test", "verdict"], rows)]
+                           "CI over", "test", "verdict", "items"], rows)]
     return out
 
 

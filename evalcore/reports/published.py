@@ -6,9 +6,16 @@ HumMusQA (``hummusqa``) and MuChoMusic (``muchomusic``), keyed the way evalcore'
 run's summary can be set beside the paper's number. ``value`` (and ``sd``, where a table prints "64.3 ± 2.9")
 is the string exactly as printed; ``unit`` is ``%`` where the paper prints percentages (evalcore's accuracy is a
 share); ``note`` says where a cell is not a plain table cell or cannot be read plainly. Tables are named as the
-papers number them (``table8``). MuChoMusic's text at hand prints no table: its number in the prose is
-``muchomusic/text``, and its main results table (accuracy overall, Knowledge, Reasoning, IFR), whose number the
-text does not show, is ``muchomusic/results``, with the values the authors' project page prints for it.
+papers number them (``table8``). Numbers printed in the prose are each paper's ``text`` table, every one with
+``quote``, the sentence it comes from as the paper prints it (a number printed "2,091" is the value 2091); where it
+is a fact of the dataset rather than of a model (a count of questions, a share of them), its model, condition and
+variant are ``any`` (:data:`ANY`). MuChoMusic's text at hand prints no table: its main results table (accuracy
+overall, Knowledge, Reasoning, IFR), whose number the text does not show, is ``muchomusic/results``, with the values
+the authors' project page prints for it (the image's version is in the cells' notes). A figure's caption example is
+not a result and is not a cell.
+
+The columns are :data:`COLUMNS`; a file without the last one, ``quote`` (the format before it was added), still
+reads, every quote empty.
 
 ``python -m evalcore.reports.published --write`` rewrites the published-values blocks of docs/reproduce.md
 (between ``<!-- published:begin PAPER -->`` and ``<!-- published:end PAPER -->``) from the file; ``--check``
@@ -32,8 +39,13 @@ REPRODUCE_MD = REPO / "docs" / "reproduce.md"
 #: the papers' ids and the titles docs/reproduce.md gives them
 PAPERS: dict[str, str] = {"factual": "Factual and musical metrics for Music LMs", "hummusqa": "HumMusQA",
                           "muchomusic": "MuChoMusic"}
-#: columns that may be empty: ``sd`` (no ± printed), ``unit`` (a share or a score, not a percentage), ``note``
-OPTIONAL = ("sd", "unit", "note")
+#: columns that may be empty: ``sd`` (no ± printed), ``unit`` (a share or a score, not a percentage), ``note``,
+#: ``quote`` (required in ``text`` tables only)
+OPTIONAL = ("sd", "unit", "note", "quote")
+#: model, condition and variant of a prose number that is a fact of the dataset, whatever model ran
+ANY = "any"
+#: a note's words for a number the paper prints as an upper bound
+BOUND_NOTE = 'an upper bound ("less than"), not a value'
 TABLE_ID = re.compile(r"table\d+|text|results")
 NUMBER = re.compile(r"\d+(\.\d+)?")
 MAX_PROBLEMS = 5  # problems named in one error; the rest are counted
@@ -60,6 +72,7 @@ class Cell:
     sd: str
     unit: str
     note: str
+    quote: str = ""  # a ``text`` cell's sentence, as the paper prints it
 
     @property
     def key(self) -> str:
@@ -77,16 +90,29 @@ class Cell:
         return float(self.value)
 
     @property
+    def is_bound(self) -> bool:
+        """Whether the paper prints an upper bound ("less than 3.5 %"), not a value (said in ``note``)."""
+        return BOUND_NOTE in self.note
+
+    @property
     def sd_number(self) -> float | None:
         """``sd`` as a float, None where the table prints no ±."""
         return float(self.sd) if self.sd else None
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Cell))
+#: the columns before ``quote`` was added: such a file still reads
+LEGACY_COLUMNS: tuple[str, ...] = COLUMNS[:-1]
 
 
-def _problems(cells: Sequence[Cell]) -> list[str]:
-    """Every problem of ``cells``, one short line each."""
+def _in_quote(value: str, quote: str) -> bool:
+    """Whether ``quote`` prints ``value`` (as a whole number; "2,091" prints 2091)."""
+    plain = re.sub(r"(?<=\d),(?=\d{3})", "", quote)
+    return re.search(rf"(?<![\d.]){re.escape(value)}(?!\d|\.\d)", plain) is not None
+
+
+def _problems(cells: Sequence[Cell], quotes: bool = True) -> list[str]:
+    """Every problem of ``cells``, one short line each (``quotes``: a ``text`` cell must have its sentence)."""
     out: list[str] = []
     seen: dict[tuple[str, ...], int] = {}
     for i, c in enumerate(cells, start=2):  # line 1 is the header
@@ -101,6 +127,10 @@ def _problems(cells: Sequence[Cell]) -> list[str]:
         for name, v in (("value", c.value), ("sd", c.sd)):
             if (v or name == "value") and not NUMBER.fullmatch(v):
                 out.append(f"{where}: {name} {v[:40]!r} is not a number as printed (digits, optional decimals)")
+        if quotes and c.table == "text" and not c.quote:
+            out.append(f"{where}: a number in the prose without its sentence (quote)")
+        elif c.quote and not _in_quote(c.value, c.quote):
+            out.append(f"{where}: the quote does not print the value {c.value[:40]!r}")
         k = (c.paper, c.table, *c.summary_key)
         if k in seen:
             out.append(f"{where}: the same cell as line {seen[k]} ({c.key} {'/'.join(c.summary_key)})")
@@ -108,10 +138,11 @@ def _problems(cells: Sequence[Cell]) -> list[str]:
     return out
 
 
-def validate(cells: Sequence[Cell]) -> None:
+def validate(cells: Sequence[Cell], quotes: bool = True) -> None:
     """Raise :class:`PublishedError` naming the first problems if any row lacks a key, a value that parses as a
-    number, a known paper or a table id, or repeats another row's cell."""
-    problems = _problems(cells)
+    number, a known paper or a table id, or repeats another row's cell; or if a ``text`` cell lacks its sentence
+    (unless ``quotes`` is False: a file of the format before ``quote``), or its sentence does not print its value."""
+    problems = _problems(cells, quotes)
     if problems:
         more = f" (and {len(problems) - MAX_PROBLEMS} more)" if len(problems) > MAX_PROBLEMS else ""
         raise PublishedError(f"{len(problems)} problem(s) in the published values: "
@@ -122,11 +153,12 @@ def read(path: Path | str = PUBLISHED_CSV) -> list[Cell]:
     """The file's cells in file order, validated (:func:`validate`)."""
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        if tuple(reader.fieldnames or ()) != COLUMNS:
+        if tuple(reader.fieldnames or ()) not in (COLUMNS, LEGACY_COLUMNS):
             raise PublishedError(f"{Path(path).name}: columns {list(reader.fieldnames or [])[:20]} "
                                  f"are not {list(COLUMNS)}")
-        cells = [Cell(**{k: (row[k] or "").strip() for k in COLUMNS}) for row in reader]
-    validate(cells)
+        legacy = tuple(reader.fieldnames or ()) == LEGACY_COLUMNS
+        cells = [Cell(**{k: (row.get(k) or "").strip() for k in COLUMNS}) for row in reader]
+    validate(cells, quotes=not legacy)
     return cells
 
 
@@ -179,6 +211,18 @@ def table_markdown(cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
+def text_markdown(cells: Sequence[Cell]) -> str:
+    """A paper's numbers in the prose as a Markdown table: what each is (its summary key, ``any`` left out), the
+    number as printed, the sentence it comes from and the note."""
+    lines = ["| quantity | printed | sentence | note |", "|---|---|---|---|"]
+    for c in cells:
+        what = " · ".join(v for v in (c.protocol, c.dataset, c.model, c.condition, c.variant) if v != ANY)
+        metric = c.metric + ("" if c.group == "all" else f" [{c.group}]") + (f" ({c.unit})" if c.unit else "")
+        cell = [f"{what}: {metric}", c.value, f"“{c.quote}”", c.note]
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cell) + " |")
+    return "\n".join(lines)
+
+
 def paper_markdown(paper: str, cells: Sequence[Cell]) -> str:
     """The published-values block of one paper: each of its tables, in file order, under a bold title."""
     mine = [c for c in cells if c.paper == paper]
@@ -187,7 +231,8 @@ def paper_markdown(paper: str, cells: Sequence[Cell]) -> str:
     for key in table_keys(mine):
         tcells = cells_of(key, mine)
         protocols = ", ".join(f"`{p}`" for p in dict.fromkeys(c.protocol for c in tcells))
-        parts.append(f"**{_title(tcells[0].table)}** (protocols {protocols})\n\n{table_markdown(tcells)}")
+        body = text_markdown(tcells) if tcells[0].table == "text" else table_markdown(tcells)
+        parts.append(f"**{_title(tcells[0].table)}** (protocols {protocols})\n\n{body}")
     return "\n\n".join(parts)
 
 

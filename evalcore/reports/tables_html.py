@@ -92,6 +92,8 @@ def comparison_rows(rows: pd.DataFrame, with_model: bool = False) -> list[dict[s
             ref = getattr(r, "reference_model", r.model)
             model = {"model": str(r.model) if ref == r.model else f"{r.model} ← {ref}"}
         out.append({"_class": "flag" if r.rank_ == 0 else "gain" if r.rank_ == 1 else "", **model,
+                    "_key": (getattr(r, "model", None), r.protocol, r.dataset, r.condition, r.variant, r.metric,
+                             r.group),  # evalcore.nightly.compare.KEYS
                     "protocol": f"{r.protocol} · {r.dataset}", "condition": str(r.condition),
                     "variant": str(r.variant), "metric": str(r.metric) + ("" if r.group == "all" else f" ({r.group})"),
                     "n": str(int(r.n)), "reference": num(r.reference_value), "value": num(r.value),
@@ -102,17 +104,24 @@ def comparison_rows(rows: pd.DataFrame, with_model: bool = False) -> list[dict[s
 
 
 def table_html(rows: Iterable[dict[str, str]], columns: list[str] | None = None, caption: str | None = None) -> str:
-    """An HTML table of display rows (a row's ``_class`` becomes its ``class``); text escaped."""
+    """An HTML table of display rows (a row's ``_class`` becomes its ``class``; its ``_href``, a link on its
+    ``flagged`` cell, e.g. into the item browser); text escaped."""
     rows = list(rows)
     if not rows:
         return "<p>None.</p>"
     cols = columns or [c for c in rows[0] if not c.startswith("_")]
     head = "".join(f"<th>{header_breakable(html.escape(c))}</th>" for c in cols)
     body = "".join(f'<tr class="{html.escape(r.get("_class", ""))}">'
-                   + "".join(f"<td>{breakable(html.escape(str(r.get(c, ''))))}</td>" for c in cols) + "</tr>"
-                   for r in rows)
+                   + "".join(f"<td>{_cell(r, c)}</td>" for c in cols) + "</tr>" for r in rows)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f'<div class="table-box"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _cell(r: dict[str, str], c: str) -> str:
+    text = breakable(html.escape(str(r.get(c, ""))))
+    href = r.get("_href")
+    return f'<a href="{html.escape(href)}" title="the items whose outcome changed">{text}</a>' if (
+        href and c == "flagged") else text
 
 
 def table_md(rows: Iterable[dict[str, str]], columns: list[str] | None = None) -> str:

@@ -37,13 +37,17 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from evalcore.reports.browser_links import difference_href, evidence_href, items_href
+
 __all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "ci_over", "degenerate", "describe", "interval_label",
            "listening_rows", "section", "paired_test_label", "verdict", "verdict_lines", "verdicts"]
 
 #: default of ``stats.min_items``: the fewest paired items a difference needs to decide a verdict
 MIN_ITEMS = 20
 #: a protocol's primary metric for the verdict: the first of these its differences have
-PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macro", "bleu", "consistency")
+PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macro", "bleu", "consistency",
+           # the mir protocol's figures (CMI-Bench's rules), each higher-is-better (lyrics: word_accuracy = 1 − WER)
+           "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
 
 #: how the verdict is decided, one list item each ({m}: stats.min_items)
 RULE = ("**yes**: some difference has its CI entirely above 0, over at least {m} paired items",
@@ -92,6 +96,11 @@ def paired_test_label(r: Any) -> str:
         p = getattr(r, "p_adjusted", None)
         return "McNemar exact, p (Holm) " + ("—" if _nan(p) else "< 0.001" if p < 0.001 else f"{p:.3g}")
     return "paired bootstrap" if test == "paired_bootstrap" else ""
+
+
+def _href(r: Any) -> str:
+    """The item browser filtered to the items behind a paired difference."""
+    return difference_href(r.protocol, r.dataset, r.model, r.variant, r.condition)
 
 
 def _decides(r: Any, min_items: int) -> bool:
@@ -182,9 +191,10 @@ def section(summary: pd.DataFrame, conf: int, min_items: int = MIN_ITEMS, exclud
     if not found:
         return []
     out = ["", "## Does it listen?", ""]
-    for v in found:
-        out.append(f"* **{v.model}** — listens: **{v.listens}**")
-        out += [f"  * {describe(r, min_items)}" for r in v.deciding]
+    for v in found:  # each with links into the item browser (items.html, beside the report)
+        out.append(f"* **{v.model}** — listens: **{v.listens}** · [its items]({items_href(m=v.model)}), "
+                   f"[its evidence of not listening]({evidence_href(v.model)})")
+        out += [f"  * {describe(r, min_items)} · [listen to the items]({_href(r)})" for r in v.deciding]
     out += ["", f"How the verdict is decided, from the differences correct − control audio of each protocol's "
                 f"primary metric over the same items ({conf} % bootstrap CI; the minimum is `stats.min_items` "
                 f"({min_items})):", ""]

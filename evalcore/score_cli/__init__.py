@@ -7,7 +7,7 @@ rows a run's judge stage writes and scores them with the stage :mod:`evalcore.sc
 
 from __future__ import annotations
 
-from evalcore.score_cli import mcq, factual, freeform  # noqa: F401, I001  (registration, in the order --help lists)
+from evalcore.score_cli import mcq, factual, freeform, cmi  # noqa: F401, I001  (registration, in the order --help lists)
 from evalcore.score_cli.app import score_app
 
 __all__ = ["score_app"]

@@ -1,6 +1,7 @@
 """``evalcore score mcq``: multiple-choice responses → parsed answers, per-order metrics, report.
 
-Parsers: ``strict`` and ``muchomusic`` (offline) and ``llm`` (the registered ``mcq_llm`` judge
+Parsers: ``strict`` and ``muchomusic``, the MCQ music benchmarks' published rules ``mmau``, ``mmar``, ``rul`` and
+``mmau-pro-bow`` (MMAU-Pro's nearest choice with the bag-of-words stand-in for NV-Embed-v2; offline) and ``llm`` (the registered ``mcq_llm`` judge
 against an OpenAI-compatible endpoint, with a response cache; a failed API call makes that row
 an ``error``, counted and excluded like any bad row). ``--breakdown COL[,COL…]`` adds summary
 rows per value of each column (column ``breakdown`` = ``"all"`` for the main rows, else
@@ -17,6 +18,9 @@ import pandas as pd
 import typer
 
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
+from evalcore.judges.mcq_rul import parse_rul
+from evalcore.judges.mmau import parse_mmau
+from evalcore.judges.mmau_pro import McqMmauProJudge
 from evalcore.judges.mcq_string import parse_choice
 from evalcore.metrics.mcq_breakdowns import as_labels
 from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
@@ -26,11 +30,20 @@ from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
                                    default_group_by, exit_if_unscored, fail, index_value, is_missing, quiet_mode,
                                    read_rows, say, write_outputs)
+from evalcore.score_cli.released_mcq import RELEASED, released_rows
 from evalcore.score_cli.stage import score_judged
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
-PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {"strict": parse_choice, "muchomusic": parse_muchomusic}
+PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {
+    "strict": parse_choice, "muchomusic": parse_muchomusic,
+    # the MCQ music benchmarks' published rules: MMAU's word-set match (MMAR's evaluation.py keeps it), RUListening's
+    # extraction, MMAU-Pro's nearest choice with its bag-of-words stand-in for NV-Embed-v2 (no weights here)
+    "mmau": parse_mmau, "mmar": parse_mmau, "rul": parse_rul,
+    "mmau-pro-bow": McqMmauProJudge(embedder="bag-of-words").parse,
+}
 PARSER_NAMES = (*PARSERS, "llm")
+#: the parsers whose agreement every report carries
+AGREEMENT = ("strict", "muchomusic")
 _OWN = {*REQUIRED, "_input_error", "parsed_index", "correct", "error", "breakdown"}
 ALL = "all"
 
@@ -109,18 +122,21 @@ def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame
 
 def parser_agreement(df: pd.DataFrame, per_item: pd.DataFrame, parser: str) -> list[tuple[str, str, float, int]]:
     """(parser a, parser b, agreement, responses): strict vs muchomusic over every row without an
-    input error (offline, always), and with ``parser`` "llm" the llm parse vs each of them over the
-    rows the llm parsed."""
+    input error (offline, always), a benchmark's parser (``mmau`` …) vs strict, and with ``parser`` "llm" the llm
+    parse vs strict and vs muchomusic over the rows the llm parsed."""
     records = df.to_dict("records")
     valid = [i for i, r in enumerate(records) if row_error(r) is None]
-    offline = {name: [fn(records[i]["response"], _options(records[i]["options"])) for i in valid]  # type: ignore[arg-type]
-               for name, fn in PARSERS.items()}
+    names = ["strict", "muchomusic"] + ([parser] if parser in PARSERS and parser not in AGREEMENT else [])
+    offline = {name: [PARSERS[name](records[i]["response"], _options(records[i]["options"])) for i in valid]  # type: ignore[arg-type]
+               for name in names}
     out = [("strict", "muchomusic", agreement(offline["strict"], offline["muchomusic"]), len(valid))]
+    if parser not in AGREEMENT and parser in PARSERS:
+        out.append((parser, "strict", agreement(offline[parser], offline["strict"]), len(valid)))
     if parser == "llm":
         llm = per_item["parsed_index"].tolist()
         keep = [k for k, i in enumerate(valid) if not is_missing(llm[i])]
         got = [int(llm[valid[k]]) for k in keep]
-        for name in PARSERS:
+        for name in AGREEMENT:
             out.append(("llm", name, agreement(got, [offline[name][k] for k in keep]), len(keep)))
     return out
 
@@ -182,12 +198,16 @@ def score_mcq(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL rows: question_id, order_id, "
                                     "options, correct_index (0-based), response, plus grouping columns."),
     out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
-    parser: str = typer.Option("strict", "--parser", help="Answer parser: strict | muchomusic | llm."),
+    parser: str = typer.Option("strict", "--parser", help="Answer parser: strict | muchomusic | mmau | mmar | rul | "
+                               "mmau-pro-bow (MMAU-Pro's rule, bag-of-words stand-in) | llm."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated group columns "
                                            "(default: every non-required scalar column not in --breakdown; "
                                            "'' = no groups)."),
     breakdown: Optional[str] = typer.Option(None, "--breakdown", help="Comma-separated columns: extra summary "
                                             "rows per value of each (e.g. category,difficulty,genre)."),
+    released: Optional[str] = typer.Option(None, "--released", help="INPUT is a benchmark's released output file: "
+                                           "mmau (its JSON with model_output) | mmar (MMAR-meta with "
+                                           "answer_prediction)."),
     llm_base_url: Optional[str] = llm.BASE_URL,
     llm_model: Optional[str] = llm.MODEL,
     llm_key_env: str = llm.KEY_ENV,
@@ -206,10 +226,12 @@ def score_mcq(
         fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSER_NAMES)}")
     if resamples < 1:
         fail("mcq", f"--resamples must be at least 1, got {resamples}")
+    if released is not None and released not in RELEASED:
+        fail("mcq", f"unknown --released {released!r}; choose one of: {', '.join(RELEASED)}")
     try:
-        df = read_rows(input_uri, REQUIRED)
-    except InputError as e:
-        fail("mcq", str(e))
+        df = released_rows(input_uri, released) if released else read_rows(input_uri, REQUIRED)
+    except (InputError, ValueError, OSError) as e:
+        fail("mcq", str(e)[:300])
     bd = [c.strip() for c in (breakdown or "").split(",") if c.strip()]
     unknown = [c for c in bd if c not in df.columns or c in _OWN]
     if unknown:

@@ -17,6 +17,7 @@ from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
 from evalcore.metrics.freeform import FreeformScorer
 from evalcore.metrics.mcq import MCQScorer
+from evalcore.metrics.mir import MirScorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 
 
@@ -24,7 +25,8 @@ def merge_chunks(rows: Iterable[dict]) -> list[dict]:
     """One row per request from its chunk rows.
 
     A request errors if any of its chunks errored (the first error is kept). Texts are joined
-    in chunk order; factual labels are united across chunks (in order of first appearance);
+    in chunk order by a newline (each chunk's text kept in ``chunk_texts``, for free-form metrics configured
+    with ``chunks: mean``); factual labels are united across chunks (in order of first appearance);
     for multiple choice the first chunk's parsed answer counts.
     """
     by_req: dict[str, list[dict]] = defaultdict(list)
@@ -41,6 +43,7 @@ def merge_chunks(rows: Iterable[dict]) -> list[dict]:
         # per-chunk judgments, in chunk order, for scorers that aggregate chunks their own way (true/false)
         row["chunk_extracted"] = [p.get("extracted") for p in parts]
         row["chunk_parsed"] = [p.get("parsed_index") for p in parts]
+        row["chunk_texts"] = [p.get("text") for p in parts]  # free-form ``chunks: mean`` scores each
         if len(parts) > 1:
             row["text"] = "\n".join(p.get("text") or "" for p in parts)
             labels: list[str] = []
@@ -67,7 +70,7 @@ ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword 
 
 #: the scorer of each protocol kind (:data:`evalcore.schema.PROTOCOLS`: a closed set, not a registry)
 SCORERS: dict[str, type[Scorer]] = {c.protocol: c for c in (FreeformScorer, FactualScorer, MCQScorer,
-                                                             TrueFalseScorer, BinaryChoiceScorer)}
+                                                             TrueFalseScorer, BinaryChoiceScorer, MirScorer)}
 
 
 def build_scorer(kind: str, params: ScorerParams | None = None, protocol: str | None = None) -> Scorer:

@@ -59,16 +59,31 @@ def _adjust(rows: list[dict]) -> None:
 def _scored_rows(pdf: pd.DataFrame, scorer: Scorer, stats: dict[str, Any]) -> list[dict]:
     """One protocol instance's aggregates, paired differences, spreads and extra rows over its scored rows."""
     out: list[dict] = []
-    tasks = sorted(pdf["task"].dropna().unique())
-    groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
-    groups += scorer.breakdown_groups(pdf) if hasattr(scorer, "breakdown_groups") else []  # e.g. mcq: genre=…
-    for group, gdf in groups:
+    by = ["protocol", "dataset", "model", "variant", "group"]
+    for group, gdf, aggregates in _groups(pdf, scorer):
         gdf = gdf.assign(group=group)
-        by = ["protocol", "dataset", "model", "variant", "group"]
-        out += aggregate(gdf, scorer.aggregates, by + ["condition"], item_stats=scorer.item_stats, **stats)
-        out += contrasts(gdf, scorer.aggregates, by, item_stats=scorer.item_stats, **stats)
+        out += aggregate(gdf, aggregates, by + ["condition"], item_stats=scorer.item_stats, **stats)
+        out += contrasts(gdf, aggregates, by, item_stats=scorer.item_stats, **stats)
         for key, sdf in cells(gdf, by + ["condition"]):
             out += [{**_keyed(key, by + ["condition"]), "kind": "value", **r} for r in scorer.spread_rows(sdf)]
     if hasattr(scorer, "extra_rows"):  # e.g. mcq: which option type the answers chose
         out += scorer.extra_rows(pdf, **stats)
+    return out
+
+
+def _groups(pdf: pd.DataFrame, scorer: Scorer) -> list[tuple[str, pd.DataFrame, tuple]]:
+    """(group, rows, aggregates) of one protocol instance: ``all`` and, when the protocol has several tasks, one
+    group per task, plus the scorer's breakdowns. A scorer whose figures depend on the rows (``aggregates_for``:
+    the ``mir`` scorer, one released rule per task) gets its groups and figures per dataset, tasks split only
+    within a dataset that holds several."""
+    if not hasattr(scorer, "aggregates_for"):
+        tasks = sorted(pdf["task"].dropna().unique())
+        groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
+        groups += scorer.breakdown_groups(pdf) if hasattr(scorer, "breakdown_groups") else []  # e.g. mcq: genre=…
+        return [(g, df, scorer.aggregates) for g, df in groups]
+    out = []
+    for _, ddf in pdf.groupby("dataset", sort=True, observed=True):
+        tasks = sorted(ddf["task"].dropna().unique())
+        parts = [("all", ddf)] + ([(f"task={t}", ddf[ddf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
+        out += [(g, df, scorer.aggregates_for(df)) for g, df in parts]
     return out

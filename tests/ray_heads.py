@@ -1,4 +1,7 @@
-"""`ray job submit` of the job entrypoint against a Ray head started on 127.0.0.1 by the test."""
+"""A Ray head on 127.0.0.1 for the tests that submit jobs (``ray job submit``), with token authentication and a
+token made for the test, in the foreground (``ray start --head --block``) so that stopping it stops only this
+cluster. The fixtures ``ray_env`` (the head's and the clients' environment) and ``ray_head`` (its dashboard URL)
+are imported by the test modules that use them."""
 
 from __future__ import annotations
 
@@ -12,15 +15,10 @@ import time
 import urllib.error
 import urllib.request
 
-import pyarrow.parquet as pq
 import pytest
-import yaml
 
-from conftest import REPO
 from ports import free_ports
-from evalcore.config import demo_config_path
 
-pytestmark = pytest.mark.ray
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 
 
@@ -105,34 +103,3 @@ def _serving(port: int) -> bool:
         return True  # up, but wants a token
     except OSError:
         return False
-
-
-def test_job_submit_runs_the_pipeline(ray_head, ray_env, tmp_path):
-    data = yaml.safe_load(demo_config_path().read_text())
-    data["datasets"][0]["params"].update(n_clips=12, bad_clips=1, audio_dir=str(tmp_path / "audio"))
-    data["protocols"] = [p for p in data["protocols"] if p["name"] == "factual"]
-    data["models"][0]["params"] = {"max_audio_seconds": 4.0}  # 8 s clips → two chunks for the listener
-    data.setdefault("ray", {})["progress_bars"] = False
-    cfg = tmp_path / "job.yaml"
-    cfg.write_text(yaml.safe_dump(data))
-    out = tmp_path / "run"
-    env, _ = ray_env
-    for _ in range(20):  # the head's job agent may need a few seconds after its dashboard is up
-        proc = subprocess.run(
-            [RAY, "job", "submit", "--address", ray_head, "--working-dir", str(REPO), "--",
-             sys.executable, "jobs/run_eval.py", str(cfg), "--out", str(out), "--quiet"],
-            capture_output=True, text=True, env=env, timeout=600)
-        if "No available agent" not in proc.stderr:
-            break
-        time.sleep(3)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "succeeded" in (proc.stdout + proc.stderr)
-    summary = pq.read_table(out / "tables" / "summary.parquet").to_pandas()
-    assert set(summary["model"]) == {"listener", "text-prior"}
-    assert (out / "report.md").read_text().startswith("# evalcore report")
-    responses = pq.read_table(out / "responses").to_pandas()
-    heard = responses[(responses.model == "listener") & responses.error.isna() & (responses.condition != "text_only")]
-    assert set(heard["n_chunks"]) == {2} and set(heard["chunk_index"]) == {0, 1}
-    assert heard["audio_seconds"].max() == pytest.approx(4.0)
-    per_item = pq.read_table(out / "tables" / "per_item.parquet").to_pandas()
-    assert per_item["request_id"].is_unique  # chunks merged back into one row per request

@@ -1,0 +1,176 @@
+"""The ``mir`` protocol's scorer: each item scored by its task family's released rule (``category`` = the rule's
+name in :data:`evalcore.metrics.cmi.rules.RULES`), with the rule's own figures as the summary's metrics.
+
+An item's columns come from its response and reference alone (row-local: a run scores its rows a group at a time);
+a column of another rule is left empty. Each summary group reports the figures of the rules its rows use
+(:meth:`MirScorer.aggregates_for`): a dataset holding one CMI-Bench task reports that task's figures; a dataset
+mixing tasks of one rule (GTZAN and VocalSet accuracy) reports them pooled over its tasks, and per task.
+
+A response a rule cannot score the released way (the released scorer would stop on it, or evalcore will not
+evaluate what it would) becomes an error row of the ``score`` stage with the reason — counted in ``errored``,
+never guessed.
+
+In a run the rules score in the stream, on the workers' judged batches (:func:`score_batch`, a stage after the
+judge, as the free-form lexical metrics do): each whole request's columns go into its row's ``scores`` (JSON) and
+are committed with it, so the scoring overlaps the models instead of following the last answer. The run's scorer
+takes them as they are and computes only what is missing (a chunked request, a row of an older run): the same
+function on the same row, so the same values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import pandas as pd
+import pyarrow as pa
+
+from evalcore.metrics.base import Aggregate, Scorer
+from evalcore.metrics.cmi import tagging as cmi_tagging
+from evalcore.metrics.cmi.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
+
+__all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]
+
+#: the key marking a row's ``scores`` as the mir rules' columns (the free-form metrics' JSON has "profile")
+STREAM_KEY = "mir_rule"
+
+
+def _union(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    seen: dict[Any, None] = {}
+    for p in parts:
+        seen.update(dict.fromkeys(p))
+    return tuple(seen)
+
+
+def _all_rules() -> list[Rule]:
+    return [RULES.build(n) for n in RULES.names()]
+
+
+#: each rule's primary figure (higher is better), the one the listening verdict and the model card read
+PRIMARY = {r.name: r.aggregates[0].name for r in _all_rules()}
+
+
+def rule_of(row: dict[str, Any]) -> str | None:
+    """The rule name of a request or per-item row (its ``category``)."""
+    c = row.get("category")
+    return c if isinstance(c, str) and c in RULES else None
+
+
+def _meta(row: dict[str, Any]) -> dict[str, Any]:
+    m = row.get("metadata")
+    if isinstance(m, str) and m:
+        try:
+            m = json.loads(m)
+        except json.JSONDecodeError:
+            return {}
+    return m if isinstance(m, dict) else {}
+
+
+class MirScorer(Scorer):
+    """Scores ``mir`` requests by their rule; each group reports its rules' figures."""
+
+    protocol = "mir"
+    columns = _union([r.columns for r in _all_rules()])
+    aggregates = tuple({a.name: a for r in _all_rules() for a in r.aggregates}.values())
+    #: the tagging rule's per-item vectors, which its AUC rows read (:func:`evalcore.metrics.cmi.tagging.auc_rows`)
+    summary_columns = ("tag_vectors",)
+
+    def __init__(self) -> None:
+        self.rules = {r.name: r for r in _all_rules()}
+        self._used: set[str] = set()
+
+    def score(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for r in rows:
+            name = rule_of(r)
+            if name is None:
+                out.append({"error": f"unknown MIR rule {str(r.get('category'))[:40]!r}; known: "
+                                     f"{', '.join(RULES.names())}"})
+                continue
+            self._used.add(name)
+            stored = _stored(r.get("scores"), name)
+            if stored is not None:  # scored in the stream (score_batch): the same function on the same row
+                out.append(stored)
+                continue
+            out.append(self.score_one(name, r))
+        return out
+
+    def score_one(self, name: str, r: dict[str, Any]) -> dict[str, Any]:
+        """One row's columns by rule ``name`` (or its ``error``)."""
+        try:
+            meta = {**_meta(r), "task": r.get("task")}
+            return self.rules[name].score(r.get("text") or "", r.get("reference"), meta)
+        except (PublishedStops, Unreproducible) as e:
+            return {"error": f"{name}: {e}"}
+        except (ValueError, TypeError) as e:  # e.g. a reference the released code cannot read either
+            return {"error": f"{name}: the released scorer fails on this row ({type(e).__name__}: {str(e)[:80]})"}
+
+    def aggregates_for(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
+        """The figures of the rules ``df``'s rows use (those all of them share, when it mixes rules)."""
+        names = [n for n in pd.unique(df["category"].astype(object)) if isinstance(n, str) and n in self.rules] \
+            if "category" in df.columns else []
+        if not names:
+            return ()
+        common = set.intersection(*({a.name for a in self.rules[n].aggregates} for n in names))
+        chosen: dict[str, Aggregate] = {}
+        for n in names:
+            for a in self.rules[n].aggregates:
+                if a.name in common:
+                    chosen.setdefault(a.name, a)
+        return tuple(chosen.values())
+
+    def extra_rows(self, df: pd.DataFrame, *, resamples: int, confidence: float, seed: int) -> list[dict[str, Any]]:
+        """The tagging figures (ROC-AUC, PR-AUC: not means of item values) with their CIs and paired differences."""
+        if "category" not in df.columns:
+            return []
+        tagging = df[df["category"].astype(object) == "cmi_tagging"]
+        rule = self.rules["cmi_tagging"]
+        return cmi_tagging.auc_rows(tagging, resamples=resamples, confidence=confidence, seed=seed,
+                                    embedder=getattr(rule, "embedder", cmi_tagging.STAND_IN)) if len(tagging) else []
+
+    def provenance(self) -> dict[str, Any]:
+        """The released scorer followed and the libraries of the rules used, with their versions."""
+        if not self._used:
+            return {}
+        versions: dict[str, str] = {}
+        for n in sorted(self._used):
+            versions.update(self.rules[n].versions())
+        return {"source": SOURCE, "rules": sorted(self._used), "libraries": versions}
+
+
+def _stored(scores: Any, name: str) -> dict[str, Any] | None:
+    """The columns :func:`score_batch` stored in a row's ``scores`` for rule ``name``, or None."""
+    if not isinstance(scores, str) or STREAM_KEY not in scores:
+        return None
+    try:
+        got = json.loads(scores)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(got, dict) or got.get(STREAM_KEY) != name:
+        return None
+    return {k: v for k, v in got.items() if k != STREAM_KEY}
+
+
+_SCORER: MirScorer | None = None  # one per worker process: its rules' libraries load once
+
+
+def score_batch(batch: pa.Table, protocols: Sequence[str]) -> pa.Table:
+    """``batch`` (judged rows) with ``scores`` set, for the rows of the ``mir`` protocol instances ``protocols``
+    that are whole requests without error, to their rule's columns (or the rule's error) as JSON."""
+    global _SCORER
+    if not protocols or batch.num_rows == 0:
+        return batch
+    cols = {k: batch.column(k).to_pylist() for k in ("protocol", "n_chunks", "error")}
+    todo = [i for i, p in enumerate(cols["protocol"]) if p in protocols and cols["error"][i] is None
+            and int(cols["n_chunks"][i] or 1) == 1]
+    if not todo:
+        return batch
+    _SCORER = _SCORER or MirScorer()
+    rows = batch.take(todo).select(["category", "text", "reference", "metadata", "task"]).to_pylist()
+    scores = batch.column("scores").to_pylist()
+    for i, r in zip(todo, rows):
+        name = rule_of(r)
+        if name is not None:
+            scores[i] = json.dumps({STREAM_KEY: name, **_SCORER.score_one(name, r)})
+    return batch.set_column(batch.schema.get_field_index("scores"), batch.schema.field("scores"),
+                            pa.array(scores, pa.string()))

@@ -1,0 +1,124 @@
+"""Ray Data internals the run reads: a dataset's output as block references, and its operators' own stats.
+
+**Everything in this module reads Ray Data's private API** (Ray 2.60; ray is pinned): ``Dataset._execute_to_iterator``
+(the stream of ``RefBundle`` s and the executor behind it, whose final stats outlive the iteration),
+``RefBundle.blocks`` / ``slices`` and the executor's ``DatasetStats`` chain (per operator: the ``BlockStats`` of
+every output block, with its task's start and end on the worker's ``time.perf_counter`` clock, and the operator's
+runtime metrics). It is the one place that does: a Ray upgrade that moves them breaks here, and every end-to-end
+run test catches it (``tests/test_pipeline_e2e.py`` checks the profile's figures against the run's counts).
+
+Block times are each node's monotonic clock; :func:`node_offsets` measures, per node, the offset to wall time, so
+that a multi-node cluster's operators line up with the driver's clock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+
+@dataclass
+class Bundle:
+    """One output bundle of the stream: its blocks' references, each block's row range (None: the whole block),
+    and its rows. The driver holds only these, never the rows."""
+
+    refs: list[Any]
+    ranges: list[tuple[int, int] | None]
+    rows: int
+
+
+@dataclass
+class Operator:
+    """One Ray Data operator of an executed dataset, as its own stats record it."""
+
+    name: str  #: Ray Data's name, e.g. ``MapBatches(model:listener)``, ``MapBatches(judge)->MapBatches(score)``
+    blocks: int = 0
+    rows_in: int | None = None
+    rows_out: int = 0
+    busy_s: float = 0.0  #: the sum of its tasks' time per output block (an actor's or a task's)
+    held_s: float = 0.0  #: time a backpressure policy held its task submission back (it had input waiting)
+    spans: list[tuple[str, float, float]] = field(default_factory=list)  #: (node, start, end) per output block
+    tasks: int = 0
+
+
+class Stream:
+    """One execution of a Ray Data dataset, consumed as block references (:meth:`bundles`); after it, the stats of
+    its operators (:meth:`operators`)."""
+
+    def __init__(self, ds: Any) -> None:
+        self._ds = ds
+        self._executor: Any = None
+
+    def bundles(self) -> Iterator[Bundle]:
+        """The dataset's output bundles as they complete (the executor streams behind this iterator)."""
+        it, _, self._executor = self._ds._execute_to_iterator(capture_executor=False)
+        for b in it:
+            slices = getattr(b, "slices", None) or [None] * len(b.blocks)
+            ranges = [None if s is None else (int(s.start_offset), int(s.end_offset)) for s in slices]
+            yield Bundle([e.ref for e in b.blocks], ranges, int(b.num_rows() or 0))
+
+    def operators(self) -> list[Operator]:
+        """Every operator of the execution (none when it did not run), from the executor's final stats."""
+        if self._executor is None:
+            return []
+        out: list[Operator] = []
+        seen: set[int] = set()
+
+        def walk(stats: Any) -> None:
+            if stats is None or id(stats) in seen:
+                return
+            seen.add(id(stats))
+            for parent in stats.parents:
+                walk(parent)
+            if not stats.metadata:
+                return
+            name = stats.base_name or next(iter(stats.metadata))
+            op = Operator(name=name)
+            extra = getattr(stats, "extra_metrics", None) or {}
+            rows_in = extra.get("num_row_inputs_received")
+            op.rows_in = int(rows_in) if rows_in is not None else None
+            op.held_s = float(extra.get("task_submission_backpressure_time") or 0.0)
+            op.tasks = int(extra.get("num_tasks_finished") or 0)
+            for blocks in stats.metadata.values():
+                for b in blocks:
+                    op.blocks += 1
+                    op.rows_out += int(b.num_rows or 0)
+                    es = b.exec_stats
+                    if es is None:
+                        continue
+                    op.busy_s += float(es.wall_time_s or 0.0)
+                    if es.start_time_s is not None and es.end_time_s is not None:
+                        op.spans.append((str(es.node_id), float(es.start_time_s), float(es.end_time_s)))
+            out.append(op)
+
+        walk(self._executor.get_stats())
+        return out
+
+
+def node_offsets(nodes: set[str]) -> dict[str, float]:
+    """node id → wall time minus ``time.perf_counter()`` on that node (the driver's own node measured here; another
+    by a task pinned to it; a node that does not answer within 10 s is left out)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = ray.get_runtime_context().get_node_id()
+    out = {here: time.time() - time.perf_counter()}
+    others = sorted(n for n in nodes if n != here)
+    if not others:
+        return out
+
+    @ray.remote(num_cpus=0)
+    def offset() -> float:
+        return time.time() - time.perf_counter()
+
+    refs = {n: offset.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
+            for n in others}
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=10.0)
+    for n, ref in refs.items():
+        if ref in ready:
+            try:
+                out[n] = float(ray.get(ref))
+            except Exception:  # noqa: BLE001 - a node gone since: its blocks keep their rows, lose their times
+                pass
+    return out

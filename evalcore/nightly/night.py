@@ -240,10 +240,9 @@ def series_record(ledger: Ledger, s: SeriesConfig, problem: str | None, result: 
     ledger.put(LedgerRecord(s.name, SERIES_ROW, Status.WAITING, uri=s.prefix, reason=problem))
 
 
+@storage.scoped(lambda cfg, *_, **__: cfg.storage.settings())  # the nightly's S3 options and read deadline
 def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
     """Run one night over every series of ``cfg``; returns what it did (the files are under ``cfg.root``)."""
-    storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
-    storage.configure_reads(cfg.storage.read_timeout_s)
     owner = owner or new_owner()
     leases = Leases.open(cfg.root, cfg.lease_settle_seconds)
     ledger = Ledger(cfg.root, leases)

@@ -193,7 +193,8 @@ class FinishedRun:
                "evalcore.listens": self.listens(model), "evalcore.key": self.key(model, checkpoint)}
         if checkpoint is not None:
             out.update({"evalcore.series": checkpoint.series, "evalcore.step": str(checkpoint.step),
-                        "evalcore.verdict": str(checkpoint.verdict or ""), "evalcore.flagged": str(len(checkpoint.flagged))})
+                        "evalcore.verdict": str(checkpoint.verdict or ""),
+                        "evalcore.flagged": str(len(checkpoint.flagged))})
         return out
 
     def key(self, model: str, checkpoint: Checkpoint | None = None) -> str:

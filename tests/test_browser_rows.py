@@ -79,8 +79,8 @@ def test_links_into_the_page() -> None:
 
 
 def test_the_dashboard_links_flagged_rows_only() -> None:
-    keys = dict(series="s", checkpoint="c2", reference="c1", reference_role="previous", dataset="d", variant="default",
-                group="all", direction="higher", n=10, reference_value=0.9, value=0.5, ci_low=-0.5, ci_high=-0.3,
+    keys = dict(series="s", checkpoint="c2", reference="c1", reference_role="previous", model="m", dataset="d",
+                variant="default", group="all", direction="higher", n=10, reference_value=0.9, value=0.5, ci_low=-0.5, ci_high=-0.3,
                 ci_unit="item", clusters=10, test="paired_t", p_value=0.001, p_adjusted=0.002, correction="holm",
                 min_effect=0.05, improved=False)
     reg = pd.DataFrame([{**keys, "protocol": "factual", "condition": "correct", "metric": "f1", "delta": -0.4,
@@ -88,7 +88,8 @@ def test_the_dashboard_links_flagged_rows_only() -> None:
                         {**keys, "protocol": "mcq", "condition": "correct", "metric": "accuracy", "delta": -0.01,
                          "flagged": False}])
     href = "runs/s/c2/items.html#sel=vs-c1%3A0"
-    html, md = comparisons(reg, {"s/c2"}, {("s", "c2", "c1", "factual", "d", "correct", "default", "f1", "all"): href})
+    key = ("s", "c2", "c1", "m", "factual", "d", "correct", "default", "f1", "all")  # nightly.evidence.LINK_KEY
+    html, md = comparisons(reg, {"s/c2"}, {key: href})
     assert html.count("<a href=") == 1 and f'<a href="{href}"' in html and "▼ flagged</a>" in html
     assert "items.html" not in md
 

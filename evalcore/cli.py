@@ -152,10 +152,9 @@ def resume_or_exit(run_uri: str, config: Optional[Path], out: Optional[str]):
         typer.echo(f"--out {out} and --resume {run_uri} name different run roots; give only --resume", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
     given = load_or_exit(config, None) if config is not None else None
-    if given is not None:  # reach the run root with the given config's S3 options (endpoint) to read its own
-        storage.configure_s3(storage.S3Options(**given.storage.s3.model_dump()))
-    try:
-        return resume_config(run_uri, given)
+    try:  # the run root reached with the given config's S3 options (endpoint), to read its own
+        with storage.using(given.storage.settings() if given is not None else None):
+            return resume_config(run_uri, given)
     except RunStateError as e:
         typer.echo(f"evalcore: {e}", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
@@ -225,11 +224,12 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
         return validate_nightly(data, check_paths, ping, quiet)
     cfg = load_or_exit(config, None)
     try:
-        preflight.check(cfg, check_paths=check_paths)
-        if check_paths and (missing_audio := preflight.audio_problems(cfg)):
-            raise ConfigError("invalid run config:\n" + "\n".join(f"  {line}" for line in missing_audio))
-        if ping:
-            preflight.check_endpoints(cfg)
+        with storage.using(cfg.storage.settings()):  # files, objects and checkpoints reached as the run reaches them
+            preflight.check(cfg, check_paths=check_paths)
+            if check_paths and (missing_audio := preflight.audio_problems(cfg)):
+                raise ConfigError("invalid run config:\n" + "\n".join(f"  {line}" for line in missing_audio))
+            if ping:
+                preflight.check_endpoints(cfg)
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)
@@ -260,9 +260,11 @@ def validate_nightly(data: dict, check_paths: bool, ping: bool, quiet: bool = Fa
     """``evalcore validate`` of a nightly config (:mod:`evalcore.nightly.validate`); a mistake exits 2."""
     try:
         cfg = parse_nightly(data)
-        found = nv.check(cfg, check_paths)
-        if ping:
-            preflight.check_endpoints(run_config(cfg, cfg.series[0], "checkpoint", cfg.series[0].prefix, cfg.root))
+        with storage.using(cfg.storage.settings()):  # the series and inputs reached as the nightly reaches them
+            found = nv.check(cfg, check_paths)
+            if ping:
+                preflight.check_endpoints(run_config(cfg, cfg.series[0], "checkpoint", cfg.series[0].prefix,
+                                                     cfg.root))
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(code=ExitCode.USAGE)

@@ -15,6 +15,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo,
                       field_validator, model_validator)
 
+from evalcore import storage
 from evalcore.datasets.base import DATASETS
 from evalcore.judges.base import JUDGES
 from evalcore.metrics.metric_config import FreeformMetrics
@@ -279,6 +280,10 @@ class StorageConfig(_Strict):
     #: seconds one read of an input (audio file, items file) may take; past it the request is an error row of
     #: class transient (``decode/timeout``) and the run goes on. S3 requests also stop after this long without progress
     read_timeout_s: float = Field(300.0, gt=0, le=86_400)
+
+    def settings(self) -> storage.StorageSettings:
+        """How the run reaches storage (``with storage.using(cfg.storage.settings()):``; never keys)."""
+        return storage.StorageSettings(storage.S3Options(**self.s3.model_dump()), self.read_timeout_s)
 
 
 class Seeds(_Strict):

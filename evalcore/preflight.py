@@ -101,6 +101,7 @@ def check_endpoints(cfg: RunConfig) -> None:
                           + "\n".join(f"  {line}" for line in found))
 
 
+@storage.scoped(lambda cfg, *_, **__: cfg.storage.settings())  # files and objects reached as the run reaches them
 def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) -> list[str]:
     """One ``<field>: <reason>`` line per problem. ``check_paths=False`` skips everything that depends on this
     machine or store (files, ``s3://`` objects, checkpoints, the free-form metrics' WordNet, Java and model
@@ -113,7 +114,6 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
-    storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
     for where, package, kind, params in _components(cfg):
         if package == "datasets" and not datasets:
             continue
@@ -253,6 +253,7 @@ def package_problems(cfg: RunConfig) -> list[str]:
 AUDIO_MISSING_SHOWN = 5
 
 
+@storage.scoped(lambda cfg, *_, **__: cfg.storage.settings())  # items files and audio reached as the run reaches them
 def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str]:
     """One line per dataset whose item rows name audio files that do not exist (datasets that list them from their
     params, nothing built: ``audio_uris(params)``, e.g. ``items_file``): the first ``limit`` missing with their rows, and how many rows were read

@@ -1,12 +1,19 @@
 """One storage layer over ``pyarrow.fs`` for local paths and ``s3://`` URIs.
 
-S3 settings (endpoint override for S3-compatible servers, region, scheme) come from
-the run config or the standard AWS environment variables; credentials only ever
-come from the environment / AWS credential chain, never from config files.
+How storage is reached is one frozen :class:`StorageSettings`: the S3 connection options (endpoint override for
+S3-compatible servers, region, scheme) and the deadline of one read. Outside any scope they come from the standard
+AWS environment variables (and 300 s); a run or a nightly builds them from its config
+(``StorageConfig.settings()``) and applies them to the calls made inside ``with storage.using(settings):`` — the
+driver around its work, each Ray worker stage around its own (a worker process does not see the driver's), e.g.
+with the :func:`scoped` decorator. The settings before come back when the scope ends. Scopes are kept per thread
+(a ``ContextVar``): two threads in scopes of their own at once each reach storage with their own; a thread that
+opened none (a run's helper threads) uses the innermost scope open in the process, or one handed to it with
+:func:`carried`. Credentials only ever come from the environment / AWS credential chain, never from config files
+or settings.
 
 Reads never hang and never open what is not a file: a local path is ``stat``-ed before any open and
 only a regular file is read (a FIFO, device, socket or directory raises :class:`NotAFile`); every read
-has a deadline (:func:`configure_reads`, the run's ``storage.read_timeout_s``), after which it raises
+has a deadline (the settings' ``read_timeout_s``, the run's ``storage.read_timeout_s``), after which it raises
 :class:`ReadTimeout` (S3 requests also stop after that long without progress). :func:`is_transient` tells
 failures of the world (timeouts, unreachable or overloaded servers) from bad inputs.
 """
@@ -21,8 +28,11 @@ import re
 import stat
 import threading
 import uuid
-from dataclasses import dataclass
-from functools import lru_cache
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from functools import lru_cache, wraps
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -35,16 +45,106 @@ class S3Options:
     region: str | None = None
     scheme: str | None = None  # "http" for a local S3-compatible server
 
-
-_S3 = S3Options(
-    endpoint_override=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
-    region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
-)
+    @classmethod
+    def from_env(cls) -> S3Options:
+        """The standard AWS variables' endpoint and region (``AWS_ENDPOINT_URL_S3``, ``AWS_REGION`` …)."""
+        return cls(endpoint_override=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
+                   region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
 
 
 #: seconds one read may take, by default (a run sets its ``storage.read_timeout_s``)
 READ_TIMEOUT_S = 300.0
-_read_timeout_s = READ_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """How this process reaches storage: the S3 connection options (never keys) and the deadline of one read."""
+
+    s3: S3Options = field(default_factory=S3Options)
+    read_timeout_s: float = READ_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        if self.read_timeout_s <= 0:
+            raise ValueError(f"read timeout must be positive, got {self.read_timeout_s}")
+
+    @classmethod
+    def of(cls, s3: Mapping[str, Any] | S3Options | None = None, read_timeout_s: float | None = None,
+           ) -> StorageSettings:
+        """Settings from their parts as a Ray stage receives them (``s3``: :class:`S3Options` fields, e.g. a config's
+        ``storage.s3.model_dump()``); a part given as None is the current one (:func:`current`)."""
+        now = current()
+        if s3 is not None and not isinstance(s3, S3Options):
+            s3 = S3Options(**s3)
+        timeout = now.read_timeout_s if read_timeout_s is None else float(read_timeout_s)
+        return cls(now.s3 if s3 is None else s3, timeout)
+
+
+#: outside any scope: the environment's S3 options, the default deadline
+DEFAULT = StorageSettings(S3Options.from_env(), READ_TIMEOUT_S)
+_Scope = tuple[object, StorageSettings]  # (the scope's own token, its settings)
+#: the scopes this thread (this context) opened, innermost last
+_mine: ContextVar[tuple[_Scope, ...]] = ContextVar("evalcore_storage_scopes", default=())
+#: every scope open in this process, innermost last: what a thread that opened none of its own reaches storage with
+#: (a run's helper threads: its clip writers, its lease renewals). A scope that ends removes its own entry wherever
+#: it is, so scopes opened and closed by different threads never restore each other's settings
+_scopes: list[_Scope] = []
+_scopes_lock = threading.Lock()
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def current() -> StorageSettings:
+    """The settings storage calls use now: the innermost scope this thread opened, else the innermost open in the
+    process (a helper thread of a scope), else :data:`DEFAULT`."""
+    mine = _mine.get()
+    if mine:
+        return mine[-1][1]
+    with _scopes_lock:
+        return _scopes[-1][1] if _scopes else DEFAULT
+
+
+@contextmanager
+def using(settings: StorageSettings | None) -> Iterator[StorageSettings]:
+    """Storage calls made inside the block reach S3 and time reads with ``settings`` (threads the block starts do
+    too, unless they open a scope of their own); those before come back when it ends. None: the current ones,
+    unchanged. Two threads in scopes of their own at once each use their own."""
+    if settings is None:
+        yield current()
+        return
+    scope = (object(), settings)
+    _mine.set(_mine.get() + (scope,))
+    with _scopes_lock:
+        _scopes.append(scope)
+    try:
+        yield settings
+    finally:
+        _mine.set(tuple(s for s in _mine.get() if s[0] is not scope[0]))
+        with _scopes_lock:
+            _scopes[:] = [s for s in _scopes if s[0] is not scope[0]]
+
+
+def scoped(settings_of: Callable[..., StorageSettings | None]) -> Callable[[_F], _F]:
+    """A decorator: each call of the function runs inside ``using(settings_of(*args, **kwargs))`` (a run's or a
+    nightly's entry point, from its config; a Ray stage's function or actor method, from the settings it is passed:
+    a worker process does not see the driver's scope)."""
+    def wrap(fn: _F) -> _F:
+        @wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with using(settings_of(*args, **kwargs)):
+                return fn(*args, **kwargs)
+        return call  # type: ignore[return-value]
+    return wrap
+
+
+def carried(fn: _F) -> _F:
+    """``fn`` bound to the settings current now, for a thread or pool worker that runs it later (a scope of
+    another thread may be the process's innermost by then)."""
+    settings = current()
+
+    @wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with using(settings):
+            return fn(*args, **kwargs)
+    return call  # type: ignore[return-value]
 
 
 class NotAFile(OSError):
@@ -53,19 +153,6 @@ class NotAFile(OSError):
 
 class ReadTimeout(TimeoutError):
     """A read that did not finish within its deadline (the input may be fine: a transient failure)."""
-
-
-def configure_reads(timeout_s: float) -> None:
-    """Set the process-wide deadline of one read (called from the run config, and in each Ray task that
-    reads inputs, since a worker process does not see the driver's settings)."""
-    global _read_timeout_s
-    if timeout_s <= 0:
-        raise ValueError(f"read timeout must be positive, got {timeout_s}")
-    _read_timeout_s = float(timeout_s)
-
-
-def read_timeout_s() -> float:
-    return _read_timeout_s
 
 
 # failures of the world, not of the input: pyarrow's S3 errors are OSErrors whose text names the AWS error
@@ -82,19 +169,6 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, OSError) and not isinstance(exc, (FileNotFoundError, PermissionError, NotAFile)):
         return exc.errno in _TRANSIENT_ERRNO or bool(_TRANSIENT_TEXT.search(str(exc)))
     return False
-
-
-def configure_s3(options: S3Options) -> None:
-    """Set process-wide S3 options (called from the run config, and in each Ray task that reads S3,
-    since a worker process does not see the driver's settings). Cheap when nothing changes."""
-    global _S3
-    if options == _S3:
-        return
-    _S3 = options
-
-
-def s3_options() -> S3Options:
-    return _S3
 
 
 @lru_cache(maxsize=4)
@@ -123,7 +197,8 @@ def is_s3(uri: str) -> bool:
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     """``uri`` → (filesystem, path inside it)."""
     if is_s3(uri):
-        return _s3_filesystem(_S3, _read_timeout_s), uri[len("s3://") :]
+        now = current()
+        return _s3_filesystem(now.s3, now.read_timeout_s), uri[len("s3://") :]
     if uri.startswith("file://"):
         uri = uri[len("file://") :]
     return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
@@ -196,7 +271,7 @@ def _within_deadline(fn, timeout_s: float, what: str):
         except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = e
 
-    t = threading.Thread(target=target, name="evalcore-read", daemon=True)
+    t = threading.Thread(target=carried(target), name="evalcore-read", daemon=True)
     t.start()
     t.join(timeout_s)
     if t.is_alive():
@@ -208,10 +283,10 @@ def _within_deadline(fn, timeout_s: float, what: str):
 
 def read_bytes(uri: str, timeout_s: float | None = None) -> bytes:
     """The bytes at ``uri``: a regular local file or an S3 object, within ``timeout_s`` (default: the
-    process-wide read deadline). Raises :class:`NotAFile` for FIFOs, devices, sockets and directories
+    current settings' read deadline). Raises :class:`NotAFile` for FIFOs, devices, sockets and directories
     (before any open) and :class:`ReadTimeout` when the deadline passes."""
     fs, path = resolve(uri)
-    timeout = _read_timeout_s if timeout_s is None else timeout_s
+    timeout = current().read_timeout_s if timeout_s is None else timeout_s
 
     def read() -> bytes:
         if isinstance(fs, pafs.LocalFileSystem):

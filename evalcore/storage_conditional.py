@@ -37,10 +37,11 @@ class Versioned:
 
 
 @lru_cache(maxsize=4)
-def _client(options: storage.S3Options, timeout_s: float):
+def _client(settings: storage.StorageSettings):
     import boto3
     from botocore.config import Config
 
+    options, timeout_s = settings.s3, settings.read_timeout_s
     endpoint = options.endpoint_override
     if endpoint and "://" not in endpoint:
         endpoint = f"{options.scheme or 'https'}://{endpoint}"
@@ -73,8 +74,7 @@ def _s3_put(uri: str, data: bytes, **condition: str) -> str | None:
 
     bucket, key = _split(uri)
     try:
-        resp = _client(storage.s3_options(), storage.read_timeout_s()).put_object(Bucket=bucket, Key=key, Body=data,
-                                                                                 **condition)
+        resp = _client(storage.current()).put_object(Bucket=bucket, Key=key, Body=data, **condition)
     except ClientError as e:
         if _lost(e) or ("IfMatch" in condition and _missing(e)):
             return None
@@ -87,7 +87,7 @@ def _s3_read(uri: str) -> Versioned | None:
 
     bucket, key = _split(uri)
     try:
-        resp = _client(storage.s3_options(), storage.read_timeout_s()).get_object(Bucket=bucket, Key=key)
+        resp = _client(storage.current()).get_object(Bucket=bucket, Key=key)
     except ClientError as e:
         if _missing(e):
             return None

@@ -26,6 +26,7 @@ from evalcore.nightly.ledger import Ledger
 from evalcore.nightly.series import natural_key
 from evalcore.nightly.tonight import checkpoint_verdict
 from evalcore.nightly.tracked import flagged_lines
+from evalcore.nightly_outcome import Status, Tonight
 from evalcore.tracking.record import Checkpoint
 from evalcore.tracking.sinks import Logged, track_run
 from evalcore.tracking.steps import DEFAULT_PATTERN, training_step
@@ -49,17 +50,17 @@ def nightly_checkpoints(root: str, pattern: str) -> list[tuple[str, Checkpoint]]
     if storage.exists(reg_uri):
         regressions = storage.read_parquet(reg_uri).to_pandas()
     summary_uri = storage.join(root, "nightly.json")
-    nightly = json.loads(storage.read_text(summary_uri)).get("name") if storage.exists(summary_uri) else None
-    done = sorted((r for r in Ledger(root).records() if r.get("status") == "finished" and r.get("run_root")),
-                  key=lambda r: (r["series"], natural_key(r["checkpoint"])))
+    nightly = (Tonight.from_json(json.loads(storage.read_text(summary_uri))).name if storage.exists(summary_uri)
+               else None)
+    done = sorted((r for r in Ledger(root).records() if r.status is Status.FINISHED and r.run_root),
+                  key=lambda r: (r.series, natural_key(r.checkpoint)))
     out, position = [], 0
     for i, r in enumerate(done):
-        position = 1 if i == 0 or done[i - 1]["series"] != r["series"] else position + 1
-        step = training_step(r.get("uri") or "", r["checkpoint"], pattern)
-        verdict = checkpoint_verdict(r["series"], r["checkpoint"], regressions)[0] if len(regressions) else None
-        out.append((r["run_root"], Checkpoint(r["series"], r["checkpoint"], step if step is not None else position,
-                                              verdict, flagged_lines(regressions, r["series"], r["checkpoint"]),
-                                              r.get("suite_fingerprint"), nightly)))
+        position = 1 if i == 0 or done[i - 1].series != r.series else position + 1
+        step = training_step(r.uri or "", r.checkpoint, pattern)
+        verdict = checkpoint_verdict(r.key, regressions)[0] if len(regressions) else None
+        out.append((r.run_root, Checkpoint(r.series, r.checkpoint, step if step is not None else position,
+                                           verdict, flagged_lines(regressions, r.key), r.suite_fingerprint, nightly)))
     return out
 
 

@@ -158,12 +158,10 @@ def as_run_identity(shared: S3Server | None = None) -> Iterator[S3Server]:
     mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
     for var in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
         mp.delenv(var, raising=False)
-    before = storage.s3_options()
-    storage.configure_s3(storage.S3Options(endpoint_override=server.endpoint))
     try:
-        yield server
+        with storage.using(storage.StorageSettings.of({"endpoint_override": server.endpoint})):
+            yield server
     finally:
-        storage.configure_s3(before)
         storage._s3_filesystem.cache_clear()  # drop clients holding this server's credentials
         mp.undo()
         if shared is None:

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import chromium
+from evalcore.nightly_outcome import CheckpointKey, CheckpointVerdict, Counts, LedgerRecord, Status, Tonight, Verdict
 from evalcore.reports.dashboard import render
 
 
@@ -59,26 +60,19 @@ def _regressions() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _tonight() -> dict:
+def _tonight() -> Tonight:
     """Tonight: step-3000 regressed (its verdict, drops and why as the nightly computes them from the comparisons:
     12 drops, each flagged against the previous checkpoint and against the baseline), one failed, one waiting."""
     from evalcore.nightly import tonight as tn
 
-    verdict, flagged, _ = tn.checkpoint_verdict("listener", "step-3000", _regressions())
-    return {"name": "demo", "date": "2026-11-27T03:00:00Z", "root": "/runs/demo", "exit_code": 3,
-            "store": {"conditional_writes": True, "fallback": None},
-            "counts": {"evaluated": 1, "resumed": 0, "failed": 1, "waiting": 1, "leased_elsewhere": 0, "lost": 0,
-                       "requests_sent": 384, "requests_committed_earlier": 0, "requests_errored": 0},
-            "checkpoints": [
-                {"series": "listener", "checkpoint": "step-3000", "verdict": verdict, "listening": "no",
-                 "flagged": flagged, "improved": 0, "resumed": False,
-                 "reason": tn.why("listener", "step-3000", _regressions()), "run_root": "/runs/x"},
-                {"series": "listener", "checkpoint": "step-4000", "verdict": "failed", "listening": None,
-                 "flagged": 0, "improved": 0, "resumed": False, "reason": "ConfigError: " + "x" * 400,
-                 "run_root": None},
-                {"series": "listener", "checkpoint": "step-5000", "verdict": "waiting", "listening": None,
-                 "flagged": 0, "improved": 0, "resumed": False, "reason": "not ready: no _SUCCESS marker",
-                 "run_root": None}]}
+    key = CheckpointKey("listener", "step-3000")
+    verdict, flagged, _ = tn.checkpoint_verdict(key, _regressions())
+    return Tonight("demo", "2026-11-27T03:00:00Z", "/runs/demo", [
+        CheckpointVerdict("listener", "step-3000", verdict, "no", flagged, reason=tn.why(key, _regressions()),
+                          run_root="/runs/x"),
+        CheckpointVerdict("listener", "step-4000", Verdict.FAILED, reason="ConfigError: " + "x" * 400),
+        CheckpointVerdict("listener", "step-5000", Verdict.WAITING, reason="not ready: no _SUCCESS marker")],
+        Counts(evaluated=1, failed=1, waiting=1, requests_sent=384), None, 3)
 
 
 def _board() -> pd.DataFrame:
@@ -98,9 +92,9 @@ def test_the_morning_page_opens_with_tonight_and_fits_a_1280_px_window(tmp_path)
     import matplotlib.image as mpimg
 
     chromium.require()
-    records = [{"series": "listener", "checkpoint": c, "status": s, "attempts": 1, "reason": r}
-               for c, s, r in (("step-1000", "finished", None), ("step-3000", "finished", None),
-                               ("step-4000", "failed", "ConfigError: " + "y" * 600))]
+    records = [LedgerRecord("listener", c, s, attempts=1, reason=r)
+               for c, s, r in (("step-1000", Status.FINISHED, None), ("step-3000", Status.FINISHED, None),
+                               ("step-4000", Status.FAILED, "ConfigError: " + "y" * 600))]
     html, md = render(_tonight(), _regressions(), _history(), records, ["a note"], _board())
     page = tmp_path / "dashboard.html"
     page.write_text(html)
@@ -154,6 +148,6 @@ def test_the_compare_page_puts_flagged_rows_first_and_fits_1280_px(tmp_path) -> 
     assert scroll <= client, f"the compare page overflows: {scroll} > {client}"
 
     t = _tonight()
-    t["store"] = {"conditional_writes": False, "fallback": "the store ignored If-None-Match"}
+    t.store = "the store ignored If-None-Match"
     _, md = render(t, _regressions(), _history(), [], [], _board().iloc[0:0])
     assert "Leases are not atomic on this store (the store ignored If-None-Match)" in md

@@ -15,6 +15,7 @@ import pytest
 from evalcore.deadline import DeadlineExceeded, call_within
 from evalcore.llm.ping import ping
 from evalcore.nightly import tonight as tn
+from evalcore.nightly_outcome import Tonight
 
 SECRET = "T000/B000/TRICKLESECRET"
 
@@ -96,7 +97,7 @@ def test_a_trickling_webhook_cannot_hold_the_night(tmp_path, monkeypatch, caplog
         monkeypatch.setenv("HOOK", f"http://127.0.0.1:{srv.port}/services/{SECRET}")
         t = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="evalcore"):
-            ok = tn.notify("HOOK", tn.Tonight("demo", "2026-11-27T03:00:00Z", str(tmp_path)), timeout_s=1.5)
+            ok = tn.notify("HOOK", Tonight("demo", "2026-11-27T03:00:00Z", str(tmp_path)), timeout_s=1.5)
         took = time.monotonic() - t
     assert ok is False and took < 4, took
     assert "DeadlineExceeded: no complete answer within 1.5 s" in caplog.text and SECRET not in caplog.text
@@ -108,7 +109,7 @@ def test_a_webhook_answering_something_that_is_not_http_never_fails_the_night(tm
     with Server(junk, trickle=False) as srv:
         monkeypatch.setenv("HOOK", f"http://127.0.0.1:{srv.port}/services/{SECRET}")
         with caplog.at_level(logging.WARNING, logger="evalcore"):
-            ok = tn.notify("HOOK", tn.Tonight("demo", "2026-11-27T03:00:00Z", str(tmp_path)), timeout_s=5)
+            ok = tn.notify("HOOK", Tonight("demo", "2026-11-27T03:00:00Z", str(tmp_path)), timeout_s=5)
     assert ok is False
     (line,) = [r.getMessage() for r in caplog.records if "webhook" in r.getMessage()]
     assert "BadStatusLine" in line and "$HOOK" in line and SECRET not in line and "127.0.0.1" not in line

@@ -161,15 +161,13 @@ def test_a_read_that_never_finishes_is_a_transient_decode_error(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    old_s3, old_timeout = storage.s3_options(), storage.read_timeout_s()
+    hung = storage.StorageSettings(storage.S3Options(f"http://127.0.0.1:{server.port}", "us-east-1"), 2.0)
     try:
-        storage.configure_s3(storage.S3Options(endpoint_override=f"http://127.0.0.1:{server.port}", region="us-east-1"))
-        storage.configure_reads(2.0)
-        row = _request("s3://bucket/slow.wav")
-        out = decode_batch(pa.Table.from_pylist([row], schema=REQUEST), sample_rate=16000, window_s=None).to_pylist()
+        with storage.using(hung):
+            row = _request("s3://bucket/slow.wav")
+            out = decode_batch(pa.Table.from_pylist([row], schema=REQUEST), sample_rate=16000,
+                               window_s=None).to_pylist()
     finally:
-        storage.configure_s3(old_s3)
-        storage.configure_reads(old_timeout)
         server.close()
     assert out[0]["error"].startswith("timeout: reading s3://bucket/slow.wav did not finish within 2 s")
     assert (out[0]["error_stage"], out[0]["error_class"]) == ("decode", "transient")

@@ -27,6 +27,7 @@ from evalcore.nightly.demo import DEMO_CHECKPOINTS, demo_config_path, write_chec
 from evalcore.nightly.ledger import Ledger
 from evalcore.nightly.night import night
 from evalcore.nightly.tonight import CHANGE_KEY
+from evalcore.nightly_outcome import CheckpointKey, Outcome, Status
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -49,8 +50,9 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     cfg = parse_nightly(data)
 
     first = night(cfg)
-    assert sorted(first.evaluated) == ["listener/step-1000", "listener/step-2000", "listener/step-3000"]
-    assert first.failed == ["listener/step-4000"] and first.waiting == ["listener/step-5000"]
+    assert sorted(map(str, first.evaluated)) == ["listener/step-1000", "listener/step-2000", "listener/step-3000"]
+    assert first.failed == [CheckpointKey("listener", "step-4000")]
+    assert first.keys(Outcome.WAITING) == [CheckpointKey("listener", "step-5000")]
     assert first.exit_code == 3 and set(first.flagged_tonight["checkpoint"]) == {"step-3000"}
     summary = json.loads((tmp_path / "nightly" / "nightly.json").read_text())
     verdicts = {c["checkpoint"]: c["verdict"] for c in summary["checkpoints"]}
@@ -58,7 +60,7 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
                         "step-4000": "failed", "step-5000": "waiting"}
     assert summary["exit_code"] == 3 and summary["store"]["conditional_writes"] is True
     for c in summary["checkpoints"]:  # each run's profile in short (its run.json's), none for one that did not run
-        p = c["profile"]
+        p = c.get("profile")
         if c["checkpoint"] not in DEMO_CHECKPOINTS:
             assert p is None, c
             continue
@@ -73,13 +75,13 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert "vs the previous checkpoint step-2000" in regressed["reason"] and "vs the baseline " in regressed["reason"]
     n_req = summary["counts"]["requests_sent"]
     assert n_req > 0 and summary["counts"]["requests_committed_earlier"] == 0 and summary["counts"]["evaluated"] == 3
-    ledger = {r["checkpoint"]: r for r in Ledger(cfg.root).records()}
-    assert ledger["step-4000"]["status"] == "failed" and "deaf_to" in ledger["step-4000"]["reason"]
-    assert ledger["step-5000"]["status"] == "waiting" and "_SUCCESS" in ledger["step-5000"]["reason"]
-    assert all(ledger[c]["status"] == "finished" and ledger[c]["attempts"] == 1 for c in DEMO_CHECKPOINTS)
+    ledger = {r.checkpoint: r for r in Ledger(cfg.root).records()}
+    assert ledger["step-4000"].status is Status.FAILED and "deaf_to" in ledger["step-4000"].reason
+    assert ledger["step-5000"].status is Status.WAITING and "_SUCCESS" in ledger["step-5000"].reason
+    assert all(ledger[c].status is Status.FINISHED and ledger[c].attempts == 1 for c in DEMO_CHECKPOINTS)
     # the identical copy has the same content identity; the three share one suite fingerprint
-    assert ledger["step-1000"]["identity"]["sha256"] == ledger["step-2000"]["identity"]["sha256"]
-    assert len({ledger[c]["suite_fingerprint"] for c in DEMO_CHECKPOINTS}) == 1
+    assert ledger["step-1000"].identity["sha256"] == ledger["step-2000"].identity["sha256"]
+    assert len({ledger[c].suite_fingerprint for c in DEMO_CHECKPOINTS}) == 1
 
     reg = pd.read_parquet(tmp_path / "nightly" / "regressions.parquet")
     flagged = reg[reg["flagged"]]
@@ -122,9 +124,9 @@ def test_demo_nightly_flags_only_the_timbre_deaf_checkpoint_and_a_second_night_e
     assert "0 request(s) sent to models" in res.output and "from earlier nights, on the dashboard" in res.output
     assert "task=instrument_mcq" not in res.output  # no old rows printed
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "nightly" / "runs").rglob("*")) == runs_before
-    again = {r["checkpoint"]: r for r in Ledger(cfg.root).records()}
-    assert again["step-4000"]["attempts"] == 1  # max_attempts reached: not tried again
-    assert json.dumps(again["step-3000"], sort_keys=True) == json.dumps(ledger["step-3000"], sort_keys=True)
+    again = {r.checkpoint: r for r in Ledger(cfg.root).records()}
+    assert again["step-4000"].attempts == 1  # max_attempts reached: not tried again
+    assert again["step-3000"] == ledger["step-3000"]
     page = (tmp_path / "nightly" / "dashboard.md").read_text()
     assert "## Tonight\n\n0 checkpoint(s) evaluated (0 resumed), 0 failed, 1 waiting" in page  # step-5000 waits
     assert _tracked(uri, {"step-1000": "unchanged", "step-2000": "unchanged", "step-3000": "regressed"}) == logged

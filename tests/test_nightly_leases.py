@@ -14,6 +14,7 @@ import s3_server
 from evalcore import storage, storage_conditional as cond
 from evalcore.nightly.lease import LeaseLost, Leases
 from evalcore.nightly.ledger import Ledger
+from evalcore.nightly_outcome import LedgerRecord, Status
 
 CLAIMERS = 8
 
@@ -74,18 +75,18 @@ def _stale_holder_is_refused(root: str) -> None:
     ledger = Ledger(root, leases)
     a = ledger.claim("s", "c", "a", lease_s=0.5)
     assert a is not None and ledger.claim("s", "c", "b", lease_s=60) is None  # a holds it
-    ledger.put({"series": "s", "checkpoint": "c", "status": "running"}, a)
+    ledger.put(LedgerRecord("s", "c", Status.RUNNING), a)
     time.sleep(0.8)  # a stalls past its lease
     b = ledger.claim("s", "c", "b", lease_s=60)
     assert b is not None  # taken over after expiry
     with pytest.raises(LeaseLost):
-        ledger.put({"series": "s", "checkpoint": "c", "status": "finished"}, a)  # a's late write is refused
+        ledger.put(LedgerRecord("s", "c", Status.FINISHED), a)  # a's late write is refused
     assert not leases.renew(a) and a.lost
     ledger.release(a)  # not a's any more: b's lease stays
     assert leases.holds(b)
-    ledger.put({"series": "s", "checkpoint": "c", "status": "finished"}, b)
+    ledger.put(LedgerRecord("s", "c", Status.FINISHED), b)
     rec = ledger.get("s", "c")
-    assert rec["status"] == "finished" and rec["lease_token"] == b.token
+    assert rec.status is Status.FINISHED and rec.lease_token == b.token
     ledger.release(b)
     assert ledger.claim("s", "c", "c", lease_s=60) is not None  # released: free again
 

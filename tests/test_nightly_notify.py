@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from evalcore.nightly import tonight as tn
+from evalcore.nightly_outcome import CheckpointVerdict, Counts, LedgerRecord, Status, Tonight
 from ports import free_ports
 
 SECRET = "T000/B000/XXXXSECRETXXXX"
@@ -33,12 +34,12 @@ def _server(status: int, heard: list[dict]) -> HTTPServer:
     return server
 
 
-def _tonight(root: str) -> tn.Tonight:
-    return tn.Tonight("demo", "2026-11-27T03:00:00Z", root, [
-        tn.CheckpointVerdict("listener", "step-3000", "regressed", "no", flagged=12),
-        tn.CheckpointVerdict("listener", "step-4000", "failed", reason="ConfigError: bad checkpoint"),
-        tn.CheckpointVerdict("other", "step-9", "improved", "yes", improved=2, resumed=True)],
-        tn.Counts(evaluated=2, resumed=1, failed=1, requests_sent=10, requests_committed_earlier=5), None, 3)
+def _tonight(root: str) -> Tonight:
+    return Tonight("demo", "2026-11-27T03:00:00Z", root, [
+        CheckpointVerdict("listener", "step-3000", "regressed", "no", flagged=12),
+        CheckpointVerdict("listener", "step-4000", "failed", reason="ConfigError: bad checkpoint"),
+        CheckpointVerdict("other", "step-9", "improved", "yes", improved=2, resumed=True)],
+        Counts(evaluated=2, resumed=1, failed=1, requests_sent=10, requests_committed_earlier=5), None, 3)
 
 
 def test_the_webhook_gets_one_line_per_checkpoint_and_the_dashboard(tmp_path, monkeypatch) -> None:
@@ -107,15 +108,15 @@ def test_series_sharing_a_suite_get_a_leaderboard_paired_over_shared_items(tmp_p
     data["storage"] = {"root": str(tmp_path / "root")}
     cfg = parse_nightly(data)
 
-    def run(name: str, correct: list[int], ids: range) -> dict:
+    def run(name: str, correct: list[int], ids: range) -> LedgerRecord:
         root = tmp_path / "runs" / name
         (root / "tables").mkdir(parents=True)
         rows = [{"protocol": "mcq", "dataset": "synth", "condition": "correct", "variant": "default", "task": "t",
                  "item_id": f"i{i:02d}", "correct": float(c)} for i, c in zip(ids, correct)]
         pd.DataFrame(rows).to_parquet(root / "tables" / "per_item.parquet")
-        return {"series": name, "checkpoint": "step-9", "status": "finished", "run_root": str(root),
-                "suite_fingerprint": "gamma-suite" if name == "gamma" else "shared", "identity": {"sha256": name},
-                "finished": "2026-11-27T03:00:00Z"}
+        return LedgerRecord(name, "step-9", Status.FINISHED, run_root=str(root), identity={"sha256": name},
+                            suite_fingerprint="gamma-suite" if name == "gamma" else "shared",
+                            finished="2026-11-27T03:00:00Z")
 
     records = [run("alpha", [1] * 27, range(0, 27)), run("beta", [1, 0] * 13 + [1], range(3, 30)),
                run("gamma", [0] * 30, range(30))]

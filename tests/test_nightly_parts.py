@@ -17,6 +17,7 @@ from evalcore.nightly import compare
 from evalcore.nightly.config import parse_nightly
 from evalcore.nightly.demo import demo_config_path, write_checkpoint
 from evalcore.nightly.ledger import Ledger, LedgerError
+from evalcore.nightly_outcome import CheckpointKey, LedgerRecord, Status, Verdict
 from evalcore.nightly.series import discover, natural_key
 
 
@@ -72,8 +73,8 @@ def test_discovery_orders_checkpoints_and_marks_those_without_the_ready_marker(t
 
 def test_a_corrupt_or_newer_ledger_file_is_an_error_naming_the_file(tmp_path) -> None:
     ledger = Ledger(str(tmp_path))
-    ledger.put({"series": "s", "checkpoint": "c", "status": "finished", "attempts": 1})
-    assert ledger.get("s", "c")["status"] == "finished"
+    ledger.put(LedgerRecord("s", "c", Status.FINISHED, attempts=1))
+    assert ledger.get("s", "c").status is Status.FINISHED
     path = tmp_path / "ledger" / "s" / "c.json"
     path.write_text("{not json")
     with pytest.raises(LedgerError, match=str(path)):
@@ -157,13 +158,13 @@ def test_a_changed_suite_starts_a_new_baseline_instead_of_comparing(tmp_path) ->
     from evalcore.nightly.history import finished, references
 
     cfg = parse_nightly(demo_data(tmp_path))
-    recs = [{"series": "listener", "checkpoint": c, "status": "finished", "suite_fingerprint": f}
+    recs = [LedgerRecord("listener", c, Status.FINISHED, suite_fingerprint=f)
             for c, f in (("step-1000", "a"), ("step-2000", "a"), ("step-10000", "b"), ("step-3000", "a"))]
-    recs.append({"series": "listener", "checkpoint": "step-9", "status": "failed"})
+    recs.append(LedgerRecord("listener", "step-9", Status.FAILED))
     done = finished(recs, "listener")
-    assert [r["checkpoint"] for r in done] == ["step-1000", "step-2000", "step-3000", "step-10000"]
+    assert [r.checkpoint for r in done] == ["step-1000", "step-2000", "step-3000", "step-10000"]
     refs, notes = references(cfg, "listener", done, 1)
-    assert [(r["checkpoint"], role) for r, role in refs] == [("step-1000", "previous+baseline")] and not notes
+    assert [(r.checkpoint, role) for r, role in refs] == [("step-1000", "previous+baseline")] and not notes
     refs, notes = references(cfg, "listener", done, 3)
     assert refs == [] and "suite changed between step-3000 and step-10000" in notes[0]
     assert "step-10000 starts a new baseline" in notes[0] and "another suite" in notes[1]
@@ -177,15 +178,15 @@ def test_an_empty_or_missing_series_prefix_is_a_ledger_row_not_a_crash(tmp_path)
     assert res.exit_code == 0, res.output
     assert "0 checkpoint(s) evaluated" in res.output
     (row,) = Ledger(data["storage"]["root"]).records()
-    assert (row["checkpoint"], row["status"]) == ("_series", "waiting") and "no checkpoints under" in row["reason"]
+    assert (row.checkpoint, row.status) == ("_series", Status.WAITING) and "no checkpoints under" in row.reason
     html = (tmp_path / "root" / "dashboard.html").read_text()
     assert "no checkpoints under" in html and "<h2>Tonight</h2>" in html
     write_checkpoint(data["series"][0]["prefix"], "step-1", ["timbre"])
     (tmp_path / "ck" / "step-1" / "_SUCCESS").unlink()  # not ready: nothing to evaluate, the series row goes
     res = CliRunner().invoke(app, ["nightly", str(path)])
     assert res.exit_code == 0, res.output
-    rows = {r["checkpoint"]: r for r in Ledger(data["storage"]["root"]).records()}
-    assert set(rows) == {"step-1"} and rows["step-1"]["status"] == "waiting"
+    rows = {r.checkpoint: r for r in Ledger(data["storage"]["root"]).records()}
+    assert set(rows) == {"step-1"} and rows["step-1"].status is Status.WAITING
 
 
 def test_a_checkpoint_over_its_error_budget_is_failed_never_unchanged(tmp_path, monkeypatch) -> None:
@@ -212,7 +213,7 @@ def test_a_checkpoint_over_its_error_budget_is_failed_never_unchanged(tmp_path, 
     nt.evaluate(cfg, cfg.series[0], Checkpoint("listener", "step-9", str(tmp_path / "ck" / "step-9")), ledger, lease,
                 result)
     rec = ledger.get("listener", "step-9")
-    assert rec["status"] == "failed" and "model 'listener' errored on 10 of 10" in rec["reason"]
-    assert result.failed == ["listener/step-9"] and not result.evaluated
+    assert rec.status is Status.FAILED and "model 'listener' errored on 10 of 10" in rec.reason
+    assert result.failed == [CheckpointKey("listener", "step-9")] and not result.evaluated
     verdicts = {v.checkpoint: v.verdict for v in nt.tonight_of(cfg, result, pd.DataFrame()).checkpoints}
-    assert verdicts == {"step-9": "failed"}
+    assert verdicts == {"step-9": Verdict.FAILED}

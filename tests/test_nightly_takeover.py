@@ -92,7 +92,7 @@ def test_a_stalled_holder_is_taken_over_after_expiry_and_stops_when_it_wakes(tmp
         _stop_at_first_commit(first, run_root, tmp_path / "first.err")
         ledger = Ledger(root, Leases())
         stalled, _ = ledger.leases.read(ledger.lease_path("slow", "step-1"))
-        assert stalled is not None and ledger.get("slow", "step-1")["status"] == "running"
+        assert stalled is not None and ledger.get("slow", "step-1").status == "running"
         time.sleep(max(0.0, float(stalled["expires"]) - time.time()) + 0.5)  # nobody renews it now
 
         second = _nightly(cfg_path, {**env, "RAY_TMPDIR": tmp_second, rh.DELAY_ENV: "0.005"}, tmp_path, "second")
@@ -105,7 +105,7 @@ def test_a_stalled_holder_is_taken_over_after_expiry_and_stops_when_it_wakes(tmp
         assert c["requests_committed_earlier"] > 0 and c["requests_sent"] > 0
         assert c["requests_committed_earlier"] + c["requests_sent"] == rh.n_requests(N_ITEMS), c
         rec = ledger.get("slow", "step-1")
-        assert rec["status"] == "finished" and rec["attempts"] == 2 and rec["lease_token"] != stalled["token"]
+        assert rec.status == "finished" and rec.attempts == 2 and rec.lease_token != stalled["token"]
         assert "listener" not in err and "slow/step-1: unchanged" in err  # the console names tonight's verdict
         shared = _shared(tmp_path / "nightly")
 

@@ -72,11 +72,8 @@ def test_resume_of_an_unreachable_s3_root_exits_2_saying_how_to_reach_it(s3):
     from evalcore.cli import app
 
     (closed,) = free_ports(1)
-    storage.configure_s3(storage.S3Options(endpoint_override=f"http://127.0.0.1:{closed}"))
-    try:
+    with storage.using(storage.StorageSettings.of({"endpoint_override": f"http://127.0.0.1:{closed}"})):
         res = CliRunner().invoke(app, ["run", "--resume", ROOT])
-    finally:
-        storage.configure_s3(storage.S3Options(endpoint_override=s3.endpoint))
     assert res.exit_code == 2, res.output
     text = " ".join(res.output.split())
     assert f"cannot resume {ROOT}: cannot read {ROOT}/config.yaml" in text

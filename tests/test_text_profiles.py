@@ -193,3 +193,16 @@ def test_check_wordnet_finds_or_provisions_without_loading(tmp_path):
     where, kind = out.stdout.split()
     assert where == str(data / "corpora" / "wordnet") and kind == "LazyCorpusLoader"
     assert (data / "corpora" / "wordnet" / "lexnames").is_file()
+
+
+@pytest.mark.parametrize("profile", tp.PROFILES)
+def test_each_lexical_metric_alone_scores_as_in_the_full_set(pairs, profile):
+    """A metric's value is its own file's (:meth:`LexicalMetric.value`): scored alone, fast or plain, it is the
+    value it has beside the others (nltk's shared BLEU call for BLEU and BLEU-4 included)."""
+    refs, cands = pairs[0][:60], pairs[1][:60]
+    every = tp.score_pairs(refs, cands, profile)
+    for name in tp.lexical_names():
+        for fast in (True, False):
+            alone = tp.score_pairs(refs, cands, profile, fast=fast, metrics=[name])
+            assert list(alone.values) == [name] and alone.values[name] == every.values[name], (name, fast)
+    assert ("corpus_bleu" in tp.score_pairs(refs, cands, profile, metrics=["bleu"]).corpus) == (profile == "standard")

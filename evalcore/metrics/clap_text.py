@@ -162,12 +162,11 @@ def load_encoder(path: str, num_attention_heads: int | None = None, weights_only
 class ClapTextEmbedder:
     """Tokenizer + encoder in one process; ``embed`` returns L2-normalised float32 rows."""
 
+    @storage.scoped(lambda self, cfg: storage.StorageSettings.of(cfg.s3 or None))  # s3:// model files: the run's S3
     def __init__(self, cfg: ClapTextConfig) -> None:
         import torch
         from transformers import RobertaTokenizer
 
-        if cfg.s3:
-            storage.configure_s3(storage.S3Options(**cfg.s3))
         self.cfg = cfg
         self.tokenizer = RobertaTokenizer.from_pretrained(localize(cfg.tokenizer, _cache_root(cfg)), local_files_only=True)
         self.model = load_encoder(localize(cfg.checkpoint, _cache_root(cfg)), cfg.num_attention_heads,

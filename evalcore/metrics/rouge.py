@@ -1,9 +1,15 @@
-"""ROUGE-L per pair with rouge-score (a lexical metric of :mod:`evalcore.metrics.text_profiles`)."""
+"""ROUGE-L per pair with rouge-score.
+
+``mullama``: the MU-LLaMA evaluation script's ROUGE-L **recall** (``RougeScorer(["rougeL"], use_stemmer=True)``);
+``standard``: its F-measure. Computed here; the engine (:mod:`evalcore.metrics.text_profiles`) batches pairs and,
+when fast, caches the scorer's tokenisations (rouge-score's own tokenizer with the stemmer, passed as
+``tokenizer=``: what ``use_stemmer=True`` builds).
+"""
 
 from __future__ import annotations
 
 from evalcore.metrics.freeform_metric import METRICS
-from evalcore.metrics.text_profiles import LexicalMetric
+from evalcore.metrics.text_profiles import LexicalMetric, PairTools
 
 
 @METRICS.register("rouge")
@@ -12,3 +18,13 @@ class Rouge(LexicalMetric):
         "mullama": "rouge-score ROUGE-L recall, use_stemmer=True",
         "standard": "rouge-score ROUGE-L F-measure, use_stemmer=True",
     }
+
+    def value(self, ref: str, cand: str, tools: PairTools) -> float:
+        def build():
+            from rouge_score.rouge_scorer import RougeScorer
+            from rouge_score.tokenizers import DefaultTokenizer
+
+            return RougeScorer(["rougeL"], tokenizer=tools.tokenizer(DefaultTokenizer(use_stemmer=True)))
+
+        s = tools.once("rougeL", build).score(ref, cand)["rougeL"]
+        return s.fmeasure if self.profile == "standard" else s.recall

@@ -1,38 +1,33 @@
-"""Free-form text metrics (BLEU, BLEU-4, METEOR, ROUGE) in two named profiles.
+"""The lexical engine: scores (reference, candidate) pairs with the lexical metrics (BLEU, BLEU-4, METEOR, ROUGE) of
+a named profile, and with any other registered free-form metric, under the same row rules. It batches and caches;
+each metric computes its value in its own file (:mod:`~evalcore.metrics.bleu`, :mod:`~evalcore.metrics.bleu4`,
+:mod:`~evalcore.metrics.meteor`, :mod:`~evalcore.metrics.rouge`: :meth:`LexicalMetric.value` of one pair).
 
-``mullama``: what the published MU-LLaMA evaluation script computes, per pair:
-nltk ``sentence_bleu([ref], cand)`` on the raw strings (character n-grams, weights
-0.25×4, no smoothing), the same with weights (0, 0, 0, 1) for BLEU-4, nltk
-``meteor_score([wordpunct_tokenize(ref)], wordpunct_tokenize(cand))`` and rouge-score
-ROUGE-L **recall** with ``use_stemmer=True``.
-
-``standard``: textbook word-level definitions, per pair: sacreBLEU sentence BLEU
-(13a tokenizer, ``exp`` smoothing, effective order), sacreBLEU sentence BLEU-4 (13a,
-no smoothing, full order 4: zero without a 4-gram match), nltk METEOR on lowercased
-wordpunct tokens, rouge-score ROUGE-L F-measure with the stemmer; plus corpus BLEU
-(sacreBLEU, 13a, ``exp``) over the scored rows as a separate aggregate.
+Profiles: ``mullama``, what the published MU-LLaMA evaluation script computes per pair; ``standard``, textbook
+word-level definitions, plus corpus BLEU (sacreBLEU, 13a, ``exp``) over the scored rows as a separate aggregate.
+Each metric's file states its definitions (``definitions``: profile → text).
 
 Row rules (both profiles, both paths): a non-string candidate, a missing/blank or
 non-string reference, or a text longer than ``max_chars`` gives NaN in every metric and
 an error string; an empty (or whitespace-only) candidate scores 0.0 in every metric
-with no error; a library exception on a row becomes that row's error.
+with no error; a library exception on a row becomes that row's error (NaN in every lexical metric of the row).
 
 Other registered metrics (:mod:`evalcore.metrics.freeform_metric`; e.g. ``bertscore``, ``cider``,
 ``claptext``, their settings in :class:`ModelMetrics`) score through their own :meth:`~evalcore.metrics.
 freeform_metric.FreeformMetric.score`, after the same row checks (an empty candidate scores 0.0; a corpus
 metric keeps it in its corpus); a metric failing on rows gives NaN in that metric and its message in the
-row's error. The lexical ones are :class:`LexicalMetric` registrations scored together here.
+row's error.
 
-``score_pairs(..., fast=True)`` scores each distinct (reference, candidate) pair once,
-caches tokenisations, stems and WordNet lookups through the libraries' own parameters
-(``RougeScorer(tokenizer=)``, ``meteor_score(stemmer=, wordnet=)``, one
-``sentence_bleu`` call with both weight tuples) and spreads chunks over processes;
-its values are identical to ``fast=False``, the plain per-pair loop.
+What the engine shares between the lexical metrics of a process (:class:`PairTools`): with ``fast=True`` (the
+default) each distinct (reference, candidate) pair is scored once, tokenisations, stems and WordNet lookups are
+cached through the libraries' own parameters (``RougeScorer(tokenizer=)``, ``meteor_score(stemmer=, wordnet=)``),
+nltk's ``sentence_bleu`` is called once per pair with every weight tuple the profile's BLEU metrics ask for, and
+chunks are spread over processes; its values are identical to ``fast=False``, the plain per-pair loop of the
+libraries' defaults.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import multiprocessing as mp
 import os
@@ -40,39 +35,49 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import version
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence, cast
 
 from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, metric_class, ordered, registered
 from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.metrics.wordnet import ensure_wordnet
 
 PROFILES = ("mullama", "standard")
-#: what the lexical engine computes per pair, in the order :meth:`_Plain.pair` returns it (the engine's layout,
-#: not a list of configurable metrics: those are the :class:`LexicalMetric` registrations)
-_OUTPUTS = ("bleu", "bleu4", "meteor", "rouge")
 MAX_CHARS = 50_000
 PARALLEL_MIN = 2000  # fewer distinct pairs than this are scored in-process
-W_BLEU = (0.25, 0.25, 0.25, 0.25)
-W_BLEU4 = (0.0, 0.0, 0.0, 1.0)
-_NAN = (math.nan,) * len(_OUTPUTS)
-_ZERO = (0.0,) * len(_OUTPUTS)
-#: the standard profile's corpus aggregate (not a per-pair metric)
-CORPUS_BLEU = "sacrebleu corpus BLEU/100 over scored rows, tokenize=13a, smooth=exp"
 #: the libraries of the lexical engine (both profiles: nltk or sacrebleu BLEU, nltk METEOR, rouge-score ROUGE)
 LEXICAL_LIBRARIES = ("nltk", "rouge-score", "sacrebleu")
 
 
 class LexicalMetric(FreeformMetric):
-    """A per-pair lexical metric of the profile engine here (its value: the engine's output of its name);
-    ``definitions``: profile → what it computes. Scored in the stream's scoring tasks, no model, no settings."""
+    """A per-pair lexical metric scored by the engine here: :meth:`value` computes one pair's value with the
+    engine's shared helpers; ``definitions``: profile → what it computes. Scored in the stream's scoring tasks, no
+    model, no settings."""
 
     definitions: dict[str, str] = {}
     libraries = LEXICAL_LIBRARIES
     stream = "lexical"
     default = True
+    #: nltk ``sentence_bleu`` weights it asks :meth:`PairTools.sentence_bleu` for in this profile (the engine
+    #: computes every weight tuple of a pair's metrics in one call); none by default
+    nltk_bleu_weights: dict[str, tuple[float, ...]] = {}
 
     def definition(self) -> str:
         return self.definitions[self.profile]
+
+    def setup(self) -> None:
+        """Provision what it needs once per process before its first pair (e.g. WordNet); nothing by default."""
+
+    def value(self, ref: str, cand: str, tools: PairTools) -> float:
+        """The metric of one checked pair (non-empty candidate, reference within ``max_chars``)."""
+        raise NotImplementedError
+
+    def aggregate_definitions(self) -> dict[str, str]:
+        """Aggregates over all scored pairs it computes in this profile (name → definition); none by default."""
+        return {}
+
+    def aggregates(self, pairs: Sequence[tuple[str, str]]) -> dict[str, float]:
+        """Those aggregates over the pairs scored without error (name → value)."""
+        return {}
 
 
 def is_lexical(name: str) -> bool:
@@ -137,87 +142,81 @@ def check_pair(ref: Any, cand: Any, max_chars: int = MAX_CHARS) -> str | None:
     return "" if not cand.strip() else None
 
 
-def _quiet_effective_order(record: logging.LogRecord) -> bool:
-    """Drop sacreBLEU's per-sentence advice to enable effective_order (BLEU-4 disables it on purpose)."""
-    return "effective_order" not in record.getMessage()
+class PairTools:
+    """What the lexical metrics of one profile share in a process: tokenisations, stems and WordNet lookups
+    (cached when ``fast``, the libraries' defaults otherwise), objects built once (:meth:`once`) and nltk's sentence
+    BLEU of a pair for every weight tuple the metrics ask for (one call when ``fast``)."""
 
+    def __init__(self, profile: str, fast: bool, bleu_weights: Sequence[tuple[float, ...]] = ()) -> None:
+        from nltk.tokenize import wordpunct_tokenize
 
-class _Plain:
-    """Direct library calls, one pair at a time (the reference implementation)."""
+        self.profile, self.fast = profile, fast
+        self.bleu_weights = list(dict.fromkeys(bleu_weights))
+        self._built: dict[Hashable, Any] = {}
+        self._bleu: tuple[tuple[str, str], dict[tuple[float, ...], float]] | None = None
+        self._words = lru_cache(maxsize=200_000)(lambda s: tuple(wordpunct_tokenize(s))) if fast else None
+        self._wordpunct = wordpunct_tokenize
 
-    def __init__(self, profile: str) -> None:
-        from rouge_score.rouge_scorer import RougeScorer
+    def once(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """The object ``build()`` made the first time ``key`` was asked for (a scorer, a BLEU object)."""
+        if key not in self._built:
+            self._built[key] = build()
+        return self._built[key]
 
-        ensure_wordnet()
-        self.profile = profile
-        self.rouge = RougeScorer(["rougeL"], use_stemmer=True)
-        if profile == "standard":
-            import sacrebleu
+    def words(self, text: str) -> list[str]:
+        """nltk's ``wordpunct_tokenize(text)``."""
+        return list(self._words(text)) if self._words is not None else self._wordpunct(text)
 
-            self.sb = sacrebleu.BLEU(tokenize="13a", smooth_method="exp", effective_order=True)
-            self.sb4 = sacrebleu.BLEU(tokenize="13a", smooth_method="none", effective_order=False)
-            logging.getLogger("sacrebleu").addFilter(_quiet_effective_order)
+    def meteor_caches(self) -> dict[str, Any]:
+        """``meteor_score``'s ``stemmer`` and ``wordnet`` (its defaults, cached) when fast; none otherwise."""
+        if not self.fast:
+            return {}
 
-    def bleus(self, ref: str, cand: str) -> tuple[float, float]:
+        def build() -> dict[str, Any]:
+            from nltk.corpus import wordnet
+            from nltk.stem.porter import PorterStemmer
+
+            return {"stemmer": _CachedStemmer(PorterStemmer()), "wordnet": _CachedWordNet(wordnet)}
+
+        return self.once("meteor_caches", build)
+
+    def tokenizer(self, tokenizer: Any) -> Any:
+        """A rouge-score tokenizer, cached when fast."""
+        return _CachedTokenizer(tokenizer) if self.fast else tokenizer
+
+    def sentence_bleu(self, ref: str, cand: str, weights: tuple[float, ...]) -> float:
+        """nltk ``sentence_bleu([ref], cand, weights=weights)``; when fast, one call per pair computes every weight
+        tuple of :attr:`bleu_weights` (their n-gram counts shared)."""
         from nltk.translate.bleu_score import sentence_bleu
 
-        if self.profile == "standard":
-            return self.sb.sentence_score(cand, [ref]).score / 100.0, self.sb4.sentence_score(cand, [ref]).score / 100.0
-        return sentence_bleu([ref], cand), sentence_bleu([ref], cand, weights=W_BLEU4)
+        if not self.fast or weights not in self.bleu_weights:
+            return sentence_bleu([ref], cand, weights=weights)
+        if self._bleu is None or self._bleu[0] != (ref, cand):
+            values = sentence_bleu([ref], cand, weights=self.bleu_weights)  # one weight tuple: one float back
+            values = values if len(self.bleu_weights) > 1 else [values]
+            self._bleu = ((ref, cand), dict(zip(self.bleu_weights, values)))
+        return self._bleu[1][weights]
 
-    def meteor(self, ref: str, cand: str) -> float:
-        from nltk.tokenize import wordpunct_tokenize
-        from nltk.translate.meteor_score import meteor_score
 
-        if self.profile == "standard":
-            ref, cand = ref.lower(), cand.lower()
-        return meteor_score([wordpunct_tokenize(ref)], wordpunct_tokenize(cand))
+class _Engine:
+    """The lexical metrics of one profile over pairs, in a process (the driver's, or a pool worker's)."""
 
-    def rouge_l(self, ref: str, cand: str) -> float:
-        s = self.rouge.score(ref, cand)["rougeL"]
-        return s.fmeasure if self.profile == "standard" else s.recall
+    def __init__(self, profile: str, metrics: Sequence[LexicalMetric], fast: bool) -> None:
+        self.profile, self.metrics, self.fast = profile, list(metrics), fast
+        self.names = tuple(m.name for m in self.metrics)
+        for m in self.metrics:
+            m.setup()
+        self.tools = PairTools(profile, fast, [w for m in self.metrics
+                                               if (w := m.nltk_bleu_weights.get(profile)) is not None])
 
     def pair(self, ref: str, cand: str) -> tuple[tuple[float, ...], str | None]:
-        """The engine's values in ``_OUTPUTS`` order and an error (None when fine)."""
+        """Each metric's value of a checked pair (in :attr:`metrics` order) and an error (None when fine)."""
         try:
             with warnings.catch_warnings():  # nltk warns on zero n-gram overlap; values unaffected
                 warnings.simplefilter("ignore")
-                b, b4 = self.bleus(ref, cand)
-                return (float(b), float(b4), float(self.meteor(ref, cand)), float(self.rouge_l(ref, cand))), None
+                return tuple(float(m.value(ref, cand, self.tools)) for m in self.metrics), None
         except Exception as e:  # a library failing on one odd row is that row's error
-            return _NAN, f"{type(e).__name__}: {e}"[:500]
-
-
-class _Fast(_Plain):
-    """The same library calls with caches passed through their public parameters."""
-
-    def __init__(self, profile: str) -> None:
-        super().__init__(profile)
-        from nltk.corpus import wordnet
-        from nltk.stem.porter import PorterStemmer
-        from nltk.tokenize import wordpunct_tokenize
-        from rouge_score.rouge_scorer import RougeScorer
-        from rouge_score.tokenizers import DefaultTokenizer
-
-        self.tok = lru_cache(maxsize=200_000)(lambda s: tuple(wordpunct_tokenize(s)))
-        self.stemmer = _CachedStemmer(PorterStemmer())  # meteor_score's default stemmer, cached
-        self.wordnet = _CachedWordNet(wordnet)
-        self.rouge = RougeScorer(["rougeL"], tokenizer=_CachedTokenizer(DefaultTokenizer(use_stemmer=True)))
-
-    def bleus(self, ref: str, cand: str) -> tuple[float, float]:
-        from nltk.translate.bleu_score import sentence_bleu
-
-        if self.profile == "standard":
-            return super().bleus(ref, cand)
-        b, b4 = sentence_bleu([ref], cand, weights=[W_BLEU, W_BLEU4])  # n-gram counts shared
-        return b, b4
-
-    def meteor(self, ref: str, cand: str) -> float:
-        from nltk.translate.meteor_score import meteor_score
-
-        if self.profile == "standard":
-            ref, cand = ref.lower(), cand.lower()
-        return meteor_score([list(self.tok(ref))], list(self.tok(cand)), stemmer=self.stemmer, wordnet=self.wordnet)
+            return (math.nan,) * len(self.metrics), f"{type(e).__name__}: {e}"[:500]
 
 
 class _CachedStemmer:
@@ -238,7 +237,8 @@ class _CachedTokenizer:
         return list(self._cached(text))
 
 
-_WORKER: _Fast | None = None
+_WORKER: _Engine | None = None
+_Job = tuple[str, list[LexicalMetric], list[tuple[str, str]]]
 
 
 def _init_worker(nltk_path: list[str]) -> None:
@@ -247,23 +247,26 @@ def _init_worker(nltk_path: list[str]) -> None:
     nltk.data.path[:] = nltk_path
 
 
-def _work(args: tuple[str, list[tuple[str, str]]]) -> list[tuple[tuple[float, ...], str | None]]:
+def _work(args: _Job) -> list[tuple[tuple[float, ...], str | None]]:
+    """Score pairs with the process's fast engine (kept for the next chunk of the same profile and metrics)."""
     global _WORKER
-    profile, pairs = args
-    if _WORKER is None or _WORKER.profile != profile:
-        _WORKER = _Fast(profile)
+    profile, metrics, pairs = args
+    if _WORKER is None or (_WORKER.profile, _WORKER.names) != (profile, tuple(m.name for m in metrics)):
+        _WORKER = _Engine(profile, metrics, fast=True)
     return [_WORKER.pair(r, c) for r, c in pairs]
 
 
-def _score_unique(profile: str, pairs: list[tuple[str, str]], workers: int) -> list[tuple[tuple[float, ...], str | None]]:
+def _score_unique(profile: str, metrics: list[LexicalMetric], pairs: list[tuple[str, str]],
+                  workers: int) -> list[tuple[tuple[float, ...], str | None]]:
     if workers <= 1 or len(pairs) < PARALLEL_MIN:
-        return _work((profile, pairs))
+        return _work((profile, metrics, pairs))
     import nltk
 
-    ensure_wordnet()  # provision once here, not racing in every worker
+    for m in metrics:
+        m.setup()  # provision once here (WordNet), not racing in every worker
     n_chunks = workers * 4
     size = -(-len(pairs) // n_chunks)
-    chunks = [(profile, pairs[i:i + size]) for i in range(0, len(pairs), size)]
+    chunks = [(profile, metrics, pairs[i:i + size]) for i in range(0, len(pairs), size)]
     # spawn, not fork: a forked WordNet reader shares its open data files' offsets across
     # processes, and concurrent seeks then return wrong synsets.
     with mp.get_context("spawn").Pool(workers, initializer=_init_worker, initargs=(list(nltk.data.path),)) as pool:
@@ -299,8 +302,8 @@ def score_pairs(
     values: dict[str, list[float]] = {}
     errors: list[str | None] = [None if e in (None, "") else e for e in checks]
     if lexical:
-        got, lex_errors = _score_lexical(references, candidates, checks, profile, fast, workers)
-        values.update({m: got[m] for m in lexical})
+        got, lex_errors = _score_lexical(references, candidates, checks, profile, lexical, fast, workers)
+        values.update(got)
         errors = [_join(a, b) for a, b in zip(errors, lex_errors)]
     lexical_errors = list(errors)
     info = _info(profile, max_chars, wanted)
@@ -312,8 +315,9 @@ def score_pairs(
         info["definitions"][m] = meta.pop("definition")
         info.setdefault("models", {})[m] = meta
     out = PairScores(profile, values, errors, info=info)
-    if profile == "standard" and lexical:
-        out.corpus["corpus_bleu"] = _corpus_bleu(references, candidates, lexical_errors)
+    scored = [(r, c) for r, c, e in zip(references, candidates, lexical_errors) if e is None]
+    for m in lexical:
+        out.corpus.update(metric_class(m)(m, profile).aggregates(scored))  # type: ignore[attr-defined]
     return out
 
 
@@ -322,36 +326,29 @@ def _join(a: str | None, b: str | None) -> str | None:
 
 
 def _score_lexical(references: Sequence[Any], candidates: Sequence[Any], checks: list[str | None], profile: str,
-                   fast: bool, workers: int | None) -> tuple[dict[str, list[float]], list[str | None]]:
-    """BLEU, BLEU-4, METEOR, ROUGE per row (documented values on checked-out rows) and library errors."""
+                   names: Sequence[str], fast: bool, workers: int | None
+                   ) -> tuple[dict[str, list[float]], list[str | None]]:
+    """The lexical metrics ``names`` per row (documented values on checked-out rows) and library errors."""
+    metrics = [cast(LexicalMetric, metric_class(n)(n, profile)) for n in names]
     todo = [(r, c) for r, c, e in zip(references, candidates, checks) if e is None]
     if fast:
         unique = list(dict.fromkeys(todo))
         n = workers if workers is not None else min(os.cpu_count() or 1, 8)
-        got = dict(zip(unique, _score_unique(profile, unique, n)))
+        got = dict(zip(unique, _score_unique(profile, metrics, unique, n)))
         results = [got[p] for p in todo]
     else:
-        plain = _Plain(profile)
+        plain = _Engine(profile, metrics, fast=False)
         results = [plain.pair(r, c) for r, c in todo]
-    values: dict[str, list[float]] = {m: [] for m in _OUTPUTS}
+    nan, zero = (math.nan,) * len(names), (0.0,) * len(names)
+    values: dict[str, list[float]] = {m: [] for m in names}
     errors: list[str | None] = []
     it = iter(results)
     for e in checks:
-        vals, err = next(it) if e is None else ((_ZERO, None) if e == "" else (_NAN, None))
-        for m, v in zip(_OUTPUTS, vals):
+        vals, err = next(it) if e is None else ((zero, None) if e == "" else (nan, None))
+        for m, v in zip(names, vals):
             values[m].append(v)
         errors.append(err)  # a library exception on a row (check errors are the caller's)
     return values, errors
-
-
-def _corpus_bleu(refs: Sequence[Any], cands: Sequence[Any], errors: list[str | None]) -> float:
-    import sacrebleu
-
-    ok = [(r, c) for r, c, e in zip(refs, cands, errors) if e is None]
-    if not ok:
-        return math.nan
-    bleu = sacrebleu.BLEU(tokenize="13a", smooth_method="exp")
-    return bleu.corpus_score([c for _, c in ok], [[r for r, _ in ok]]).score / 100.0
 
 
 def _info(profile: str, max_chars: int, metrics: Sequence[str]) -> dict[str, Any]:
@@ -360,10 +357,12 @@ def _info(profile: str, max_chars: int, metrics: Sequence[str]) -> dict[str, Any
     if lexical:
         from nltk.corpus import wordnet
 
+        ensure_wordnet()
         wordnet_version = f"WordNet {wordnet.get_version()}"
-    defs = {m: metric_class(m)(m, profile).definition() for m in lexical}
-    if lexical and profile == "standard":
-        defs["corpus_bleu"] = CORPUS_BLEU
+    built = [cast(LexicalMetric, metric_class(m)(m, profile)) for m in lexical]
+    defs = {m.name: m.definition() for m in built}
+    for m in built:
+        defs.update(m.aggregate_definitions())
     return {"profile": profile, "metrics": list(metrics), "versions": library_versions(metrics),
             "wordnet": wordnet_version, "definitions": defs, "max_chars": max_chars,
             "empty_candidate": "0.0 in every metric", "bad_row": "NaN in every metric + error string"}

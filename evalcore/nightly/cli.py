@@ -26,6 +26,7 @@ from evalcore.nightly.config import load_nightly, resolve_prefixes
 from evalcore.nightly.demo import demo_config
 from evalcore.nightly.ledger import LedgerError
 from evalcore.nightly.night import FLAG_PRINT, night
+from evalcore.nightly_outcome import Verdict
 from evalcore.reports.html import markdown_html, page
 from evalcore.reports.tables_html import TESTS, comparison_rows, p_value, signed, table_html, table_md
 from evalcore.tracking_config import TrackFlagError, with_track_flags
@@ -82,7 +83,8 @@ def nightly(
         typer.echo(f"evalcore: the nightly failed: {type(e).__name__}: {e}", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
     if result.lost:
-        typer.echo(f"evalcore: the nightly stopped: another nightly took over {', '.join(result.lost)} while this one "
+        lost = ", ".join(map(str, result.lost))
+        typer.echo(f"evalcore: the nightly stopped: another nightly took over {lost} while this one "
                    "stalled past lease_seconds; this one committed nothing more and wrote nothing shared (comparisons, "
                    "dashboard, nightly.json, webhook): the other nightly's are current", err=True)
         raise typer.Exit(code=ExitCode.FAILED)
@@ -97,11 +99,12 @@ def nightly(
                    + (f"; {earlier} flagged comparison(s) from earlier nights, on the dashboard" if earlier else "")
                    + f"; {time.perf_counter() - t:.1f} s; wrote {cfg.root}/dashboard.html and nightly.json", err=True)
     for v in (t_.checkpoints if t_ else []):
-        if quiet and v.verdict not in ("regressed", "failed", "lost"):
+        if quiet and v.verdict not in (Verdict.REGRESSED, Verdict.FAILED, Verdict.LOST):
             continue
-        why = f" — {v.reason[:300]}" if v.reason and v.verdict in ("failed", "lost", "regressed", "improved") else ""
+        why = (f" — {v.reason[:300]}" if v.reason and v.verdict in (Verdict.FAILED, Verdict.LOST, Verdict.REGRESSED,
+                                                                      Verdict.IMPROVED) else "")
         listens = f", listens {v.listening}" if v.listening else ""
-        typer.echo(f"  {v.series}/{v.checkpoint}: {v.verdict}{listens}{why}", err=True)
+        typer.echo(f"  {v.key}: {v.verdict}{listens}{why}", err=True)
     if len(flagged) and (cfg.fail_on_regression or verbose):
         show = flagged[FLAG_PRINT].copy()
         for col in ("delta", "ci_low", "ci_high"):

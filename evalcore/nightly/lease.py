@@ -167,7 +167,7 @@ class Renewal:
 
     def __enter__(self) -> "Renewal":
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="evalcore-lease")
+        self._thread = threading.Thread(target=storage.carried(self._loop), daemon=True, name="evalcore-lease")
         self._thread.start()
         return self
 

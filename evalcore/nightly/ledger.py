@@ -1,9 +1,10 @@
 """The ledger: one JSON record per checkpoint in the object store, plus leases.
 
-``<root>/ledger/<series>/<checkpoint>.json`` says what happened to a checkpoint (its URI, content
-identity, run root, suite fingerprint, status ``running`` / ``finished`` / ``failed`` / ``waiting`` with a
-reason, attempts, timestamps). One object per checkpoint, each written whole (atomic: a local temp file
-renamed, or one S3 PUT), so two nightlies never lose each other's rows.
+``<root>/ledger/<series>/<checkpoint>.json`` says what happened to a checkpoint: a
+:class:`~evalcore.nightly_outcome.LedgerRecord` (its URI, content identity, run root, suite fingerprint, status
+``running`` / ``finished`` / ``failed`` / ``waiting`` with a reason, attempts, timestamps). One object per
+checkpoint, each written whole (atomic: a local temp file renamed, or one S3 PUT), so two nightlies never lose each
+other's rows.
 
 ``<root>/ledger/<series>/<checkpoint>.lease`` claims a checkpoint (:mod:`evalcore.nightly.lease`: a
 conditional create, taken over by compare-and-swap once expired). A record written under a lease carries
@@ -19,9 +20,9 @@ import pyarrow as pa
 
 from evalcore import storage, storage_conditional as cond
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, Renewal
+from evalcore.nightly_outcome import LedgerRecord
 
 VERSION = 1
-STATUSES = ("running", "finished", "failed", "waiting")
 
 
 class LedgerError(RuntimeError):
@@ -47,7 +48,7 @@ class Ledger:
     def path(self, series: str, checkpoint: str, suffix: str = ".json") -> str:
         return storage.join(self.dir, series, checkpoint + suffix)
 
-    def _read(self, uri: str) -> dict | None:
+    def _read(self, uri: str) -> LedgerRecord | None:
         try:
             raw = storage.read_bytes(uri)
         except FileNotFoundError:
@@ -65,22 +66,24 @@ class Ledger:
         if data["version"] > VERSION:
             raise LedgerError(f"ledger file {uri} has version {data['version']}, newer than this evalcore's "
                               f"{VERSION}: upgrade evalcore")
-        return data
+        try:
+            return LedgerRecord.from_json(data)
+        except (TypeError, ValueError) as e:
+            raise LedgerError(f"ledger file {uri} is corrupt ({e}); delete it to evaluate again") from None
 
-    def get(self, series: str, checkpoint: str) -> dict | None:
+    def get(self, series: str, checkpoint: str) -> LedgerRecord | None:
         """The checkpoint's record, or None."""
         return self._read(self.path(series, checkpoint))
 
-    def put(self, record: dict, lease: Lease | None = None) -> dict:
+    def put(self, record: LedgerRecord, lease: Lease | None = None) -> LedgerRecord:
         """Write a record whole (``updated`` stamped). Under a ``lease``: only while the lease is still the
         writer's, as a compare-and-swap on the record read just before (raises :class:`LeaseLost`)."""
-        record = {**record, "version": VERSION, "updated": iso(now())}
-        uri = self.path(record["series"], record["checkpoint"])
+        record = record.but(updated=iso(now()), lease_token=lease.token if lease is not None else record.lease_token)
+        uri = self.path(record.series, record.checkpoint)
+        body = json.dumps({**record.as_json(), "version": VERSION}, indent=1, default=str).encode()
         if lease is None:
-            storage.write_text(uri, json.dumps(record, indent=1, default=str))
+            storage.write_bytes(uri, body)
             return record
-        record["lease_token"] = lease.token
-        body = json.dumps(record, indent=1, default=str).encode()
         for _ in range(5):
             cur = cond.read(uri)
             if not self.leases.holds(lease):
@@ -92,7 +95,7 @@ class Ledger:
                 return record
         raise LeaseLost(f"{uri}: the record kept changing under this nightly's writes")
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[LedgerRecord]:
         """Every record in the ledger."""
         return [r for uri in storage.list_files(self.dir, ".json") if (r := self._read(uri)) is not None]
 
@@ -100,7 +103,8 @@ class Ledger:
         """The records as a table (``ledger.parquet``, a view for people; the JSON records are the truth)."""
         cols = ("series", "checkpoint", "uri", "status", "reason", "attempts", "identity", "run_root",
                 "suite_fingerprint", "started", "finished", "updated")
-        rows = [{c: (json.dumps(r.get(c)) if c == "identity" else r.get(c)) for c in cols} for r in self.records()]
+        rows = [{c: (json.dumps(d[c]) if c == "identity" else d[c]) for c in cols}
+                for d in (r.as_json() for r in self.records())]
         schema = pa.schema([(c, pa.int64() if c == "attempts" else pa.string()) for c in cols])
         return pa.Table.from_pylist(rows, schema=schema)
 

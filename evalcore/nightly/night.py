@@ -32,6 +32,8 @@ from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
 from evalcore.nightly.ledger import Ledger, iso, now
+from evalcore.nightly_outcome import CheckpointKey, CheckpointVerdict, Counts, LedgerRecord, Outcome, Seen, Status, \
+    Tonight, Verdict
 from evalcore.pipeline.commit import RunStateError
 from evalcore.pipeline.graph import init_ray
 from evalcore.reports import dashboard
@@ -51,23 +53,38 @@ class NightResult:
 
     root: str
     started: float = field(default_factory=now)
-    evaluated: list[str] = field(default_factory=list)  # "<series>/<checkpoint>" finished tonight (new or resumed)
-    resumed: list[str] = field(default_factory=list)  # of those, the ones an earlier attempt had started
-    failed: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # leased by another nightly
-    #: lease taken over by another nightly mid-evaluation (this one stalled past ``lease_seconds``): the night stops
-    #: there and writes nothing shared
-    lost: list[str] = field(default_factory=list)
-    waiting: list[str] = field(default_factory=list)  # not ready (no ready marker, unreadable)
-    reasons: dict[str, str] = field(default_factory=dict)  # failed / waiting / lost → why
-    profiles: dict[str, dict] = field(default_factory=dict)  # "<series>/<checkpoint>" → its run's profile in short
+    #: every checkpoint tonight evaluated, failed, found leased or not ready, or lost (its lease taken over by
+    #: another nightly mid-evaluation, this one having stalled past ``lease_seconds``: the night stops there and
+    #: writes nothing shared), in the order seen
+    seen: list[Seen] = field(default_factory=list)
     requests_sent: int = 0  # sent to models tonight
     requests_committed_earlier: int = 0  # committed by an interrupted attempt: resumed, not sent again
     requests_errored: int = 0  # error rows of the runs finished tonight
     notes: list[str] = field(default_factory=list)
     store: str | None = None  # why this store's leases fall back to write-settle-read (None: atomic)
     regressions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REGRESSION_COLUMNS))
-    tonight: tn.Tonight | None = None
+    tonight: Tonight | None = None
+
+    def add(self, key: CheckpointKey, outcome: Outcome, reason: str | None = None, resumed: bool = False,
+            profile: dict | None = None) -> None:
+        self.seen.append(Seen(key, outcome, resumed, reason, profile))
+
+    def keys(self, outcome: Outcome) -> list[CheckpointKey]:
+        """The checkpoints of one outcome tonight, in the order seen."""
+        return [s.key for s in self.seen if s.outcome is outcome]
+
+    @property
+    def evaluated(self) -> list[CheckpointKey]:
+        """Finished tonight, new or resumed."""
+        return self.keys(Outcome.EVALUATED)
+
+    @property
+    def failed(self) -> list[CheckpointKey]:
+        return self.keys(Outcome.FAILED)
+
+    @property
+    def lost(self) -> list[CheckpointKey]:
+        return self.keys(Outcome.LOST)
 
     @property
     def flagged(self) -> pd.DataFrame:
@@ -95,18 +112,21 @@ def pick(cfg: NightlyConfig, ledger: Ledger, cps: list[discovery.Checkpoint],
     for cp in reversed(cps):
         rec = ledger.get(cp.series, cp.name)
         if cp.problem is not None:
-            if rec is None or rec.get("status") == "waiting":
-                ledger.put({**(rec or {}), "series": cp.series, "checkpoint": cp.name, "uri": cp.uri,
-                            "status": "waiting", "reason": cp.problem, "attempts": (rec or {}).get("attempts", 0)})
+            if rec is None or rec.status is Status.WAITING:
+                waiting = LedgerRecord(cp.series, cp.name, Status.WAITING)
+                ledger.put((rec or waiting).but(uri=cp.uri, status=Status.WAITING, reason=cp.problem))
                 if result is not None:
-                    result.waiting.append(f"{cp.series}/{cp.name}")
-                    result.reasons[f"{cp.series}/{cp.name}"] = cp.problem
+                    result.add(CheckpointKey(cp.series, cp.name), Outcome.WAITING, cp.problem)
             continue
-        if rec is not None and (rec.get("status") == "finished"
-                                or (rec.get("status") == "failed" and rec.get("attempts", 0) >= cfg.max_attempts)):
+        if rec is not None and done(cfg, rec):
             continue
         todo.append(cp)
     return todo[:cfg.max_new_per_night]
+
+
+def done(cfg: NightlyConfig, rec: LedgerRecord) -> bool:
+    """Whether a checkpoint needs no evaluation: finished, or failed ``max_attempts`` times."""
+    return rec.status is Status.FINISHED or (rec.status is Status.FAILED and rec.attempts >= cfg.max_attempts)
 
 
 def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledger: Ledger, lease: Lease,
@@ -115,18 +135,16 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
     record written under ``lease``: refused once another nightly has taken it over)."""
     from evalcore.pipeline.run import RunUnscored, run as run_pipeline  # heavy: pulls matplotlib (reports)
 
-    key = f"{s.name}/{cp.name}"
-    rec = ledger.get(s.name, cp.name) or {}
-    if rec.get("status") == "finished" or (rec.get("status") == "failed"
-                                           and rec.get("attempts", 0) >= cfg.max_attempts):
+    key = CheckpointKey(s.name, cp.name)
+    rec = ledger.get(s.name, cp.name)
+    if rec is not None and done(cfg, rec):
         return  # another nightly finished it (or used its last attempt) between pick and claim
+    rec = rec or LedgerRecord(s.name, cp.name, Status.RUNNING)
     root = run_root(cfg.root, s.name, cp.name)
-    attempts = int(rec.get("attempts", 0)) + 1
-    last = rec.get("reason") if rec.get("status") == "failed" else rec.get("last_failure")
+    last = rec.reason if rec.status is Status.FAILED else rec.last_failure
     try:
-        rec = ledger.put({**rec, "series": s.name, "checkpoint": cp.name, "uri": cp.uri, "run_root": root,
-                          "status": "running", "reason": None, "last_failure": last, "attempts": attempts,
-                          "started": iso(now()), "owner": lease.owner}, lease)
+        rec = ledger.put(rec.but(uri=cp.uri, run_root=root, status=Status.RUNNING, reason=None, last_failure=last,
+                                 attempts=rec.attempts + 1, started=iso(now()), owner=lease.owner), lease)
         try:
             rcfg = run_config(cfg, s, cp.name, cp.uri, root)
             resume = storage.exists(storage.join(root, "config.yaml"))
@@ -135,38 +153,35 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
                 out = run_pipeline(rcfg, resume=resume)
         except (ConfigError, RunStateError, RunUnscored) as e:  # cannot load, bad checkpoint, past the error budget
             count(result, getattr(e, "result", None))
-            if getattr(e, "result", None) is not None:  # the run finished (past the error budget): its profile
-                note_profile(result, key, root)
-            fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key)
+            finished = getattr(e, "result", None) is not None  # past the error budget: its profile
+            fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key,
+                 profile=note_profile(key, root) if finished else None)
             return
         except Exception as e:  # noqa: BLE001 - a crash: recorded, retried next night (resuming), others go on
             log.debug("nightly: %s failed", key, exc_info=True)
             fail(ledger, rec, lease, f"{type(e).__name__}: {e}", result, key)
             return
-        ledger.put({**rec, "status": "finished", "reason": None, "finished": iso(now()),
-                    "identity": identity(root, s.name), "suite_fingerprint": compare.suite_fingerprint(root)}, lease)
+        ledger.put(rec.but(status=Status.FINISHED, reason=None, finished=iso(now()), identity=identity(root, s.name),
+                           suite_fingerprint=compare.suite_fingerprint(root)), lease)
     except LeaseLost as e:
-        result.lost.append(key)
-        result.reasons[key] = str(e)
+        result.add(key, Outcome.LOST, str(e))
         log.warning("nightly: %s: %s", key, bounded(e, 300))
         return
     count(result, out)
-    note_profile(result, key, root)
-    result.evaluated.append(key)
-    if out.attempt.get("requests_committed_earlier", 0) or resume:
-        result.resumed.append(key)
+    result.add(key, Outcome.EVALUATED, resumed=bool(out.attempt.get("requests_committed_earlier", 0) or resume),
+               profile=note_profile(key, root))
 
 
-def note_profile(result: NightResult, key: str, root: str) -> None:
-    """Keep the checkpoint's run profile in short (from the run.json its run wrote tonight) and say it."""
+def note_profile(key: CheckpointKey, root: str) -> dict | None:
+    """The checkpoint's run profile in short (from the run.json its run wrote tonight), said on the console."""
     uri = storage.join(root, "run.json")
     try:
         summary = tn.profile_summary(json.loads(storage.read_text(uri)).get("profile")) if storage.exists(uri) else None
     except (OSError, ValueError):
         summary = None
     if summary:
-        result.profiles[key] = summary
-        log.info("%s", tn.profile_line(key, summary))
+        log.info("%s", tn.profile_line(str(key), summary))
+    return summary
 
 
 def count(result: NightResult, out: object) -> None:
@@ -179,10 +194,10 @@ def count(result: NightResult, out: object) -> None:
     result.requests_errored += int(counts.get("requests_errored", 0))
 
 
-def fail(ledger: Ledger, rec: dict, lease: Lease, reason: str, result: NightResult, key: str) -> None:
-    ledger.put({**rec, "status": "failed", "reason": bounded(reason, 1000), "finished": iso(now())}, lease)
-    result.failed.append(key)
-    result.reasons[key] = bounded(reason, 300)
+def fail(ledger: Ledger, rec: LedgerRecord, lease: Lease, reason: str, result: NightResult,
+         key: CheckpointKey, profile: dict | None = None) -> None:
+    ledger.put(rec.but(status=Status.FAILED, reason=bounded(reason, 1000), finished=iso(now())), lease)
+    result.add(key, Outcome.FAILED, bounded(reason, 300), profile=profile)
     log.warning("nightly: %s failed: %s", key, bounded(reason, 300))
 
 
@@ -222,14 +237,12 @@ def series_record(ledger: Ledger, s: SeriesConfig, problem: str | None, result: 
             storage.delete(ledger.path(s.name, SERIES_ROW))
         return
     result.notes.append(problem)
-    ledger.put({"series": s.name, "checkpoint": SERIES_ROW, "uri": s.prefix, "status": "waiting", "reason": problem,
-                "attempts": 0})
+    ledger.put(LedgerRecord(s.name, SERIES_ROW, Status.WAITING, uri=s.prefix, reason=problem))
 
 
+@storage.scoped(lambda cfg, *_, **__: cfg.storage.settings())  # the nightly's S3 options and read deadline
 def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
     """Run one night over every series of ``cfg``; returns what it did (the files are under ``cfg.root``)."""
-    storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
-    storage.configure_reads(cfg.storage.read_timeout_s)
     owner = owner or new_owner()
     leases = Leases.open(cfg.root, cfg.lease_settle_seconds)
     ledger = Ledger(cfg.root, leases)
@@ -246,7 +259,7 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
             start_cluster(cfg)  # a cluster that will not start fails the night, not a checkpoint
             lease = ledger.claim(s.name, cp.name, owner, cfg.lease_seconds)
             if lease is None:
-                result.skipped.append(f"{s.name}/{cp.name}")
+                result.add(CheckpointKey(s.name, cp.name), Outcome.LEASED)
                 log.info("nightly: %s/%s is leased by another nightly; skipped", s.name, cp.name)
                 continue
             try:
@@ -255,12 +268,12 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
                 ledger.release(lease)
             if result.lost:  # this nightly stalled past a lease: another holds the night now
                 log.warning("nightly: stopped: %s was taken over by another nightly; this one writes nothing shared "
-                            "(comparisons, dashboard, nightly.json, webhook)", ", ".join(result.lost))
+                            "(comparisons, dashboard, nightly.json, webhook)", ", ".join(map(str, result.lost)))
                 return result
     summarize(cfg, ledger, result)
     for key in result.evaluated:  # tonight's checkpoints, each logged once at its training step (nightly/tracked.py)
-        tracked.log_checkpoint(cfg, key, result.regressions, tracked.verdict_of(result, key),
-                               run_root(cfg.root, *key.split("/", 1)))
+        tracked.log_checkpoint(cfg, key, result.regressions, tracked.verdict_of(result.tonight, key),
+                               run_root(cfg.root, key.series, key.checkpoint))
     return result
 
 
@@ -271,8 +284,8 @@ def summarize(cfg: NightlyConfig, ledger: Ledger, result: NightResult) -> None:
     records = ledger.records()
     out = cfg.root
     key = compare.digest([TABLES_VERSION, cfg.model_dump(mode="json"), result.notes,
-                          sorted(({k: v for k, v in r.items() if k not in ("updated", "owner", "lease_token")}
-                                  for r in records), key=lambda r: (r.get("series"), r.get("checkpoint")))])
+                          [{k: v for k, v in r.as_json().items() if k not in ("updated", "owner", "lease_token")}
+                           for r in sorted(records, key=lambda r: r.key)]])
     key_uri = storage.join(out, "dashboard.key")
     if storage.exists(key_uri) and storage.read_text(key_uri) == key:  # nothing changed since the last night
         regressions = storage.read_parquet(storage.join(out, "regressions.parquet")).to_pandas()
@@ -297,37 +310,38 @@ def summarize(cfg: NightlyConfig, ledger: Ledger, result: NightResult) -> None:
     log.info("nightly: compared and rendered in %.1f s", time.perf_counter() - t)
 
 
-def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> tn.Tonight:
+def verdict(cfg: NightlyConfig, seen: Seen, regressions: pd.DataFrame, hist: pd.DataFrame) -> CheckpointVerdict:
+    """Tonight's verdict of one checkpoint: an evaluated one's from its comparisons, the others' their outcome."""
+    key = seen.key
+    if seen.outcome is not Outcome.EVALUATED:
+        return CheckpointVerdict(key.series, key.checkpoint, Verdict.of(seen.outcome), reason=seen.reason,
+                                 profile=seen.profile)
+    decided, flagged, improved = tn.checkpoint_verdict(key, regressions)
+    return CheckpointVerdict(key.series, key.checkpoint, decided, tn.listening(hist, key, cfg.stats.min_items),
+                             flagged, improved, seen.resumed, reason=tn.why(key, regressions),
+                             run_root=run_root(cfg.root, key.series, key.checkpoint), profile=seen.profile)
+
+
+#: the order of tonight's checkpoints in nightly.json, the console and the dashboard
+SHOWN = (Outcome.EVALUATED, Outcome.FAILED, Outcome.LOST, Outcome.LEASED, Outcome.WAITING)
+
+
+def tonight_of(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame) -> Tonight:
     """Each checkpoint seen tonight with its verdict, the counts and the exit code."""
-    verdicts = []
-    for key in result.evaluated:
-        series, ck = key.split("/", 1)
-        verdict, flagged, improved = tn.checkpoint_verdict(series, ck, result.regressions)
-        verdicts.append(tn.CheckpointVerdict(series, ck, verdict, tn.listening(hist, series, ck, cfg.stats.min_items),
-                                             flagged, improved, key in result.resumed,
-                                             reason=tn.why(series, ck, result.regressions),
-                                             run_root=run_root(cfg.root, series, ck),
-                                             profile=result.profiles.get(key)))
-    for keys, verdict in ((result.failed, "failed"), (result.lost, "lost"), (result.skipped, "leased"),
-                          (result.waiting, "waiting")):
-        for key in keys:
-            series, ck = key.split("/", 1)
-            verdicts.append(tn.CheckpointVerdict(series, ck, verdict, reason=result.reasons.get(key),
-                                                 profile=result.profiles.get(key)))
-    counts = tn.Counts(evaluated=len(result.evaluated), resumed=len(result.resumed), failed=len(result.failed),
-                       waiting=len(result.waiting), leased_elsewhere=len(result.skipped), lost=len(result.lost),
-                       requests_sent=result.requests_sent,
+    seen = sorted(result.seen, key=lambda s: SHOWN.index(s.outcome))
+    verdicts = [verdict(cfg, s, result.regressions, hist) for s in seen]
+    counts = Counts.of(result.seen, requests_sent=result.requests_sent,
                        requests_committed_earlier=result.requests_committed_earlier,
                        requests_errored=result.requests_errored)
     code = tn.REGRESSION_EXIT if cfg.fail_on_regression and len(result.flagged_tonight) else 0
-    return tn.Tonight(cfg.name, iso(result.started) or "", cfg.root, verdicts, counts, result.store, code)
+    return Tonight(cfg.name, iso(result.started) or "", cfg.root, verdicts, counts, result.store, code)
 
 
-def render(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame, records: list[dict]) -> None:
+def render(cfg: NightlyConfig, result: NightResult, hist: pd.DataFrame, records: list[LedgerRecord]) -> None:
     """dashboard.html and dashboard.md: the morning page."""
     board = leaderboard.leaderboard(cfg, records)
-    links = evidence.links(cfg.root, result.regressions, set(result.evaluated), run_root)  # changed items
-    html, md = dashboard.render(result.tonight.as_json(), result.regressions, hist, records, result.notes, board,
-                                links)
+    tonight = {str(k) for k in result.evaluated}
+    links = evidence.links(cfg.root, result.regressions, tonight, run_root)  # the flagged rows' changed items
+    html, md = dashboard.render(result.tonight, result.regressions, hist, records, result.notes, board, links)
     storage.write_text(storage.join(cfg.root, "dashboard.html"), html)
     storage.write_text(storage.join(cfg.root, "dashboard.md"), md)

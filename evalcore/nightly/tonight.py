@@ -1,10 +1,11 @@
 """What tonight did, for people and for tools: each checkpoint's verdict, the night's honest counts, the exit
 code, ``<root>/nightly.json`` and the optional webhook.
 
-A checkpoint's verdict: ``regressed`` (a flagged comparison against its previous checkpoint or the
-baseline), ``improved`` (a significant gain of at least the metric's minimum effect, nothing flagged),
-``unchanged``, ``failed`` (with its reason), ``waiting`` (not ready), ``leased`` (another nightly holds
-it) or ``lost`` (another nightly took its lease over mid-evaluation). Its listening verdict is the run
+The night is a :class:`~evalcore.nightly_outcome.Tonight` (its types: :mod:`evalcore.nightly_outcome`). A
+checkpoint's verdict: ``regressed`` (a flagged comparison against its previous checkpoint or the baseline),
+``improved`` (a significant gain of at least the metric's minimum effect, nothing flagged), ``unchanged``,
+``failed`` (with its reason), ``waiting`` (not ready), ``leased`` (another nightly holds it) or ``lost`` (another
+nightly took its lease over mid-evaluation). Its listening verdict is the run
 report's (:mod:`evalcore.reports.verdict`). Only checkpoints evaluated tonight decide the exit code:
 history stays on the dashboard.
 """
@@ -16,13 +17,13 @@ import logging
 import os
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from evalcore import storage
 from evalcore.deadline import call_within
 from evalcore.errors import bounded
+from evalcore.nightly_outcome import CheckpointKey, Tonight, Verdict
 from evalcore.reports.verdict import verdicts
 
 log = logging.getLogger("evalcore")
@@ -32,18 +33,9 @@ REGRESSION_EXIT = 3
 CHANGE_KEY = ["protocol", "dataset", "condition", "variant", "metric", "group"]
 
 
-@dataclass
-class CheckpointVerdict:
-    series: str
-    checkpoint: str
-    verdict: str  # regressed | improved | unchanged | failed | waiting | leased | lost
-    listening: str | None = None  # yes | no | unclear (finished checkpoints)
-    flagged: int = 0  # distinct drops flagged, each once whatever it was flagged against (CHANGE_KEY)
-    improved: int = 0  # distinct significant gains, likewise
-    resumed: bool = False
-    reason: str | None = None  # why: a failure's reason; a regressed or improved checkpoint's changes (why())
-    run_root: str | None = None
-    profile: dict | None = None  # the run's profile in short (:func:`profile_summary`), where its run.json has one
+def of(rows: pd.DataFrame, key: CheckpointKey) -> pd.DataFrame:
+    """The rows (with ``series`` and ``checkpoint`` columns) of checkpoint ``key``."""
+    return rows[(rows["series"] == key.series) & (rows["checkpoint"] == key.checkpoint)]
 
 
 def profile_summary(profile: dict | None) -> dict | None:
@@ -70,59 +62,18 @@ def profile_line(key: str, summary: dict | None) -> str | None:
             + (f"; {models}" if models else ""))
 
 
-@dataclass
-class Counts:
-    """The night's work: checkpoints by outcome, requests by where their answer came from."""
-
-    evaluated: int = 0  # finished tonight, new or resumed
-    resumed: int = 0
-    failed: int = 0
-    waiting: int = 0
-    leased_elsewhere: int = 0
-    lost: int = 0
-    requests_sent: int = 0  # to models, tonight
-    requests_committed_earlier: int = 0  # by an interrupted attempt (resumed, not sent again)
-    requests_errored: int = 0  # error rows among the runs finished tonight
-
-    def line(self) -> str:
-        return (f"tonight: {self.evaluated} checkpoint(s) evaluated ({self.resumed} resumed), {self.failed} failed, "
-                f"{self.waiting} waiting, {self.leased_elsewhere} leased elsewhere; {self.requests_sent} request(s) "
-                f"sent to models, {self.requests_committed_earlier} committed earlier, {self.requests_errored} "
-                "errored")
-
-
-@dataclass
-class Tonight:
-    """The night in one object: what ``nightly.json``, the console and the dashboard's first block show."""
-
-    name: str
-    date: str
-    root: str
-    checkpoints: list[CheckpointVerdict] = field(default_factory=list)
-    counts: Counts = field(default_factory=Counts)
-    store: str | None = None  # why leases are not atomic on this store (None: conditional writes)
-    exit_code: int = 0
-
-    def as_json(self) -> dict:
-        out = asdict(self)
-        out["store"] = {"conditional_writes": self.store is None, "fallback": self.store}
-        out["paths"] = {k: storage.join(self.root, v) for k, v in (
-            ("dashboard_html", "dashboard.html"), ("dashboard_md", "dashboard.md"),
-            ("regressions", "regressions.parquet"), ("history", "history.parquet"), ("ledger", "ledger.parquet"))}
-        return out
-
-
-def flagged_tonight(regressions: pd.DataFrame, evaluated: list[str]) -> pd.DataFrame:
-    """The flagged comparisons of the checkpoints evaluated tonight (``series/checkpoint`` keys)."""
+def flagged_tonight(regressions: pd.DataFrame, evaluated: list[CheckpointKey]) -> pd.DataFrame:
+    """The flagged comparisons of the checkpoints evaluated tonight."""
     if not len(regressions):
         return regressions
-    keys = regressions["series"].astype(str) + "/" + regressions["checkpoint"].astype(str)
-    return regressions[regressions["flagged"].astype(bool) & keys.isin(set(evaluated))]
+    keys = set(evaluated)
+    mine = [CheckpointKey(str(s), str(c)) in keys for s, c in zip(regressions["series"], regressions["checkpoint"])]
+    return regressions[regressions["flagged"].astype(bool) & pd.Series(mine, index=regressions.index, dtype=bool)]
 
 
-def listening(hist: pd.DataFrame, series: str, checkpoint: str, min_items: int) -> str | None:
+def listening(hist: pd.DataFrame, key: CheckpointKey, min_items: int) -> str | None:
     """The run report's listening verdict of one finished checkpoint, from its summary rows."""
-    rows = hist[(hist["series"] == series) & (hist["checkpoint"] == checkpoint)] if len(hist) else hist
+    rows = of(hist, key) if len(hist) else hist
     found = verdicts(rows, min_items) if len(rows) else []
     return found[0].listens if found else None
 
@@ -133,15 +84,15 @@ def changes(rows: pd.DataFrame) -> int:
     return len(rows.drop_duplicates(CHANGE_KEY)) if len(rows) else 0
 
 
-def checkpoint_verdict(series: str, checkpoint: str, regressions: pd.DataFrame) -> tuple[str, int, int]:
+def checkpoint_verdict(key: CheckpointKey, regressions: pd.DataFrame) -> tuple[Verdict, int, int]:
     """(verdict, flagged drops, significant gains) of a finished checkpoint from its comparison rows, each change
     counted once (:func:`changes`)."""
     if not len(regressions):
-        return "unchanged", 0, 0
-    mine = regressions[(regressions["series"] == series) & (regressions["checkpoint"] == checkpoint)]
+        return Verdict.UNCHANGED, 0, 0
+    mine = of(regressions, key)
     flagged = changes(mine[mine["flagged"].astype(bool)])
     improved = changes(mine[mine["improved"].astype(bool)]) if "improved" in mine.columns else 0
-    return ("regressed" if flagged else "improved" if improved else "unchanged"), flagged, improved
+    return (Verdict.REGRESSED if flagged else Verdict.IMPROVED if improved else Verdict.UNCHANGED), flagged, improved
 
 
 def _against(rows: pd.DataFrame) -> str:
@@ -154,13 +105,13 @@ def _against(rows: pd.DataFrame) -> str:
     return ", ".join(out)
 
 
-def why(series: str, checkpoint: str, regressions: pd.DataFrame) -> str | None:
+def why(key: CheckpointKey, regressions: pd.DataFrame) -> str | None:
     """Why a finished checkpoint is ``regressed`` or ``improved``: its changes counted once, against what, and the
     largest (``28 drop(s) flagged (28 vs the previous checkpoint step-2000, 28 vs the baseline step-1000); largest:
     mcq · synth accuracy (task=instrument_mcq) correct −0.650 [−0.72, −0.58] vs step-1000``); None when unchanged."""
     if not len(regressions):
         return None
-    mine = regressions[(regressions["series"] == series) & (regressions["checkpoint"] == checkpoint)]
+    mine = of(regressions, key)
     for column, what in (("flagged", "drop(s) flagged"), ("improved", "significant gain(s)")):
         if column not in mine.columns:
             continue
@@ -189,8 +140,9 @@ def message(tonight: Tonight) -> str:
     for c in tonight.checkpoints:
         extra = f", listens {c.listening}" if c.listening else ""
         extra += f", {c.flagged} flagged" if c.flagged else ""
-        extra += f": {bounded(c.reason, 160)}" if c.reason and c.verdict in ("failed", "waiting", "lost") else ""
-        lines.append(f"• {c.series}/{c.checkpoint}: {c.verdict}{extra}")
+        told = c.reason and c.verdict in (Verdict.FAILED, Verdict.WAITING, Verdict.LOST)
+        extra += f": {bounded(c.reason, 160)}" if told else ""
+        lines.append(f"• {c.key}: {c.verdict}{extra}")
     if not tonight.checkpoints:
         lines.append("• nothing new tonight")
     lines.append(f"dashboard: {storage.join(tonight.root, 'dashboard.html')}")

@@ -21,6 +21,7 @@ import pandas as pd
 from evalcore import storage
 from evalcore.nightly.config import NightlyConfig, SeriesConfig
 from evalcore.nightly.series import discover
+from evalcore.nightly_outcome import CheckpointKey, Tonight, Verdict
 from evalcore.tracking.record import Checkpoint
 from evalcore.tracking.sinks import Logged, track_run
 from evalcore.tracking.steps import training_step
@@ -28,21 +29,20 @@ from evalcore.tracking.steps import training_step
 log = logging.getLogger("evalcore")
 
 
-def verdict_of(result: object, key: str) -> str | None:
-    """Tonight's verdict of ``<series>/<checkpoint>`` (``regressed``, ``improved``, ``unchanged`` …)."""
-    tonight = getattr(result, "tonight", None)
-    for v in getattr(tonight, "checkpoints", None) or []:
-        if f"{v.series}/{v.checkpoint}" == key:
-            return str(getattr(v.verdict, "value", v.verdict))
+def verdict_of(tonight: Tonight | None, key: CheckpointKey) -> Verdict | None:
+    """Tonight's verdict of checkpoint ``key`` (``regressed``, ``improved``, ``unchanged`` …)."""
+    for v in tonight.checkpoints if tonight is not None else []:
+        if v.key == key:
+            return v.verdict
     return None
 
 
-def flagged_lines(regressions: pd.DataFrame, series: str, checkpoint: str) -> list[str]:
+def flagged_lines(regressions: pd.DataFrame, key: CheckpointKey) -> list[str]:
     """The checkpoint's flagged comparisons, one line each (worst first)."""
     if not len(regressions):
         return []
-    rows = regressions[regressions["flagged"].astype(bool) & (regressions["series"] == series)
-                       & (regressions["checkpoint"] == checkpoint)]
+    rows = regressions[regressions["flagged"].astype(bool) & (regressions["series"] == key.series)
+                       & (regressions["checkpoint"] == key.checkpoint)]
     rows = rows.reindex(rows["delta"].abs().sort_values(ascending=False).index)
     return [f"{r.protocol}/{r.dataset} {r.condition} {r.metric} ({r.group}) vs {r.reference} ({r.reference_role}): "
             f"{r.delta:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}], p_adj={r.p_adjusted:.3g}" for r in rows.itertuples()]
@@ -60,13 +60,12 @@ def step_of(s: SeriesConfig, checkpoint: str) -> int:
     return at
 
 
-def log_checkpoint(cfg: NightlyConfig, key: str, regressions: pd.DataFrame, verdict: str | None,
+def log_checkpoint(cfg: NightlyConfig, key: CheckpointKey, regressions: pd.DataFrame, verdict: Verdict | None,
                    run_root: str) -> list[Logged]:
-    """Log the finished checkpoint ``<series>/<checkpoint>`` (its run at ``run_root``) to the nightly's sinks."""
+    """Log the finished checkpoint ``key`` (its run at ``run_root``) to the nightly's sinks."""
     if not cfg.tracking:
         return []
-    series, name = key.split("/", 1)
-    s = next(x for x in cfg.series if x.name == series)
-    ck = Checkpoint(series, name, step_of(s, name), verdict, flagged_lines(regressions, series, name),
+    s = next(x for x in cfg.series if x.name == key.series)
+    ck = Checkpoint(key.series, key.checkpoint, step_of(s, key.checkpoint), verdict, flagged_lines(regressions, key),
                     nightly=cfg.name)
-    return track_run(cfg.tracking, run_root, ck, models=[series])
+    return track_run(cfg.tracking, run_root, ck, models=[key.series])

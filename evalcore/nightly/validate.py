@@ -46,7 +46,7 @@ def list_bounded(series: SeriesConfig, timeout_s: float = LIST_TIMEOUT_S) -> lis
         except Exception as e:  # noqa: BLE001 - reported as the prefix's problem
             box["error"] = e
 
-    t = threading.Thread(target=work, name=f"list-{series.name}", daemon=True)
+    t = threading.Thread(target=storage.carried(work), name=f"list-{series.name}", daemon=True)
     t.start()
     t.join(timeout_s)
     if t.is_alive():
@@ -102,9 +102,9 @@ def check(cfg: NightlyConfig, check_paths: bool = True) -> Findings:
     if not check_paths:
         found.notes += [f"series {s.name}: prefix {s.prefix} not checked (--no-check-paths)" for s in cfg.series]
         return found
-    storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
     given = [s.prefix for s in cfg.series]
-    resolved = resolve_prefixes(cfg)
-    for i in range(len(cfg.series)):
-        check_series(resolved, i, given[i], found, datasets=i == 0)
+    with storage.using(cfg.storage.settings()):  # the series' prefixes, as the nightly reaches them
+        resolved = resolve_prefixes(cfg)
+        for i in range(len(cfg.series)):
+            check_series(resolved, i, given[i], found, datasets=i == 0)
     return found

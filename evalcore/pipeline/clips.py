@@ -173,7 +173,7 @@ def rebuild(requests: pd.DataFrame, specs: dict[str, Spec | str], root: str, old
     writer = _Writer(clips_dir, out, existing)
     todo = [(*source, sorted(v, key=str)) for source, v in tasks.items()]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, os.cpu_count() or 1, len(todo) or 1))) as pool:
-        done = dict(zip(tasks, pool.map(writer, todo)))
+        done = dict(zip(tasks, pool.map(storage.carried(writer), todo)))  # the run's S3 settings
     clip: list[str | None] = [None] * len(requests)
     seconds = np.full(len(requests), np.nan)
     for i, (source, variant) in keys.items():

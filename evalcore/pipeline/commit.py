@@ -115,7 +115,14 @@ def worker_shard_rows(to_run: int) -> int:
     return max(low, min(high, to_run // 32))
 
 
-def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None) -> pa.Table:
+def _settings(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None,
+              read_timeout_s: float | None = None) -> storage.StorageSettings:
+    return storage.StorageSettings.of(s3, read_timeout_s)
+
+
+@storage.scoped(_settings)  # the run's S3 options and read deadline, which a worker process does not see otherwise
+def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None = None,
+                 read_timeout_s: float | None = None) -> pa.Table:
     """A commit task's work on a Ray worker (:mod:`evalcore.pipeline.committer`): the batch's complete requests
     (every chunk present) committed as one shard (:func:`commit_shard`). Returns what the driver counts: the committed rows as a few tally rows (one per
     model, failing stage and first-chunk-or-not; column ``rows`` says how many rows each stands for,
@@ -124,8 +131,6 @@ def commit_batch(batch: pa.Table, root: str, attempt: int = 0, s3: dict | None =
 
     A batch's answer stays a few KiB however large the shard (a row per committed row cost some 450 KiB per 2,048
     rows, sent through the object store to the driver)."""
-    if s3 is not None:
-        storage.configure_s3(storage.S3Options(**s3))
     ids = batch.column("request_id").to_pylist()
     n_chunks = [int(n or 1) for n in batch.column("n_chunks").to_pylist()]
     seen: dict[str, int] = {}

@@ -28,14 +28,14 @@ from evalcore.pipeline.raydata import Bundle
 IN_FLIGHT = 2  # commit tasks running at once at most; the stream waits (Ray Data backpressure) beyond
 
 
-def commit_blocks(root: str, attempt: int, s3: dict | None, ranges: list[tuple[int, int] | None],
-                  *blocks: pa.Table) -> tuple[pa.Table, float, float]:
+def commit_blocks(root: str, attempt: int, s3: dict | None, read_timeout_s: float | None,
+                  ranges: list[tuple[int, int] | None], *blocks: pa.Table) -> tuple[pa.Table, float, float]:
     """A commit task: ``blocks`` (their row ``ranges``) as one batch committed (:func:`commit.commit_batch`);
     returns its tally rows, the seconds it took and when it ended (wall time: nodes' clocks agree on it)."""
     t0 = time.perf_counter()
     parts = [b if r is None else b.slice(r[0], r[1] - r[0]) for b, r in zip(blocks, ranges)]
     batch = pa.concat_tables(parts, promote_options="default") if len(parts) > 1 else parts[0]
-    out = commit.commit_batch(batch, root, attempt, s3)
+    out = commit.commit_batch(batch, root, attempt, s3, read_timeout_s)
     return out, time.perf_counter() - t0, time.time()
 
 
@@ -67,6 +67,7 @@ class Committer:
     shard_rows: int = commit.WORKER_SHARD_ROWS[1]
     every_s: float = commit.COMMIT_SECONDS
     in_flight: int = IN_FLIGHT
+    read_timeout_s: float | None = None  #: the run's read deadline (its S3 requests' too), with ``s3`` for the tasks
     clock: Callable[[], float] = time.perf_counter
     submit: Callable[[list, list], Any] | None = None
     wait: Callable[[list, bool], list] | None = None
@@ -79,7 +80,8 @@ class Committer:
             import ray
 
             task = ray.remote(num_cpus=0, max_retries=3)(commit_blocks)
-            self.submit = lambda ranges, refs: task.remote(self.root, self.attempt, self.s3, ranges, *refs)
+            self.submit = lambda ranges, refs: task.remote(self.root, self.attempt, self.s3, self.read_timeout_s,
+                                                                ranges, *refs)
             self.wait = lambda refs, block: ray.wait(refs, num_returns=1 if block else len(refs),
                                                      timeout=None if block else 0.0)[0]
             self.get = ray.get

@@ -65,13 +65,10 @@ def _blocks(table: pa.Table) -> list[pa.Table]:
 
 def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, **kwargs) -> pa.Table:
     """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
-    deadline, which a worker process would not otherwise see: the driver sets them in its own process only.
+    deadline, which a worker process would not otherwise see: the driver's scope covers its own process only.
     Keys come from the worker's environment / AWS chain, as on the driver."""
-    if s3 is not None:
-        storage.configure_s3(storage.S3Options(**s3))
-    if read_timeout_s is not None:
-        storage.configure_reads(read_timeout_s)
-    return decode_batch(batch, **kwargs)
+    with storage.using(storage.StorageSettings.of(s3, read_timeout_s)):
+        return decode_batch(batch, **kwargs)
 
 
 def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
@@ -150,9 +147,12 @@ def model_runner(name: str) -> type[ModelRunner]:
     return type(f"model:{name}", (ModelRunner,), {"__doc__": ModelRunner.__doc__})
 
 
-def judge(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table:
-    """The judge stage (:func:`judge_batch`) under the name Ray Data shows: ``judge``."""
-    return judge_batch(batch, judges)
+def judge(batch: pa.Table, judges: dict[str, tuple[str, str]], s3: dict | None = None,
+          read_timeout_s: float | None = None) -> pa.Table:
+    """The judge stage (:func:`judge_batch`) under the name Ray Data shows: ``judge``; with the run's S3 options and
+    read deadline (an LLM judge's cache and log may be on ``s3://``), as :func:`decode`."""
+    with storage.using(storage.StorageSettings.of(s3, read_timeout_s)):
+        return judge_batch(batch, judges)
 
 
 def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: int = 0,
@@ -182,12 +182,14 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
             if not branches:
                 continue
             ds = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
-            ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges}, batch_size=64, batch_format="pyarrow",
-                                num_cpus=0.5)
+            ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges, "s3": settings.s3,
+                                                  "read_timeout_s": settings.read_timeout_s},
+                                batch_size=64, batch_format="pyarrow", num_cpus=0.5)
             streams.append(Stream(scored(settings, ds, score_pool)))
             yield from streams[-1].bundles()
 
-    committer = Committer(settings.root, attempt, settings.s3, shard_rows, every_s)
+    committer = Committer(settings.root, attempt, settings.s3, shard_rows, every_s,
+                          read_timeout_s=settings.read_timeout_s)
     handed = 0  # rows the commits handed on: committed (tally rows count theirs) or back to the driver whole
     for out in committer.run(bundles()):
         handed += int(pc.sum(pc.fill_null(out.column(commit.ROWS_COLUMN), 1)).as_py() or 0)
@@ -210,7 +212,8 @@ def rejudged_batches(settings: GraphSettings, rows: list[dict]) -> Iterator[pa.T
     import ray
 
     ds = ray.data.from_arrow(_blocks(response_table(rows)))
-    ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges}, batch_size=64,
+    ds = ds.map_batches(judge, fn_kwargs={"judges": settings.judges, "s3": settings.s3,
+                                         "read_timeout_s": settings.read_timeout_s}, batch_size=64,
                         batch_format="pyarrow", num_cpus=0.5)
     yield from scored(settings, ds).iter_batches(batch_size=None, batch_format="pyarrow")
 

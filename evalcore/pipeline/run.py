@@ -126,6 +126,7 @@ def account_for_all(cfg: RunConfig, items: ItemTable, exp: Expansion, total: int
 # ----------------------------------------------------------------------------- the run
 
 
+@storage.scoped(lambda cfg, *_, **__: cfg.storage.settings())  # the run's S3 options and read deadline, in its calls
 def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COMMIT_SECONDS,
         retry_errors: Iterable[str] = RETRY_BY_DEFAULT, ping: bool = False) -> RunResult:
     """Run the whole evaluation described by ``cfg``; returns where it wrote and its counts.
@@ -135,8 +136,6 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     those committed as error rows of a class in ``retry_errors`` (default: transient), which run again —
     a request that failed only in its judge is judged again on its committed answer, without its model.
     ``ping``: call each LLM endpoint once before anything runs (:func:`evalcore.preflight.check_endpoints`)."""
-    storage.configure_s3(storage.S3Options(**cfg.storage.s3.model_dump()))
-    storage.configure_reads(cfg.storage.read_timeout_s)
     preflight.check(cfg, datasets=not resume)  # a missing file or checkpoint fails here, before Ray and any model
     if ping:
         preflight.check_endpoints(cfg)  # an endpoint down, a refused key, an unknown model: before Ray too

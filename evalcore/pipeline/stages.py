@@ -110,10 +110,11 @@ class Decoder:
 class ModelRunner:
     """A Ray Data actor holding one loaded Music LM; generates one text per chunk row."""
 
+    @storage.scoped(lambda self, kind, params, audio_spec, s3=None: storage.StorageSettings.of(s3))
     def __init__(self, kind: str, params: dict[str, Any], audio_spec: tuple[int, float | None],
                  s3: dict | None = None) -> None:
-        if s3 is not None:  # the run's S3 options (never keys), e.g. for an s3:// checkpoint
-            storage.configure_s3(storage.S3Options(**s3))
+        #: the run's S3 options (never keys), e.g. for an s3:// checkpoint, while it loads and generates
+        self.storage = storage.StorageSettings.of(s3)
         self.model = MODELS.build(kind, **params)
         # the decode stage prepared audio for the rate and window read from the model's class and params
         if (self.model.sample_rate, self.model.max_audio_seconds) != tuple(audio_spec):
@@ -122,6 +123,7 @@ class ModelRunner:
                              "declare them as class attributes or pass them in params")
         self.info = json.dumps(self.model.info(), sort_keys=True, default=str)
 
+    @storage.scoped(lambda self, *_, **__: self.storage)
     def __call__(self, batch: pa.Table) -> pa.Table:
         col = batch.column("audio")
         rows = batch.drop_columns(["audio"]).to_pylist()

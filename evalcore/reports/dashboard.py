@@ -5,7 +5,8 @@ its listening verdict, the night's counts); a **checkpoint × headline metric** 
 last checkpoints, each cell coloured by a significant change against the previous checkpoint; the
 leaderboard of series that share a suite; the trend plots; the comparisons folded per checkpoint and
 reference, flagged rows first; the ledger. Every table wraps inside the page (no horizontal scrolling at
-1280 px). Rendered from tables and a plain ``tonight`` mapping (``nightly.json``) only.
+1280 px). Rendered from tables, the night (:class:`~evalcore.nightly_outcome.Tonight`, what ``nightly.json`` holds)
+and the ledger's records (:class:`~evalcore.nightly_outcome.LedgerRecord`) only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import html
 
 import pandas as pd
 
+from evalcore.nightly_outcome import LedgerRecord, Status, Tonight, Verdict
 from evalcore.reports import trends
 from evalcore.reports.html import figure_html, page, wrap_tables
 from evalcore.reports.tables_html import comparison_rows, num, p_value, signed, table_html, table_md
@@ -34,24 +36,23 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 2].rstrip() + " …"
 
 
-def tonight_block(t: dict) -> tuple[str, str]:
+def tonight_block(t: Tonight) -> tuple[str, str]:
     """(HTML, Markdown): tonight's checkpoints and verdicts (a checkpoint's flagged drops counted once, whatever
     they were flagged against; why it got its verdict), the counts, the store's lease mode."""
-    c = t["counts"]
-    counts = (f"{c['evaluated']} checkpoint(s) evaluated ({c['resumed']} resumed), {c['failed']} failed, "
-              f"{c['waiting']} waiting, {c['leased_elsewhere']} leased elsewhere · {c['requests_sent']} request(s) "
-              f"sent to models, {c['requests_committed_earlier']} committed earlier, {c['requests_errored']} errored")
-    rows = [{"_class": {"regressed": "flag", "improved": "gain", "failed": "flag"}.get(v["verdict"], ""),
-             "checkpoint": f"{v['series']}/{v['checkpoint']}",
-             "verdict": f"{VERDICT_MARK.get(v['verdict'], '')}\u00a0{v['verdict']}" + (" (resumed)" if v["resumed"] else ""),
-             "listens": v["listening"] or "—", "flagged drops": str(v["flagged"]) if v["flagged"] else "",
-             "why": _cut(v["reason"] or "", WHY_SHOWN)} for v in t["checkpoints"]]
+    c = t.counts
+    counts = (f"{c.evaluated} checkpoint(s) evaluated ({c.resumed} resumed), {c.failed} failed, "
+              f"{c.waiting} waiting, {c.leased_elsewhere} leased elsewhere · {c.requests_sent} request(s) "
+              f"sent to models, {c.requests_committed_earlier} committed earlier, {c.requests_errored} errored")
+    rows = [{"_class": {Verdict.REGRESSED: "flag", Verdict.IMPROVED: "gain", Verdict.FAILED: "flag"}.get(v.verdict, ""),
+             "checkpoint": str(v.key),
+             "verdict": f"{VERDICT_MARK.get(v.verdict, '')}\u00a0{v.verdict}" + (" (resumed)" if v.resumed else ""),
+             "listens": v.listening or "—", "flagged drops": str(v.flagged) if v.flagged else "",
+             "why": _cut(v.reason or "", WHY_SHOWN)} for v in t.checkpoints]
     none = "Nothing new tonight." if not rows else ""
-    store = t["store"]
-    warn = ("" if store["conditional_writes"] else
-            f"Leases are not atomic on this store ({store['fallback']}); the fallback is write, wait, read back.")
-    exit_line = f"Exit code {t['exit_code']}" + (" (a checkpoint evaluated tonight regressed)" if t["exit_code"] == 3
-                                                  else "")
+    warn = ("" if t.store is None else
+            f"Leases are not atomic on this store ({t.store}); the fallback is write, wait, read back.")
+    exit_line = f"Exit code {t.exit_code}" + (" (a checkpoint evaluated tonight regressed)" if t.exit_code == 3
+                                               else "")
     h = (f"<section class=\"tonight\"><h2>Tonight</h2><p>{html.escape(counts)}. {html.escape(exit_line)}.</p>"
          + (f"<p class=\"warn\">{html.escape(warn)}</p>" if warn else "")
          + (f"<p>{none}</p>" if none else table_html(rows)) + "</section>")
@@ -163,19 +164,18 @@ def leaderboard_section(board: pd.DataFrame) -> tuple[str, str]:
             f"## Leaderboard\n\n{note}\n\n{table_md(rows)}\n")
 
 
-def ledger_rows(records: list[dict]) -> list[dict[str, str]]:
-    recs = sorted(records, key=lambda r: (str(r.get("series")), str(r.get("checkpoint"))))
-    return [{"_class": "flag" if r.get("status") == "failed" else "", "series": str(r.get("series")),
-             "checkpoint": str(r.get("checkpoint")), "status": str(r.get("status")),
-             "attempts": str(r.get("attempts", "")), "finished": str(r.get("finished") or ""),
-             "reason": str(r.get("reason") or "")[:200]} for r in recs]
+def ledger_rows(records: list[LedgerRecord]) -> list[dict[str, str]]:
+    recs = sorted(records, key=lambda r: r.key)
+    return [{"_class": "flag" if r.status is Status.FAILED else "", "series": r.series, "checkpoint": r.checkpoint,
+             "status": str(r.status), "attempts": str(r.attempts), "finished": r.finished or "",
+             "reason": (r.reason or "")[:200]} for r in recs]
 
 
-def render(tonight: dict, regressions: pd.DataFrame, hist: pd.DataFrame, records: list[dict], notes: list[str],
-           board: pd.DataFrame, links: dict[tuple, str] | None = None) -> tuple[str, str]:
+def render(tonight: Tonight, regressions: pd.DataFrame, hist: pd.DataFrame, records: list[LedgerRecord],
+           notes: list[str], board: pd.DataFrame, links: dict[tuple, str] | None = None) -> tuple[str, str]:
     """(dashboard.html, dashboard.md); ``links``: the flagged rows' links into the item browser
     (:func:`comparisons`)."""
-    title = f"Nightly: {tonight['name']} — {tonight['date'][:10]}"
+    title = f"Nightly: {tonight.name} — {tonight.date[:10]}"
     h, md = [f"<h1>{html.escape(title)}</h1>"], [f"# {title}"]
     th, tm = tonight_block(tonight)
     h.append(th)
@@ -196,7 +196,7 @@ def render(tonight: dict, regressions: pd.DataFrame, hist: pd.DataFrame, records
         sh, sm = trends.series_section(str(series), g)
         h.append(sh)
         md.append(sm)
-    ch, cm = comparisons(regressions, {f"{v['series']}/{v['checkpoint']}" for v in tonight["checkpoints"]}, links)
+    ch, cm = comparisons(regressions, {str(v.key) for v in tonight.checkpoints}, links)
     h.append(ch)
     md.append(cm)
     led = ledger_rows(records)

@@ -170,7 +170,7 @@ def _models(wanted: list[str], bs_model: str | None, bs_id: str | None, bs_layer
         if not (clap_ckpt and clap_tok):
             fail("freeform", "claptext needs --clap-checkpoint URI and --clap-tokenizer DIR (local or s3://)")
         clap = ClapTextConfig(checkpoint=clap_ckpt, tokenizer=clap_tok, device=device, actors=actors if use_ray else 0)
-    s3 = storage.s3_options()
+    s3 = storage.current().s3
     settings = {name: c for name, c in (("bertscore", bert), ("claptext", clap)) if c is not None}
     return ModelMetrics(settings=settings, s3={"endpoint_override": s3.endpoint_override, "region": s3.region,
                                                "scheme": s3.scheme} if clap is not None else None)

@@ -30,6 +30,7 @@ import yaml
 
 from evalcore import storage
 from evalcore.fingerprint import digest, suite_fingerprint
+from evalcore.nightly_outcome import Verdict
 from evalcore.reports.verdict import MIN_ITEMS, PRIMARY, verdicts
 
 log = logging.getLogger("evalcore")
@@ -58,7 +59,7 @@ class Checkpoint:
     series: str
     name: str
     step: int
-    verdict: str | None = None
+    verdict: Verdict | None = None
     flagged: list[str] = field(default_factory=list)
     suite_fingerprint: str | None = None
     nightly: str | None = None
@@ -192,7 +193,8 @@ class FinishedRun:
                "evalcore.listens": self.listens(model), "evalcore.key": self.key(model, checkpoint)}
         if checkpoint is not None:
             out.update({"evalcore.series": checkpoint.series, "evalcore.step": str(checkpoint.step),
-                        "evalcore.verdict": checkpoint.verdict or "", "evalcore.flagged": str(len(checkpoint.flagged))})
+                        "evalcore.verdict": str(checkpoint.verdict or ""),
+                        "evalcore.flagged": str(len(checkpoint.flagged))})
         return out
 
     def key(self, model: str, checkpoint: Checkpoint | None = None) -> str:

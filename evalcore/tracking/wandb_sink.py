@@ -85,7 +85,7 @@ def _log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkp
     name = sink.run_name or (f"{model}@{checkpoint.name}" if checkpoint else model)
     labels = ["evalcore", f"listens-{tags['evalcore.listens']}", f"suite-{tags['evalcore.suite_fingerprint']}"]
     if checkpoint is not None:
-        labels += [f"checkpoint-{checkpoint.name}"[:64], checkpoint.verdict or "unknown"]
+        labels += [f"checkpoint-{checkpoint.name}"[:64], str(checkpoint.verdict or "unknown")]
     settings = wandb.Settings(silent=True, console="off", x_disable_stats=True, disable_git=True, save_code=False,
                               init_timeout=sink.timeout_s, x_save_requirements=False, reinit="create_new")
     group = f"{checkpoint.nightly or 'nightly'}/{checkpoint.series}" if checkpoint else None

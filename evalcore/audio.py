@@ -148,21 +148,12 @@ def decode(data: bytes, start_s: float | None = None, end_s: float | None = None
         raise AudioError("corrupt", f"cannot decode audio: {_SNDFILE_CAUSES.get(cause, cause)}") from e
     with f:
         sr, n, ch = f.samplerate, f.frames, f.channels
-        if not MIN_RATE <= sr <= MAX_RATE:
-            raise AudioError("bad_rate", f"sample rate {sr} Hz is outside {MIN_RATE}..{MAX_RATE} Hz")
+        _check_rate(sr)
         promised = _wav_promised_frames(data) if f.format in ("WAV", "WAVEX") else None
         if promised is not None and promised > n:
             raise AudioError("truncated", f"WAV truncated: header promises {promised} frames, file holds {n}")
-        if n <= 0:
-            raise AudioError("empty", "audio has 0 frames")
-
-        start = 0 if start_s is None else int(round(start_s * sr))
-        stop = n if end_s is None else min(int(round(end_s * sr)), n)
-        if start >= n:
-            raise AudioError("bad_excerpt", f"excerpt start {start_s}s is at/after the end of the audio ({n / sr:.3f}s)")
+        start, stop = _bounds(n, sr, start_s, end_s)
         want = stop - start
-        if want <= 0:
-            raise AudioError("empty", f"excerpt [{start_s}, {end_s}) holds no frames at {sr} Hz")
 
         pre = min(_MP3_PREROLL, start) if f.format == "MP3" else 0
         subtype = f.subtype
@@ -197,16 +188,19 @@ def _container(data: bytes) -> tuple[np.ndarray, int]:
     except ValueError as e:
         reason, _, text = str(e).partition(": ")
         raise AudioError(reason if reason in ("corrupt", "truncated") else "corrupt", text or str(e)) from e
-    if not MIN_RATE <= sr <= MAX_RATE:
-        raise AudioError("bad_rate", f"sample rate {sr} Hz is outside {MIN_RATE}..{MAX_RATE} Hz")
+    _check_rate(sr)
     if not np.isfinite(x).all():
         raise AudioError("non_finite", "audio contains NaN or infinite samples")
     return x, sr
 
 
-def _excerpt_of(x: np.ndarray, sr: int, start_s: float | None, end_s: float | None) -> tuple[np.ndarray, int]:
-    """The excerpt of a fully decoded signal, by the rules :func:`decode` applies while seeking."""
-    n = len(x)
+def _check_rate(sr: int) -> None:
+    if not MIN_RATE <= sr <= MAX_RATE:
+        raise AudioError("bad_rate", f"sample rate {sr} Hz is outside {MIN_RATE}..{MAX_RATE} Hz")
+
+
+def _bounds(n: int, sr: int, start_s: float | None, end_s: float | None) -> tuple[int, int]:
+    """The excerpt's frames ``[start, stop)`` of ``n`` at ``sr`` (``end_s`` past the end clipped to it)."""
     if n <= 0:
         raise AudioError("empty", "audio has 0 frames")
     start = 0 if start_s is None else int(round(start_s * sr))
@@ -215,6 +209,12 @@ def _excerpt_of(x: np.ndarray, sr: int, start_s: float | None, end_s: float | No
         raise AudioError("bad_excerpt", f"excerpt start {start_s}s is at/after the end of the audio ({n / sr:.3f}s)")
     if stop - start <= 0:
         raise AudioError("empty", f"excerpt [{start_s}, {end_s}) holds no frames at {sr} Hz")
+    return start, stop
+
+
+def _excerpt_of(x: np.ndarray, sr: int, start_s: float | None, end_s: float | None) -> tuple[np.ndarray, int]:
+    """The excerpt of a fully decoded signal, by the rules :func:`decode` applies while seeking."""
+    start, stop = _bounds(len(x), sr, start_s, end_s)
     return x[start:stop], sr
 
 

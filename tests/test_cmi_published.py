@@ -59,6 +59,7 @@ PUBLISHED = {
     "salmonn_ballroom_downbeat": {"f_measure": 0.08379299337254367, "cmlt": 0.0, "amlt": 0.020201990254565448},
     "salmonn_DSing": {"wer": 10.412941069535314, "cer": 10.708859804309803},
     "salmonn_Guzheng_Tech": {"frame_f1_micro": 0.0006666666666666668, "frame_f1_macro": 0.00018433179723502304},
+    # SALMONN's released arousal and valence files are one file (the same git blob upstream): equal values here
     "salmonn_EMO_arousal": {"r2": -1.573639938839586, "r2_float64": -1.5736401768598443},
     "salmonn_EMO_valence": {"r2": -1.573639938839586, "r2_float64": -1.5736401768598443},
 }

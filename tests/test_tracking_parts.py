@@ -7,11 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -124,37 +121,11 @@ def test_a_warning_carries_no_credentials(monkeypatch) -> None:
     assert "https://mlflow.example.org:5000" in text and "/api/2.0" not in text
 
 
-def _handmade_run(root: Path, n_cells: int) -> None:
-    """A finished run's files written by hand: ``n_cells`` headline cells of one model (a third of them listening
-    differences), its per-item rows, items, run.json and config.yaml."""
-    rows = []
-    for i in range(n_cells):
-        diff = i % 3 == 2
-        rows.append({"protocol": "mcq", "protocol_kind": "mcq", "dataset": f"d{i // 30}", "model": "m",
-                     "condition": "correct-random" if diff else ("correct", "random")[i % 3],
-                     "variant": "default", "group": "all", "kind": "paired_diff" if diff else "value",
-                     "metric": f"metric{i % 30 // 3}", "value": i / n_cells, "ci_low": i / n_cells - 0.01,
-                     "ci_high": i / n_cells + 0.01, "n": 10, "definition": "a test metric", "ci_unit": "item",
-                     "clusters": 10, "test": None, "p_value": None, "p_adjusted": None, "correction": None})
-    (root / "tables").mkdir(parents=True)
-    pd.DataFrame(rows).to_parquet(root / "tables" / "summary.parquet", index=False)
-    pd.DataFrame([{"request_id": "r1", "dataset": "d0", "item_id": "i1", "protocol": "mcq", "model": "m",
-                   "condition": "correct", "variant": "default", "text": "(A)", "correct": 1.0}]).to_parquet(
-        root / "tables" / "per_item.parquet", index=False)
-    (root / "items").mkdir()
-    pq.write_table(pa.table({"dataset": ["d0"], "item_id": ["i1"], "question": ["q?"], "audio_uri": ["/a.wav"]}),
-                   root / "items" / "part-0.parquet")
-    (root / "run.json").write_text(json.dumps({"name": "handmade", "version": "0.1.0", "created": "now",
-                                               "models": {"m": {"checkpoint": {"uri": "s3://b/ck", "sha256": "ab"}}}}))
-    (root / "config.yaml").write_text(yaml.safe_dump({"name": "handmade", "models": [{"name": "m", "kind": "x"}],
-                                                      "seeds": {"bootstrap": 3}, "protocols": [{"name": "mcq"}]}))
-
-
 def test_mlflow_logs_thousands_of_cells_in_batches_within_its_limits(tmp_path, caplog) -> None:
     pytest.importorskip("mlflow")
-    from tracking_helpers import fresh_mlflow_uri, mlflow_runs
+    from tracking_helpers import fresh_mlflow_uri, handmade_run, mlflow_runs
 
-    _handmade_run(tmp_path / "run", 1500)  # 1,500 cells + 1,000 CI bounds: three batches of metrics
+    handmade_run(tmp_path / "run", 1500)  # 1,500 cells + 1,000 CI bounds: three batches of metrics
     uri = fresh_mlflow_uri(tmp_path / "store")
     with caplog.at_level(logging.INFO, logger="evalcore"):
         (done,) = track_run([MlflowSink(kind="mlflow", uri=uri)], str(tmp_path / "run"))

@@ -1,16 +1,20 @@
 """Helpers of the tracking tests: a fresh MLflow sqlite store (a blank one made once per session and copied: MLflow's
 migrations take seconds), the headline cells a summary says a tracker must hold, and MLflow read back with its own
-client."""
+client; a finished run's files written by hand."""
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import shutil
 import tempfile
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,3 +59,29 @@ def mlflow_runs(uri: str, experiment: str) -> list:
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
     return [] if exp is None else client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def handmade_run(root: Path, n_cells: int) -> None:
+    """A finished run's files written by hand: ``n_cells`` headline cells of one model (a third of them listening
+    differences), its per-item rows, items, run.json and config.yaml."""
+    rows = []
+    for i in range(n_cells):
+        diff = i % 3 == 2
+        rows.append({"protocol": "mcq", "protocol_kind": "mcq", "dataset": f"d{i // 30}", "model": "m",
+                     "condition": "correct-random" if diff else ("correct", "random")[i % 3],
+                     "variant": "default", "group": "all", "kind": "paired_diff" if diff else "value",
+                     "metric": f"metric{i % 30 // 3}", "value": i / n_cells, "ci_low": i / n_cells - 0.01,
+                     "ci_high": i / n_cells + 0.01, "n": 10, "definition": "a test metric", "ci_unit": "item",
+                     "clusters": 10, "test": None, "p_value": None, "p_adjusted": None, "correction": None})
+    (root / "tables").mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(root / "tables" / "summary.parquet", index=False)
+    pd.DataFrame([{"request_id": "r1", "dataset": "d0", "item_id": "i1", "protocol": "mcq", "model": "m",
+                   "condition": "correct", "variant": "default", "text": "(A)", "correct": 1.0}]).to_parquet(
+        root / "tables" / "per_item.parquet", index=False)
+    (root / "items").mkdir()
+    pq.write_table(pa.table({"dataset": ["d0"], "item_id": ["i1"], "question": ["q?"], "audio_uri": ["/a.wav"]}),
+                   root / "items" / "part-0.parquet")
+    (root / "run.json").write_text(json.dumps({"name": "handmade", "version": "0.1.0", "created": "now",
+                                               "models": {"m": {"checkpoint": {"uri": "s3://b/ck", "sha256": "ab"}}}}))
+    (root / "config.yaml").write_text(yaml.safe_dump({"name": "handmade", "models": [{"name": "m", "kind": "x"}],
+                                                      "seeds": {"bootstrap": 3}, "protocols": [{"name": "mcq"}]}))

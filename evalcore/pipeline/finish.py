@@ -60,14 +60,16 @@ def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
 
 def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[dict] | None = None,
            warnings: list[str] | None = None, empty: list[str] | None = None,
-           attempt: dict[str, int] | None = None, profile: Profile | None = None) -> RunResult:
+           attempt: dict[str, int] | None = None, profile: Profile | None = None,
+           on_tables: Callable[[], None] | None = None) -> RunResult:
     """Stage 6: per-item and summary tables, errors, run.json and report.md (with the data ``warnings``).
 
     A request its protocol's scorer cannot score (e.g. a free-form answer the metrics reject) becomes an
     error row of stage ``score`` here, counted with the others. ``empty``: the configured protocols left
     without a valid item (a warning in the report and the log; an error under ``max_error_rate``). ``profile``:
     the run's stages so far; the score and report stages are added, and it goes to run.json, the report's run
-    section and the closing lines. Raises :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything
+    section and the closing lines. ``on_tables``: called once the tables and run.json are written, before the report
+(the trackers log them meanwhile, :mod:`evalcore.tracking.process`). Raises :class:`NothingScored` or :class:`ErrorBudgetExceeded` after everything
     is written."""
     profile = profile or Profile()
     with profile.driver("score") as rows:
@@ -85,6 +87,8 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
     with profile.driver("report") as rows:  # the report shows the stages before its own (run.json has it too)
         meta["profile"] = profile.as_json()
         out.write_text(storage.join(root, "run.json"), json.dumps({**meta, **record}, indent=2, default=str))
+        if on_tables is not None:
+            on_tables()
         beside = reproduction(cfg, summary.to_pandas(), out, storage.join(root, "tables"))
         report, verdicts = write_reports(out.write_text, root, meta, c, summary.to_pandas(), errors.to_pandas(),
                                          beside)

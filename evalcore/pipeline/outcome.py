@@ -26,6 +26,8 @@ class RunResult:
     verdicts: list[str] = field(default_factory=list)
     #: this attempt's work: requests_sent (to models), requests_rejudged, requests_committed_earlier (resumed)
     attempt: dict[str, int] = field(default_factory=dict)
+    #: seconds the run waited for its trackers after its report (None: no tracking block)
+    tracking_wait_s: float | None = None
 
 
 class RunUnscored(RuntimeError):

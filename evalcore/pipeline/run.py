@@ -13,6 +13,7 @@ are written last (:mod:`evalcore.pipeline.finish`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections import Counter
@@ -36,7 +37,7 @@ from evalcore.pipeline.stream_metrics import SCORE_POOL_FROM
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
-from evalcore.tracking.sinks import track_run
+from evalcore.tracking.process import beside
 from evalcore.vocab_fit import default_judge
 
 log = logging.getLogger("evalcore")
@@ -196,12 +197,17 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     # 6. score and report over every committed row; the error budget is checked after both are written
     attempt = {"requests_sent": plan.to_run, "requests_rejudged": plan.rejudged,
                "requests_committed_earlier": plan.committed}
-    result = finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
-                    empty=protocols_without_items(cfg, items), attempt=attempt, profile=profile)
-
-    # 7. the configured trackers read the written files (a failing one is a warning, never the run's failure)
-    track_run(cfg.tracking, cfg.root)
-    return result
+    # 7. the configured trackers log from a process of their own: their stores opened while the run scores, the
+    # tables logged while it renders the report, the report when it is written (a failing one is a warning, never
+    # the run's failure; a run that fails marks their runs failed)
+    with beside(cfg.tracking, cfg.root) as tracking:
+        result = finish(cfg, items_in=n_items_in, item_errors=item_errors, warnings=warnings,
+                        empty=protocols_without_items(cfg, items), attempt=attempt, profile=profile,
+                        on_tables=tracking.tables_written)
+    if not cfg.tracking:
+        return result
+    log.info("tracking: the run waited %.1f s for its trackers after its report", tracking.waited_s)
+    return dataclasses.replace(result, tracking_wait_s=tracking.waited_s)
 
 
 def sources(cfg: RunConfig, items: ItemTable, exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ import hashlib
 import json
 import math
 import re
+from typing import Callable
 
 from evalcore import storage
 from evalcore.tracking.record import ITEM_SCORES, Checkpoint, FinishedRun, primary_metric, safe
@@ -179,3 +180,9 @@ def write(sink: LmEvalSink, run: FinishedRun, model: str, checkpoint: Checkpoint
                            "".join(json.dumps(x, ensure_ascii=False, default=str) + "\n" for x in lines))
     return f"{len(found['results'])} task(s) → {folder}"
 
+
+
+def begin(sink: LmEvalSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> Callable[[bool], str]:
+    """Write the files now (they hold no report); the rest is only what was done."""
+    said = write(sink, run, model, checkpoint)
+    return lambda _finished: said

@@ -17,6 +17,11 @@ In the nightly, the checkpoints' runs of a series are children (``mlflow.parentR
 ``<model> (series)``, which gets every checkpoint's headline cells at its step: one point per checkpoint per metric,
 drawn by MLflow as a curve by training step beside the training loss.
 
+In two steps (:func:`begin`, then the function it returns): everything but the report once the run's tables are
+written, then report.html and the run's end (FINISHED, or FAILED when the run failed); a run's trackers' process
+(:mod:`evalcore.tracking.process`) logs the first while the run renders its report. :func:`warm` imports MLflow
+and opens the store ahead (a new sqlite store's tables take seconds).
+
 Everything goes through ``MlflowClient.log_batch`` in chunks within MLflow's limits (1,000 metrics, 100 params, 100
 tags per call), never one call per number. Before creating a run the sink searches the experiment for a finished
 run with the same ``evalcore.key`` tag and logs nothing when there is one (a replay, a resumed checkpoint logged
@@ -33,7 +38,7 @@ import logging
 import os
 import tempfile
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,7 +52,8 @@ METRICS_PER_BATCH = 1000
 PARAMS_PER_BATCH = 100
 TAGS_PER_BATCH = 100
 PARAM_CHARS = 6000  # MLflow's longest param value
-ARTIFACTS = (("report.html",), ("tables", "summary.parquet"))
+TABLES = (("tables", "summary.parquet"),)
+REPORT = (("report.html",),)
 
 
 def tracking_uri(sink: MlflowSink) -> str:
@@ -82,8 +88,24 @@ def chunks(seq: list, n: int) -> Iterator[list]:
         yield seq[i:i + n]
 
 
+def warm(sink: MlflowSink) -> None:
+    """Import MLflow and open the sink's store (a new sqlite store makes its tables here), so that logging later
+    starts at once; an unreachable store is left for the logging to report."""
+    from mlflow import MlflowClient
+
+    with bounded_requests(sink):
+        MlflowClient(tracking_uri=tracking_uri(sink)).search_experiments(max_results=1)
+
+
 def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> str:
-    """Log ``model`` of ``run`` (and its nightly ``checkpoint``); returns what was done, for the log line."""
+    """Log ``model`` of ``run`` (and its nightly ``checkpoint``) in one go; returns what was done, for the log line."""
+    return begin(sink, run, model, checkpoint)(True)
+
+
+def begin(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> Callable[[bool], str]:
+    """Log all of ``model`` but its report: the run, its params, metrics and tables. Returns the rest, to call once
+    the run finished with its report (True: report.html is logged and the run FINISHED) or failed (False: the
+    run is marked FAILED, for ``evalcore track`` to log it again); it returns what was done."""
     from mlflow import MlflowClient  # heavy: mlflow (seconds to import); an optional package
     from mlflow.entities import Metric, Param
 
@@ -102,8 +124,9 @@ def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkp
         for r in client.search_runs([exp_id], filter_string=f"tags.`evalcore.key` = '{tags['evalcore.key']}'"):
             if r.info.status == "FINISHED":
                 added = parent is not None and append_step(client, parent, metrics, step)
-                return (f"already logged (run {r.info.run_id}); "
+                said = (f"already logged (run {r.info.run_id}); "
                         + ("its step added to the series' run" if added else "nothing added"))
+                return lambda _finished: said
             client.delete_run(r.info.run_id)  # an earlier logging that died part way
         name = sink.run_name or (f"{model}@{checkpoint.name}" if checkpoint else model)
         tags["mlflow.note.content"] = run.note(model, checkpoint)
@@ -116,14 +139,28 @@ def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkp
                 client.log_batch(run_id, params=part, synchronous=True)
             for part in chunks(metrics, METRICS_PER_BATCH):
                 client.log_batch(run_id, metrics=part, synchronous=True)
-            log_artifacts(client, run_id, run, model)
+            log_tables(client, run_id, run, model)
         except BaseException:
             client.set_terminated(run_id, status="FAILED")
             raise
-        client.set_terminated(run_id)
-        if parent is not None:
-            append_step(client, parent, metrics, step)
-    return f"experiment {experiment!r}, run {run_id} ({len(metrics)} metrics, {len(params)} params)"
+    said = f"experiment {experiment!r}, run {run_id} ({len(metrics)} metrics, {len(params)} params)"
+
+    def end(finished: bool) -> str:
+        with bounded_requests(sink):
+            if not finished:
+                client.set_terminated(run_id, status="FAILED")
+                return f"{said}: marked FAILED with the run"
+            try:
+                log_files(client, run_id, run, REPORT)
+            except BaseException:
+                client.set_terminated(run_id, status="FAILED")
+                raise
+            client.set_terminated(run_id)
+            if parent is not None:
+                append_step(client, parent, metrics, step)
+        return said
+
+    return end
 
 
 def series_run(client, exp_id: str, run: FinishedRun, model: str, checkpoint: Checkpoint) -> str:
@@ -160,17 +197,22 @@ def artifact_root(uri: str) -> str | None:
     return os.path.join(os.path.dirname(os.path.abspath(uri.removeprefix("sqlite:///"))), "mlartifacts")
 
 
-def log_artifacts(client, run_id: str, run: FinishedRun, model: str) -> None:
-    """report.html, summary.parquet and the model's rows of per_item.parquet, copied through a local directory
-    (the run root may be on S3)."""
+def log_files(client, run_id: str, run: FinishedRun, files: tuple[tuple[str, ...], ...]) -> None:
+    """The run's ``files`` that exist, copied through a local directory (the run root may be on S3)."""
     with tempfile.TemporaryDirectory(prefix="evalcore-mlflow-") as tmp:
-        for parts in ARTIFACTS:
+        for parts in files:
             src = run.path(*parts)
             if storage.exists(src):
                 local = os.path.join(tmp, parts[-1])
                 with open(local, "wb") as f:
                     f.write(storage.read_bytes(src))
                 client.log_artifact(run_id, local)
+
+
+def log_tables(client, run_id: str, run: FinishedRun, model: str) -> None:
+    """summary.parquet and the model's rows of per_item.parquet."""
+    log_files(client, run_id, run, TABLES)
+    with tempfile.TemporaryDirectory(prefix="evalcore-mlflow-") as tmp:
         rows = run.per_item[run.per_item["model"] == model]
         local = os.path.join(tmp, "per_item.parquet")
         pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), local)

@@ -19,10 +19,11 @@ run's.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import tempfile
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pandas as pd
 
@@ -72,13 +73,26 @@ def quiet() -> Iterator[None]:
             os.environ.pop(k, None)
 
 
-def log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> str:
-    """Log ``model`` of ``run`` (and its nightly ``checkpoint``) as one W&B run; returns what was done."""
+def warm(sink: WandbSink) -> None:
+    """Import W&B, so that logging later starts at once."""
     with quiet():
-        return _log_model(sink, run, model, checkpoint)
+        importlib.import_module("wandb")  # seconds: an optional package
 
 
-def _log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None) -> str:
+def log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> str:
+    """Log ``model`` of ``run`` (and its nightly ``checkpoint``) as one W&B run in one go; returns what was done."""
+    return begin(sink, run, model, checkpoint)(True)
+
+
+def begin(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> Callable[[bool], str]:
+    """Log all of ``model`` but its report: the run, its config, metrics and tables. Returns the rest, to call once
+    the run finished with its report (True: the artifact with the report, and the run finished) or failed (False:
+    the W&B run finishes with exit code 1, for ``evalcore track`` to log it again); it returns what was done."""
+    with quiet():
+        return _begin(sink, run, model, checkpoint)
+
+
+def _begin(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None) -> Callable[[bool], str]:
     import wandb  # heavy: an optional package (wandb-core starts a service process)
 
     tags = run.tags(model, checkpoint)
@@ -102,22 +116,39 @@ def _log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkp
         wb.log({**dict(zip(cells["key"], cells["value"].astype(float))),
                 "evaluation/summary": table(wandb, own, SUMMARY_COLUMNS),
                 "evaluation/samples": table(wandb, items.head(sink.max_samples), SAMPLE_COLUMNS + scores)}, step=step)
-        art = wandb.Artifact(f"report-{tags['evalcore.key']}", type="evalcore_report",
-                             metadata={"model": model, "run_root": run.root})
-        with tempfile.TemporaryDirectory(prefix="evalcore-wandb-") as tmp:
-            for parts in (("report.html",), ("tables", "summary.parquet")):
-                if storage.exists(run.path(*parts)):
-                    local = os.path.join(tmp, parts[-1])
-                    with open(local, "wb") as f:
-                        f.write(storage.read_bytes(run.path(*parts)))
-                    art.add_file(local)
-            local = os.path.join(tmp, "per_item.parquet")
-            items.to_parquet(local, index=False)
-            art.add_file(local)
-            wb.log_artifact(art)
-            wb.finish()
     except BaseException:
         wb.finish(exit_code=1)
         raise
     where = getattr(wb.settings, "sync_dir", None) if wb.settings.mode == "offline" else getattr(wb, "url", None)
-    return f"project {sink.project!r}, run {wb.id} ({len(cells)} metrics){f' → {where}' if where else ''}"
+    said = f"project {sink.project!r}, run {wb.id} ({len(cells)} metrics){f' → {where}' if where else ''}"
+
+    def end(finished: bool) -> str:
+        with quiet():
+            if not finished:
+                wb.finish(exit_code=1)
+                return f"{said}: finished with exit code 1, as the run failed"
+            try:
+                log_report(wandb, wb, run, model, tags["evalcore.key"], items)
+                wb.finish()
+            except BaseException:
+                wb.finish(exit_code=1)
+                raise
+        return said
+
+    return end
+
+
+def log_report(wandb, wb, run: FinishedRun, model: str, key: str, items: pd.DataFrame) -> None:
+    """The report, summary.parquet and the model's per-item rows as one artifact of type ``evalcore_report``."""
+    art = wandb.Artifact(f"report-{key}", type="evalcore_report", metadata={"model": model, "run_root": run.root})
+    with tempfile.TemporaryDirectory(prefix="evalcore-wandb-") as tmp:
+        for parts in (("report.html",), ("tables", "summary.parquet")):
+            if storage.exists(run.path(*parts)):
+                local = os.path.join(tmp, parts[-1])
+                with open(local, "wb") as f:
+                    f.write(storage.read_bytes(run.path(*parts)))
+                art.add_file(local)
+        local = os.path.join(tmp, "per_item.parquet")
+        items.to_parquet(local, index=False)
+        art.add_file(local)
+        wb.log_artifact(art)

@@ -19,7 +19,6 @@ run's.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import tempfile
@@ -76,7 +75,8 @@ def quiet() -> Iterator[None]:
 def warm(sink: WandbSink) -> None:
     """Import W&B, so that logging later starts at once."""
     with quiet():
-        importlib.import_module("wandb")  # seconds: an optional package
+        import wandb  # heavy: seconds to import; an optional package
+    del wandb  # imported: the logging later finds it in sys.modules
 
 
 def log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> str:

@@ -112,3 +112,25 @@ def test_no_tracking_block_starts_no_process(tmp_path) -> None:
     with beside([], str(tmp_path)) as side:
         side.tables_written()
     assert side.proc is None and side.end(True) == []
+
+
+def test_a_process_that_cannot_start_leaves_the_logging_to_the_run(tmp_path, monkeypatch, caplog) -> None:
+    import evalcore.tracking.process as process
+
+    def refuse(*_a, **_k):
+        raise OSError("no more processes")
+
+    root, uri = _run(tmp_path)
+    monkeypatch.setattr(process.subprocess, "Popen", refuse)
+    with caplog.at_level(logging.WARNING, logger="evalcore"):
+        with beside([MlflowSink(kind="mlflow", uri=uri)], str(root)) as side:
+            assert side.proc is None
+            side.tables_written()  # logged here, in the run's process
+            assert mlflow_runs(uri, "handmade")[0].info.status == "RUNNING"
+            (root / "report.html").write_text("<html>the report</html>")
+    warned = [x.getMessage() for x in caplog.records]
+    assert warned == ["WARNING: tracking: cannot start the trackers' process (OSError: no more processes); the run "
+                      "logs them itself"], warned
+    (r,) = mlflow_runs(uri, "handmade")
+    assert r.info.status == "FINISHED" and len(r.data.metrics) == 500
+    assert "report.html" in {a.path for a in mlflow.MlflowClient(tracking_uri=uri).list_artifacts(r.info.run_id)}

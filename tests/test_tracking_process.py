@@ -61,6 +61,7 @@ def test_the_tables_are_logged_while_the_run_renders_its_report_and_the_report_w
     said = [x.getMessage() for x in caplog.records if x.name == "evalcore"]  # the process's lines, in this log
     assert any(line.startswith("tracking: mlflow: m: experiment 'handmade'") for line in said), said
     assert side.waited_s is not None and side.proc.wait(timeout=60) == 0  # then it ends by itself
+    assert side.end(True) == done  # ended once: the same outcomes
 
 
 def test_a_failed_run_leaves_its_tracker_runs_failed_and_a_replay_logs_them_again(tmp_path) -> None:

@@ -57,6 +57,7 @@ class Beside:
         self.local: Begun | None = None  # the sinks that cannot log here (their warnings), or all when no process
         self.proc: subprocess.Popen | None = None
         self.waited_s: float | None = None
+        self.outcomes: list[Logged] | None = None  # once ended
         if self.sinks:
             self.proc = self._start()
 
@@ -91,12 +92,15 @@ class Beside:
 
     def end(self, finished: bool) -> list[Logged]:
         """The run ended (``finished``: with its report, else failed): wait for the trackers; their outcomes, each
-        said in the run's log. Never raises."""
+        said in the run's log; the same outcomes again when called again. Never raises."""
+        if self.outcomes is not None:
+            return self.outcomes
         t = time.perf_counter()
         out = self.local.end(finished) if self.local is not None else []
         if self.proc is not None:
             out += self._answer(finished)
         self.waited_s = time.perf_counter() - t
+        self.outcomes = out
         return out
 
     def _answer(self, finished: bool) -> list[Logged]:

@@ -11,7 +11,7 @@ time; the run's wall time, and its score and report stages' (the driver's work b
 logs), against the baseline's. Last, for reference, what logging the same run costs in the
 run's own process after its report (``track_run``, MLflow imported for the first time in this process, then again).
 
-    .venv/bin/python benchmarks/tracking_overhead.py [--datasets 20] [--clips 3] [--resamples 1000] [--repeats 2]
+    .venv/bin/python benchmarks/tracking_overhead.py [--datasets 20] [--clips 3] [--resamples 1000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument("--datasets", type=int, default=20)
     ap.add_argument("--clips", type=int, default=3)
     ap.add_argument("--resamples", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="evalcore-tracking-bench-")

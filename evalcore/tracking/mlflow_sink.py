@@ -40,10 +40,6 @@ import tempfile
 import time
 from typing import Callable, Iterator
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from evalcore import storage
 from evalcore.fingerprint import digest
 from evalcore.tracking.record import Checkpoint, FinishedRun, headline
 from evalcore.tracking_config import DEFAULT_MLFLOW_URI, MlflowSink
@@ -97,11 +93,6 @@ def warm(sink: MlflowSink) -> None:
         MlflowClient(tracking_uri=tracking_uri(sink)).search_experiments(max_results=1)
 
 
-def log_model(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> str:
-    """Log ``model`` of ``run`` (and its nightly ``checkpoint``) in one go; returns what was done, for the log line."""
-    return begin(sink, run, model, checkpoint)(True)
-
-
 def begin(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> Callable[[bool], str]:
     """Log all of ``model`` but its report: the run, its params, metrics and tables. Returns the rest, to call once
     the run finished with its report (True: report.html is logged and the run FINISHED) or failed (False: the
@@ -139,7 +130,7 @@ def begin(sink: MlflowSink, run: FinishedRun, model: str, checkpoint: Checkpoint
                 client.log_batch(run_id, params=part, synchronous=True)
             for part in chunks(metrics, METRICS_PER_BATCH):
                 client.log_batch(run_id, metrics=part, synchronous=True)
-            log_tables(client, run_id, run, model)
+            log_files(client, run_id, run, TABLES, model)  # summary.parquet, the model's per-item rows
         except BaseException:
             client.set_terminated(run_id, status="FAILED")
             raise
@@ -197,23 +188,9 @@ def artifact_root(uri: str) -> str | None:
     return os.path.join(os.path.dirname(os.path.abspath(uri.removeprefix("sqlite:///"))), "mlartifacts")
 
 
-def log_files(client, run_id: str, run: FinishedRun, files: tuple[tuple[str, ...], ...]) -> None:
-    """The run's ``files`` that exist, copied through a local directory (the run root may be on S3)."""
+def log_files(client, run_id: str, run: FinishedRun, files: tuple[tuple[str, ...], ...], model: str | None = None,
+              ) -> None:
+    """The run's ``files`` that exist (and ``model``'s rows of per_item.parquet), through a local directory."""
     with tempfile.TemporaryDirectory(prefix="evalcore-mlflow-") as tmp:
-        for parts in files:
-            src = run.path(*parts)
-            if storage.exists(src):
-                local = os.path.join(tmp, parts[-1])
-                with open(local, "wb") as f:
-                    f.write(storage.read_bytes(src))
-                client.log_artifact(run_id, local)
-
-
-def log_tables(client, run_id: str, run: FinishedRun, model: str) -> None:
-    """summary.parquet and the model's rows of per_item.parquet."""
-    log_files(client, run_id, run, TABLES)
-    with tempfile.TemporaryDirectory(prefix="evalcore-mlflow-") as tmp:
-        rows = run.per_item[run.per_item["model"] == model]
-        local = os.path.join(tmp, "per_item.parquet")
-        pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), local)
-        client.log_artifact(run_id, local)
+        for local in run.copied(tmp, files) + ([run.items_file(tmp, model)] if model is not None else []):
+            client.log_artifact(run_id, local)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -94,6 +95,24 @@ class FinishedRun:
 
     def path(self, *parts: str) -> str:
         return storage.join(self.root, *parts)
+
+    def copied(self, folder: str, files: tuple[tuple[str, ...], ...]) -> list[str]:
+        """The run's ``files`` (path parts under its root) that exist, copied into the local ``folder`` (the root
+        may be on S3, a tracker's client takes local files); their local paths."""
+        out = []
+        for parts in files:
+            src = self.path(*parts)
+            if storage.exists(src):
+                out.append(os.path.join(folder, parts[-1]))
+                with open(out[-1], "wb") as f:
+                    f.write(storage.read_bytes(src))
+        return out
+
+    def items_file(self, folder: str, model: str) -> str:
+        """``model``'s rows of per_item.parquet written to ``<folder>/per_item.parquet``; its path."""
+        local = os.path.join(folder, "per_item.parquet")
+        self.per_item[self.per_item["model"] == model].to_parquet(local, index=False)
+        return local
 
     @cached_property
     def meta(self) -> dict[str, Any]:

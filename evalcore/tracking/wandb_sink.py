@@ -26,7 +26,6 @@ from typing import Callable, Iterator
 
 import pandas as pd
 
-from evalcore import storage
 from evalcore.tracking.record import ITEM_SCORES, Checkpoint, FinishedRun, headline
 from evalcore.tracking_config import WandbSink
 
@@ -79,11 +78,6 @@ def warm(sink: WandbSink) -> None:
     del wandb  # imported: the logging later finds it in sys.modules
 
 
-def log_model(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> str:
-    """Log ``model`` of ``run`` (and its nightly ``checkpoint``) as one W&B run in one go; returns what was done."""
-    return begin(sink, run, model, checkpoint)(True)
-
-
 def begin(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint | None = None) -> Callable[[bool], str]:
     """Log all of ``model`` but its report: the run, its config, metrics and tables. Returns the rest, to call once
     the run finished with its report (True: the artifact with the report, and the run finished) or failed (False:
@@ -128,7 +122,7 @@ def _begin(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint
                 wb.finish(exit_code=1)
                 return f"{said}: finished with exit code 1, as the run failed"
             try:
-                log_report(wandb, wb, run, model, tags["evalcore.key"], items)
+                log_report(wandb, wb, run, model, tags["evalcore.key"])
                 wb.finish()
             except BaseException:
                 wb.finish(exit_code=1)
@@ -138,17 +132,10 @@ def _begin(sink: WandbSink, run: FinishedRun, model: str, checkpoint: Checkpoint
     return end
 
 
-def log_report(wandb, wb, run: FinishedRun, model: str, key: str, items: pd.DataFrame) -> None:
+def log_report(wandb, wb, run: FinishedRun, model: str, key: str) -> None:
     """The report, summary.parquet and the model's per-item rows as one artifact of type ``evalcore_report``."""
     art = wandb.Artifact(f"report-{key}", type="evalcore_report", metadata={"model": model, "run_root": run.root})
     with tempfile.TemporaryDirectory(prefix="evalcore-wandb-") as tmp:
-        for parts in (("report.html",), ("tables", "summary.parquet")):
-            if storage.exists(run.path(*parts)):
-                local = os.path.join(tmp, parts[-1])
-                with open(local, "wb") as f:
-                    f.write(storage.read_bytes(run.path(*parts)))
-                art.add_file(local)
-        local = os.path.join(tmp, "per_item.parquet")
-        items.to_parquet(local, index=False)
-        art.add_file(local)
+        for local in run.copied(tmp, (("report.html",), ("tables", "summary.parquet"))) + [run.items_file(tmp, model)]:
+            art.add_file(local)
         wb.log_artifact(art)

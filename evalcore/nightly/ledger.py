@@ -49,16 +49,14 @@ class Ledger:
         return storage.join(self.dir, series, checkpoint + suffix)
 
     def _read(self, uri: str) -> LedgerRecord | None:
-        try:
-            raw = storage.read_bytes(uri)
-        except FileNotFoundError:
+        # one GET, as the record is written: another nightly's write that lands meanwhile is read whole, old or new
+        # (pyarrow's S3 reader sizes an object first and then reads that many bytes, so a record replaced by a
+        # longer one in between came back cut, "corrupt")
+        got = cond.read(uri)
+        if got is None:
             return None
-        except OSError as e:
-            if "NoSuchKey" in str(e) or "does not exist" in str(e).lower():
-                return None
-            raise
         try:
-            data = json.loads(raw)
+            data = json.loads(got.data)
         except ValueError as e:
             raise LedgerError(f"ledger file {uri} is corrupt (not JSON: {e}); delete it to evaluate again") from None
         if not isinstance(data, dict) or not isinstance(data.get("version"), int):

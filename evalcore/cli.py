@@ -206,6 +206,9 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
                                               "exist, API key variables are set, packages import."),
              ping: bool = typer.Option(False, "--ping", help="Also call each LLM endpoint once (list its models): "
                                        "unreachable, a refused key or an unknown model exits 2."),
+             out: Optional[str] = typer.Option(None, "--out", help="The run root the run will be given (as `evalcore "
+                                               "run --out`): where LLM caches and a synthetic dataset's clips go by "
+                                               "default."),
              quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Nothing is printed when the "
                                         "config is valid.")) -> None:
     """Check a run config or a nightly config without running anything or loading a model: fields, every
@@ -213,7 +216,8 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
     config's series are checked too: the prefix lists, the ready marker and baseline are bare names, the baseline
     is among the checkpoints, the model template's params fit its kind (with the first checkpoint found). A
     mistake exits 2, one line per field. The audio file each items-file row names must exist too (reading stops at
-    the fifth missing one)."""
+    the fifth missing one). With a Ray cluster to join (``ray.address`` or ``$RAY_ADDRESS``) of several nodes, what
+    the workers read (audio, checkpoints, LLM caches) must be on s3:// or under ``storage.shared_paths``."""
     console.setup(quiet=quiet)
     try:
         data = read_yaml(config)
@@ -222,12 +226,14 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
         raise typer.Exit(code=ExitCode.USAGE)
     if isinstance(data, dict) and "series" in data:
         return validate_nightly(data, check_paths, ping, quiet)
-    cfg = load_or_exit(config, None)
+    cfg = load_or_exit(config, out)
     try:
         with storage.using(cfg.storage.settings()):  # files, objects and checkpoints reached as the run reaches them
             preflight.check(cfg, check_paths=check_paths)
             if check_paths and (missing_audio := preflight.audio_problems(cfg)):
                 raise ConfigError("invalid run config:\n" + "\n".join(f"  {line}" for line in missing_audio))
+            if check_paths and (misplaced := cluster_problems(cfg)):
+                raise ConfigError("invalid run config for its Ray cluster:\n" + "\n".join(f"  {x}" for x in misplaced))
             if ping:
                 preflight.check_endpoints(cfg)
     except ConfigError as e:
@@ -238,6 +244,30 @@ def validate(config: Path = typer.Argument(..., help="Run config or nightly conf
         typer.echo(f"ok: {cfg.name} — {len(cfg.datasets)} dataset(s), {len(cfg.models)} model(s), "
                    f"{len(cfg.protocols)} protocol(s) → {cfg.root}; "
                    f"{budget_text(cfg.max_error_rate, 'max_error_rate' in data)}")
+
+
+def cluster_problems(cfg) -> list[str]:
+    """Where the cluster the run will join (``ray.address`` or ``$RAY_ADDRESS``; none: a new local one, nothing to
+    check) would not let every node read what its workers read (:func:`evalcore.pipeline.placement.validate_problems`);
+    the cluster is joined for the check and left."""
+    if cluster.address_of(cfg.ray.address) == "local":
+        return []
+    import ray
+
+    from evalcore.pipeline import placement  # heavy: pyarrow, the registries
+    from evalcore.pipeline.llm_resources import with_run_llm_roots  # heavy: the LLM layer (openai)
+
+    started = not ray.is_initialized()
+    try:
+        cluster.start(cfg.ray.address, log_to_driver=False, configure_logging=False)
+    except Exception as e:  # noqa: BLE001 - any failure to join is this one line
+        return [f"ray.address: cannot join the Ray cluster at {cluster.address_of(cfg.ray.address)} to check where "
+                f"its nodes read files ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})"]
+    try:
+        return placement.validate_problems(with_run_llm_roots(cfg), placement.nodes())
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def budget_text(limit: float | None, configured: bool) -> str:

@@ -6,6 +6,7 @@ by its path (``models.0.resources.batch_size: ...``).
 
 from __future__ import annotations
 
+import dataclasses
 import string
 import typing
 from pathlib import Path
@@ -71,6 +72,10 @@ class Strict(BaseModel):
 _Strict = Strict  # the name this module's sections use
 
 
+#: restarts of a dead actor by default: a node lost three times in one run still finishes it (docs/cluster.md)
+RESTARTS = 3
+
+
 class Resources(_Strict):
     """Ray resources of one model's actor pool."""
 
@@ -78,8 +83,10 @@ class Resources(_Strict):
     num_cpus: float = Field(1.0, gt=0)
     concurrency: int = Field(1, ge=1)
     batch_size: int = Field(8, ge=1)
-    #: restarts of a dead actor (-1: without end, retrying its batches): 0 ends the run instead (``--resume``)
-    max_restarts: int = Field(0, ge=-1)
+    #: restarts of a dead actor (its node lost, its process killed), each retrying the batches it held, on any node
+    #: with room; one more death ends the run (exit 1, ``--resume`` finishes it). -1: without end; 0: the first death
+    #: ends the run
+    max_restarts: int = Field(RESTARTS, ge=-1)
     #: custom Ray resources each actor holds, e.g. {sim_gpu: 1} for a simulated GPU (evalcore.models.simulated)
     custom: dict[str, float] = Field(default_factory=dict)
 
@@ -265,7 +272,10 @@ class ProtocolConfig(_Strict):
 
 
 class S3Config(_Strict):
+    #: an S3-compatible server's address (``http://127.0.0.1:8333``); None: ``$AWS_ENDPOINT_URL_S3``, else
+    #: ``$AWS_ENDPOINT_URL`` (boto3's own order), else AWS
     endpoint_override: str | None = None
+    #: None: ``$AWS_REGION``, else ``$AWS_DEFAULT_REGION``
     region: str | None = None
     scheme: Literal["http", "https"] | None = None
 
@@ -281,9 +291,24 @@ class StorageConfig(_Strict):
     #: class transient (``decode/timeout``) and the run goes on. S3 requests also stop after this long without progress
     read_timeout_s: float = Field(300.0, gt=0, le=86_400)
 
+    #: local paths mounted at the same place on every node of a Ray cluster (NFS, EFS, a volume every pod mounts):
+    #: on a cluster of several nodes, audio, checkpoints and LLM caches must lie on ``s3://`` or under one of these
+    #: (docs/cluster.md); None: no path is shared (a single machine needs none)
+    shared_paths: list[str] | None = None
+
     def settings(self) -> storage.StorageSettings:
-        """How the run reaches storage (``with storage.using(cfg.storage.settings()):``; never keys)."""
-        return storage.StorageSettings(storage.S3Options(**self.s3.model_dump()), self.read_timeout_s)
+        """How the run reaches storage (``with storage.using(cfg.storage.settings()):``; never keys). An endpoint or
+        region the config leaves out comes from the environment, as boto3 takes them (:meth:`S3Options.from_env`)."""
+        env = storage.S3Options.from_env()
+        given = self.s3.model_dump()
+        return storage.StorageSettings(storage.S3Options(
+            endpoint_override=given["endpoint_override"] or env.endpoint_override,
+            region=given["region"] or env.region, scheme=given["scheme"]), self.read_timeout_s)
+
+    def s3_options(self) -> dict[str, Any]:
+        """The S3 options of :meth:`settings` as a Ray stage receives them (``storage.StorageSettings.of(s3)``): a
+        worker's own environment is not the driver's, so the endpoint taken from the driver's goes with them."""
+        return dataclasses.asdict(self.settings().s3)
 
 
 class Seeds(_Strict):
@@ -310,9 +335,11 @@ class RayConfig(_Strict):
     #: CPUs reserved per decode task (fractional values oversubscribe small machines)
     decode_num_cpus: float = Field(1.0, gt=0)
     #: scoring actors (free-form lexical metrics in the stream) at most, for runs of 10,000 requests or more (shorter
-    #: runs score in tasks); Ray Data adds actors as batches queue. A dead one is not restarted: the run stops (exit 1)
-    #: and --resume finishes it
+    #: runs score in tasks); Ray Data adds actors as batches queue
     score_actors: int = Field(2, ge=1)
+    #: restarts of a dead scoring or metric actor (its node lost), each retrying the batches it held; one more death
+    #: ends the run (exit 1, --resume finishes it). Models have their own, ``resources.max_restarts``
+    max_restarts: int = Field(RESTARTS, ge=-1)
     #: blocks (batches of requests, decoded audio, answers) that may wait between a stage and the next before the
     #: stage starts no more tasks (:mod:`evalcore.pipeline.backpressure`); every waiting block costs the driver memory
     max_queued_blocks: int = Field(256, ge=1)

@@ -10,6 +10,7 @@ private attribute of a Ray object.
 * The resources of a streaming repartition (:func:`set_repartition_cpus`): Ray 2.60's ``repartition`` takes no
   resource arguments; the operator at the head of the dataset's logical plan gets them.
 * The processes of the local node this driver started (:func:`node_pids`, :mod:`evalcore.cluster`).
+* One line of Ray's C++ log that every restartable Ray Data actor pool prints (:func:`spend_restart_warning`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from ray.data._internal.logical.operators import StreamingRepartition
 
 __all__ = ["ENABLED_BACKPRESSURE_POLICIES", "ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY", "BackpressurePolicy",
            "UnionOperator", "StreamingRepartition", "remote_args", "policy_context", "policy_topology",
-           "queued_output", "queued_input", "set_repartition_cpus", "node_pids"]
+           "queued_output", "queued_input", "set_repartition_cpus", "node_pids", "spend_restart_warning",
+           "RESTART_WARNING"]
 
 
 def remote_args(op: Any) -> dict[str, Any]:
@@ -73,3 +75,47 @@ def node_pids() -> list[int]:
     node = worker._global_node
     return [info.process.pid for infos in node.all_processes.values() for info in infos
             if getattr(info, "process", None) is not None]
+
+
+#: what Ray's core worker logs, at ERROR level on the driver's stderr, when it creates an actor with
+#: ``max_restarts`` != 0 whose constructor takes an object in the object store (ray-project/ray#53727)
+RESTART_WARNING = "has constructor arguments in the object store and max_restarts > 0"
+
+
+def spend_restart_warning() -> list[str]:
+    """Let Ray print :data:`RESTART_WARNING` once, away from the console; returns any other line written meanwhile
+    (the caller writes them back).
+
+    Ray Data creates every actor of a pool with its map function and data context as object refs, and a pool that
+    restarts its actors (a lost node's model actors must: docs/cluster.md) makes the driver's core worker log that
+    ERROR line for the first pool of the process (``RAY_LOG_ONCE_PER_PROCESS``: it is never printed twice). Its
+    risk does not apply to those pools: the driver holds the refs for the whole execution, in its own node's object
+    store. So the driver creates one throwaway actor of the same shape at start, with its stderr pointed to a
+    temporary file for that one synchronous call, and kills it: later pools print nothing. This relies on Ray's
+    C++ logging printing the line once per process, which tests/test_score_pool.py holds (a restartable pool's run
+    prints no such line)."""
+    import os
+    import sys
+    import tempfile
+
+    import ray
+
+    @ray.remote(num_cpus=0, max_restarts=1)
+    class _Restartable:
+        def __init__(self, arg: Any) -> None:
+            self.arg = arg
+
+    ref = ray.put(b"0" * 1024)
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as caught:
+        saved = os.dup(2)
+        try:
+            os.dup2(caught.fileno(), 2)
+            actor = _Restartable.remote(ref)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        caught.seek(0)
+        lines = caught.read().decode("utf-8", "replace").splitlines()
+    ray.kill(actor)
+    return [line for line in lines if RESTART_WARNING not in line]

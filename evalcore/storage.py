@@ -20,7 +20,9 @@ failures of the world (timeouts, unreachable or overloaded servers) from bad inp
 
 from __future__ import annotations
 
+import base64
 import errno
+import hashlib
 import io
 import os
 import posixpath
@@ -190,6 +192,13 @@ def _s3_filesystem(options: S3Options, timeout_s: float) -> pafs.S3FileSystem:
     return pafs.S3FileSystem(**kwargs)
 
 
+def forget_clients() -> None:
+    """Drop the cached S3 clients (pyarrow's and boto3's): the next call builds new ones, e.g. after the
+    environment's credentials changed, or in a forked child (a client's connections are not the child's)."""
+    _s3_filesystem.cache_clear()
+    _boto3_client.cache_clear()
+
+
 def is_s3(uri: str) -> bool:
     return uri.startswith("s3://")
 
@@ -308,7 +317,8 @@ def makedirs(uri: str) -> None:
 
 
 def write_bytes(uri: str, data: bytes) -> None:
-    """Write ``data`` to ``uri`` atomically where the store allows (local: temp file + rename)."""
+    """Write ``data`` to ``uri`` atomically: a reader sees the whole of it or nothing (local: a hidden temporary
+    file renamed into place; S3: one ``PutObject`` carrying its body's MD5, which the server stores only whole)."""
     fs, path = resolve(uri)
     if isinstance(fs, pafs.LocalFileSystem):
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -317,23 +327,87 @@ def write_bytes(uri: str, data: bytes) -> None:
         with fs.open_output_stream(tmp) as f:
             f.write(data)
         os.replace(tmp, path)
-    else:  # an S3 PUT is atomic per object; object stores have no directories to create
-        with fs.open_output_stream(path) as f:
-            f.write(data)
+    else:
+        # Not pyarrow's output stream: it completes the upload when it is closed, by an exception or by the garbage
+        # collector as much as by the end of the write, so a writer killed mid-write left a cut object (a 0-byte
+        # commit marker, seen on a cluster whose driver exited while a commit task was in flight)
+        bucket, _, key = path.partition("/")
+        md5 = base64.b64encode(hashlib.md5(data).digest()).decode("ascii")
+        with _as_os_errors(uri):
+            s3_client().put_object(Bucket=bucket, Key=key, Body=data, ContentMD5=md5)
 
 
 def upload_file(local_path: str, uri: str, chunk_bytes: int = 8 << 20) -> None:
-    """Copy the local file ``local_path`` to ``uri`` a chunk at a time, atomically as :func:`write_bytes`."""
+    """Copy the local file ``local_path`` to ``uri`` a chunk at a time, atomically as :func:`write_bytes` (S3: a
+    multipart upload that boto3 aborts when it fails, never completes cut)."""
     fs, path = resolve(uri)
-    local = isinstance(fs, pafs.LocalFileSystem)
-    if local:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    target = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}") if local else path
+    if not isinstance(fs, pafs.LocalFileSystem):
+        from boto3.s3.transfer import TransferConfig
+
+        bucket, _, key = path.partition("/")
+        with _as_os_errors(uri):
+            s3_client().upload_file(local_path, bucket, key, Config=TransferConfig(multipart_chunksize=chunk_bytes,
+                                                                                   use_threads=False))
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    target = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}")
     with open(local_path, "rb") as src, fs.open_output_stream(target) as f:
         while chunk := src.read(chunk_bytes):
             f.write(chunk)
-    if local:
-        os.replace(target, path)
+    os.replace(target, path)
+
+
+@contextmanager
+def _as_os_errors(uri: str) -> Iterator[None]:
+    """boto3's failures as the storage layer's (pyarrow's) are: ``PermissionError`` for a refused request,
+    ``FileNotFoundError`` for a missing bucket, ``ConnectionError`` / ``TimeoutError`` when the server is not
+    reached, an ``OSError`` with ``EIO`` (transient: :func:`is_transient`) for a server error, else ``OSError``."""
+    from boto3.exceptions import S3UploadFailedError
+    from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
+    from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
+
+    try:
+        yield
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        code, status = str(err.get("Code", "")), e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        text = f"writing {uri}: {code or status}: {err.get('Message') or e}"[:500]
+        if status == 403 or code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            raise PermissionError(errno.EACCES, text) from None
+        if code == "NoSuchBucket":
+            raise FileNotFoundError(errno.ENOENT, text) from None
+        if isinstance(status, int) and status >= 500 or code in ("SlowDown", "RequestTimeout", "Throttling"):
+            raise OSError(errno.EIO, text) from None
+        raise OSError(text) from None
+    except (ConnectTimeoutError, ReadTimeoutError) as e:
+        raise TimeoutError(f"writing {uri}: {e}"[:500]) from None
+    except BotoConnectionError as e:
+        raise ConnectionError(f"writing {uri}: {e}"[:500]) from None
+    except S3UploadFailedError as e:  # boto3's transfer wraps the request's error in its text
+        refused = re.search(r"AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|\(403\)", str(e))
+        raise (PermissionError(errno.EACCES, f"writing {uri}: {e}"[:500]) if refused
+               else OSError(errno.EIO, f"writing {uri}: {e}"[:500])) from None
+
+
+def s3_client(settings: StorageSettings | None = None) -> Any:
+    """boto3's S3 client for ``settings`` (default: the current ones): the same endpoint, region and credential
+    chain as pyarrow's filesystem, for what pyarrow's output stream cannot do (whole-object and conditional writes)."""
+    return _boto3_client(settings or current())
+
+
+@lru_cache(maxsize=4)
+def _boto3_client(settings: StorageSettings) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    options, timeout_s = settings.s3, settings.read_timeout_s
+    endpoint = options.endpoint_override
+    if endpoint and "://" not in endpoint:
+        endpoint = f"{options.scheme or 'https'}://{endpoint}"
+    cfg = Config(connect_timeout=timeout_s, read_timeout=timeout_s, retries={"max_attempts": 3, "mode": "standard"},
+                 s3={"addressing_style": "path" if endpoint else "auto"})
+    # no keys passed: boto3 reads the standard AWS chain, as pyarrow does
+    return boto3.client("s3", endpoint_url=endpoint, region_name=options.region, config=cfg)
 
 
 def write_text(uri: str, text: str) -> None:

@@ -20,7 +20,6 @@ import hashlib
 import os
 import uuid
 from dataclasses import dataclass
-from functools import lru_cache
 
 from evalcore import storage
 
@@ -36,19 +35,8 @@ class Versioned:
 # ----------------------------------------------------------------------------- S3 (boto3)
 
 
-@lru_cache(maxsize=4)
 def _client(settings: storage.StorageSettings):
-    import boto3
-    from botocore.config import Config
-
-    options, timeout_s = settings.s3, settings.read_timeout_s
-    endpoint = options.endpoint_override
-    if endpoint and "://" not in endpoint:
-        endpoint = f"{options.scheme or 'https'}://{endpoint}"
-    cfg = Config(connect_timeout=timeout_s, read_timeout=timeout_s, retries={"max_attempts": 3, "mode": "standard"},
-                 s3={"addressing_style": "path" if endpoint else "auto"})
-    # no keys passed: boto3 reads the standard AWS chain, as pyarrow does for every other read and write
-    return boto3.client("s3", endpoint_url=endpoint, region_name=options.region, config=cfg)
+    return storage.s3_client(settings)
 
 
 def _split(uri: str) -> tuple[str, str]:

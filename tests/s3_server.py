@@ -162,7 +162,7 @@ def as_run_identity(shared: S3Server | None = None) -> Iterator[S3Server]:
         with storage.using(storage.StorageSettings.of({"endpoint_override": server.endpoint})):
             yield server
     finally:
-        storage._s3_filesystem.cache_clear()  # drop clients holding this server's credentials
+        storage.forget_clients()  # drop clients holding this server's credentials
         mp.undo()
         if shared is None:
             server.stop()

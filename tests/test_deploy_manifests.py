@@ -151,3 +151,41 @@ def test_the_schema_check_rejects_a_broken_raycronjob() -> None:
     missing = {**cron, "spec": {k: v for k, v in cron["spec"].items() if k != "schedule"}}
     with pytest.raises(jsonschema.ValidationError, match="'schedule' is a required property"):
         jsonschema.Draft7Validator(_schema("RayCronJob")).validate(missing)
+
+
+def test_the_run_job_reads_and_writes_s3_only_and_cleans_up_after_itself() -> None:
+    """k8s/rayjob-run.yaml: one evaluation run (jobs/run_eval.py) on a RayCluster whose pods share no disk: its run
+    root is an s3:// --out, everything a worker reads is on S3 (no placement problem on a cluster of several nodes),
+    and KubeRay deletes the cluster when the job ends and the RayJob after a while."""
+    from evalcore.config import parse_config
+    from evalcore.pipeline import placement
+    from evalcore.pipeline.llm_resources import with_run_llm_roots
+
+    (job,) = _docs("rayjob-run.yaml")
+    spec = job["spec"]
+    assert spec["shutdownAfterJobFinishes"] is True and spec["ttlSecondsAfterFinished"] > 0
+    assert spec["activeDeadlineSeconds"] > 0 and spec["rayClusterSpec"]["rayVersion"] == ray.__version__
+    argv = shlex.split(spec["entrypoint"])
+    assert argv[:2] == ["python", f"{WORKDIR}/jobs/run_eval.py"] and (REPO / "jobs" / "run_eval.py").is_file()
+    out = argv[argv.index("--out") + 1]
+    assert out.startswith("s3://")
+    (cm,) = _docs("run-config.yaml")
+    config_path = Path(argv[2])
+    cluster = spec["rayClusterSpec"]
+    assert cluster["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
+    for pod in [cluster["headGroupSpec"]["template"]] + [g["template"] for g in cluster["workerGroupSpecs"]]:
+        vols = {v["name"]: v for v in pod["spec"]["volumes"]}
+        for c in _containers(pod):
+            mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+            assert vols[mounts[str(config_path.parent)]]["configMap"]["name"] == cm["metadata"]["name"]
+            assert all("secretRef" in e for e in c.get("envFrom", [])) and not c.get("env")
+    cfg = parse_config(yaml.safe_load(cm["data"][config_path.name]))
+    cfg = cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"root": out})})
+    spread = placement.Nodes(alive=3, driver="head", driver_cpus=0.0)  # the head schedules only: work goes elsewhere
+    assert spread.spread
+    assert placement.validate_problems(with_run_llm_roots(cfg), spread) == []
+    # the same config with a checkpoint on the head's disk is refused, naming the field
+    local = cfg.model_copy(update={"models": [cfg.models[0].model_copy(update={
+        "params": {**cfg.models[0].params, "checkpoint": "/home/ray/ckpt"}})]})
+    (line,) = placement.config_problems(local, spread)
+    assert line.startswith("models.0.params.checkpoint: /home/ray/ckpt is a local path")

@@ -20,7 +20,7 @@ CLAIMERS = 8
 
 
 def _claim(uri: str, owner: str, barrier, out) -> None:
-    cond._client.cache_clear()  # a forked child opens its own S3 connections
+    cond.storage.forget_clients()  # a forked child opens its own S3 connections
     barrier.wait(timeout=30)
     out.put((owner, Leases().claim(uri, owner, lease_s=60) is not None))
 

@@ -70,7 +70,7 @@ def test_scopes_of_two_threads_at_once_each_reach_their_own_endpoint(monkeypatch
         for t in threads:
             t.join(20)
     finally:
-        storage._s3_filesystem.cache_clear()
+        storage.forget_clients()
     assert seen["a"] == ["a:1", 5.0, outer]
     assert seen["b"] == ["b:2", 7.0, "b:2", outer]
     assert storage.current() == outer

@@ -247,8 +247,14 @@ class SyntheticBenchmark(Dataset):
     def specs(self) -> list[ClipSpec]:
         return make_specs(self.n_clips, self.seconds, self.seed)
 
+    @classmethod
+    def audio_home(cls, params: dict[str, Any], run_root: str) -> str:
+        """Where its clips are written, from the params and the run root alone (``evalcore validate`` checks that
+        every node of a cluster reaches it)."""
+        return params.get("audio_dir") or storage.join(run_root, "demo_audio")
+
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any]]:
-        root = self.audio_dir or storage.join(ctx.run_root, "demo_audio")
+        root = self.audio_home({"audio_dir": self.audio_dir}, ctx.run_root)
         for spec in self.specs():
             uri = storage.join(root, f"{spec.clip_id}.{self.format}")
             audio = synthesize_clip(spec, self.sample_rate)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from importlib.metadata import version
-from typing import Any, Hashable, Sequence
+from typing import Any, ClassVar, Hashable, Sequence
 
 from pydantic import Field
 
@@ -27,6 +27,8 @@ PUBLISHED = ("roberta-large", 17)  # bert_score's English default = the MU-LLaMA
 class BertScoreConfig(MetricParams):
     """BERTScore's settings, as a protocol's ``metrics.bertscore`` config and as the library takes them: a local
     HF model directory (never downloaded) and the layer whose embeddings are matched."""
+
+    path_params: ClassVar[dict[str, str]] = {"model": "dir", "baseline": "file"}  # files a metric actor reads, on whichever node it runs
 
     model: str = Field(min_length=1)
     #: published name, e.g. roberta-large (default: the directory's name); picks bert_score's default layer

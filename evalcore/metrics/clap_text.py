@@ -19,7 +19,7 @@ import hashlib
 import os
 import tempfile
 from importlib.metadata import version
-from typing import Any, Hashable, Sequence
+from typing import Any, ClassVar, Hashable, Sequence
 
 import numpy as np
 import pyarrow.fs as pafs
@@ -38,6 +38,8 @@ PAPER_CHECKPOINT = "music_audioset_epoch_15_esc_90.14.pt"
 class ClapTextConfig(MetricParams):
     """CLAPText's settings, as a protocol's ``metrics.clap`` config and as the embedder takes them: where the laion
     checkpoint and the roberta tokenizer files (vocab.json, merges.txt) are, local or s3://."""
+
+    path_params: ClassVar[dict[str, str]] = {"checkpoint": "file", "tokenizer": "dir"}  # files a metric actor reads, on whichever node it runs
 
     checkpoint: str = Field(min_length=1)
     tokenizer: str = Field(min_length=1)

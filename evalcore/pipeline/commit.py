@@ -8,9 +8,12 @@ Layout under the run root::
 A shard holds the rows (one per chunk) of *complete* requests only: every chunk of a request is in
 the same shard. ``<key>`` is derived from its content (a hash of its ``request_id``/``chunk_index``
 pairs). The commit is atomic: the data files are written first (locally to a hidden temporary name,
-then renamed; on S3 each PUT is atomic), and the small marker ``_commits/shard-<key>.json`` last. A
-data file without a marker is not part of the run: readers skip it and :func:`clean_uncommitted`
-deletes it. The items stage is committed the same way by ``_commits/items.json``.
+then renamed; on S3 each a single PUT, stored whole or not at all), and the small marker
+``_commits/shard-<key>.json`` last. A data file without a marker is not part of the run: readers skip it and
+:func:`clean_uncommitted` deletes it. A marker that is not whole (empty, cut, not the JSON of a marker: written by
+an older evalcore whose S3 writes could be cut, or damaged by hand) counts as absent: readers skip it with a
+warning and :func:`clean_uncommitted` deletes it, so a resume runs its requests again. The items stage is committed
+the same way by ``_commits/items.json``.
 
 Each marker records the run *attempt* that committed it (0 for the first, +1 for every
 ``--resume``). A resumed run may run a committed request again (an error row of a class it
@@ -251,12 +254,31 @@ def commit_items(out: storage.RunStorage, items: ItemTable, errors: list[dict], 
     out.write_text(_commits(root, ITEMS_MARKER), json.dumps(marker, sort_keys=True))
 
 
+def read_marker(uri: str, keys: tuple[str, ...]) -> dict | None:
+    """The marker at ``uri``, or None when it is absent or not whole (not JSON, or without one of ``keys``)."""
+    try:
+        text = storage.read_text(uri)
+    except FileNotFoundError:
+        return None
+    try:
+        m = json.loads(text)
+    except ValueError:
+        m = None
+    if not isinstance(m, dict) or any(k not in m for k in keys):
+        log.warning("commit marker %s is not whole (%d bytes): counted as not committed", uri, len(text))
+        return None
+    return m
+
+
+_ITEMS_KEYS = ("items", "errors", "items_in")
+_SHARD_KEYS = ("key", "rows", "requests", "files")
+
+
 def load_items(root: str) -> tuple[ItemTable, list[dict], int] | None:
     """The committed items stage → (items, item error rows, rows read), or None if not committed."""
-    marker = _commits(root, ITEMS_MARKER)
-    if not storage.exists(marker):
+    m = read_marker(_commits(root, ITEMS_MARKER), _ITEMS_KEYS)
+    if m is None:
         return None
-    m = json.loads(storage.read_text(marker))
     items = ItemTable(storage.read_parquet(storage.join(root, "items", "part-00000.parquet")))
     errors = storage.read_parquet(storage.join(root, "item_errors", "part-00000.parquet")).to_pylist()
     if (len(items), len(errors)) != (m["items"], m["errors"]):
@@ -291,8 +313,7 @@ def shard_markers(root: str, index: bool = True) -> list[dict]:
     out = []
     for uri in storage.list_files(_commits(root), ".json"):
         name = uri.rsplit("/", 1)[-1]
-        if name.startswith("shard-"):
-            m = json.loads(storage.read_text(uri))
+        if name.startswith("shard-") and (m := read_marker(uri, _SHARD_KEYS)) is not None:
             if not index and int(m.get("attempt", 0)) == 0:
                 m.pop("index", None)
             out.append(m)
@@ -353,12 +374,14 @@ def load_committed(root: str) -> Committed:
 @dataclass
 class CommitIndex:
     """What the markers say was committed: per request (its latest attempt), the failure classes of its
-    error rows (empty when it has none), and the shards holding those rows; the next attempt's number."""
+    error rows (empty when it has none), the shards holding those rows and that attempt's number; the next
+    attempt's number."""
 
     errors: dict[str, set[str]]
     shards_of: dict[str, list[str]]
     markers: dict[str, dict] = field(default_factory=dict)
     next_attempt: int = 0
+    attempt_of: dict[str, int] = field(default_factory=dict)  #: request → the attempt its committed rows are of
 
     @property
     def request_ids(self) -> set[str]:
@@ -388,6 +411,9 @@ def load_index(root: str) -> CommitIndex:
     rows = [{**r, "_attempt": int(m.get("attempt", 0)), "_shard": m["key"]} for m in markers for r in _index_rows(root, m)]
     errors: dict[str, set[str]] = {}
     shards_of: dict[str, list[str]] = {}
+    attempt_of: dict[str, int] = {}
+    for r in rows:
+        attempt_of[r["request_id"]] = max(attempt_of.get(r["request_id"], 0), r["_attempt"])
     for r in _latest(root, rows):
         got = errors.setdefault(r["request_id"], set())
         if r["error_stage"] is not None:
@@ -396,7 +422,7 @@ def load_index(root: str) -> CommitIndex:
         if r["_shard"] not in shards:
             shards.append(r["_shard"])
     return CommitIndex(errors=errors, shards_of=shards_of, markers={m["key"]: m for m in markers},
-                       next_attempt=max(_next_attempt(markers), attempts.latest(root)))
+                       next_attempt=max(_next_attempt(markers), attempts.latest(root)), attempt_of=attempt_of)
 
 
 def iter_committed(root: str, max_rows: int) -> Iterator[list[dict]]:
@@ -458,10 +484,13 @@ def clean_uncommitted(out: storage.RunStorage) -> list[str]:
     """Delete data files no marker names (left by a killed attempt, e.g. mid-commit); returns them."""
     root = out.root
     keep = set()
-    for m in shard_markers(root):
+    markers = shard_markers(root)
+    for m in markers:
         keep |= {storage.join(root, f) for f in m["files"].values()}
+    whole = {f"shard-{m['key']}.json" for m in markers}
+    items_whole = read_marker(_commits(root, ITEMS_MARKER), _ITEMS_KEYS) is not None
     dirs = ["responses", "judgments"]
-    if storage.exists(_commits(root, ITEMS_MARKER)):
+    if items_whole:
         keep |= {storage.join(root, "items", "part-00000.parquet"),
                  storage.join(root, "item_errors", "part-00000.parquet")}
     dirs += ["items", "item_errors"]
@@ -472,8 +501,10 @@ def clean_uncommitted(out: storage.RunStorage) -> list[str]:
             if _canon(uri) not in keep:
                 out.delete(uri)
                 gone.append(uri)
-    for uri in storage.list_files(_commits(root)):  # half-written markers (local temporary files)
-        if uri.rsplit("/", 1)[-1].startswith("."):
+    for uri in storage.list_files(_commits(root)):  # half-written markers (local temporary files), markers not whole
+        name = uri.rsplit("/", 1)[-1]
+        torn = (name.startswith("shard-") and name not in whole) or (name == ITEMS_MARKER and not items_whole)
+        if name.startswith(".") or torn:
             out.delete(uri)
             gone.append(uri)
     if gone:

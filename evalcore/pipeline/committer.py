@@ -12,6 +12,14 @@ lends the last operators only what the earlier ones leave; on a small node, whil
 operator's budget was zero (its submissions held back by Ray Data's ``ResourceBudget`` policy) and nothing was
 committed until the model stage ended, a silence that grew with the run (docs/pipeline.md). The tasks ask no
 CPU (writing a shard waits on storage; at most ``in_flight`` run at once), so no reservation holds them back.
+
+**On the driver's node.** Every commit task is pinned to the node the driver runs on: a local run root is the
+driver's disk, which the cluster's other nodes do not see (a task there wrote its shard where no one would read
+it), and the driver's node lives as long as the run. A block a lost node held is computed again by Ray (its
+lineage) before the task that commits it starts. **Fenced.** The commit stage never leaves a commit behind: when
+the stream fails, the tasks in flight are waited for (up to :data:`FENCE_S` seconds) before the error goes on, so
+no commit writes after the driver has given up (a marker is written last and whole, or not at all:
+:func:`evalcore.storage.write_bytes`).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from evalcore.pipeline import commit
 from evalcore.pipeline.raydata import Bundle
 
 IN_FLIGHT = 2  # commit tasks running at once at most; the stream waits (Ray Data backpressure) beyond
+FENCE_S = 120.0  # how long a failing stream waits for its commits in flight
 
 
 def commit_blocks(root: str, attempt: int, s3: dict | None, read_timeout_s: float | None,
@@ -57,9 +66,9 @@ class Committer:
     """Groups the stream's bundles and commits each group with a task (see the module docstring).
 
     ``submit(ranges, refs)`` starts one commit (default: :func:`commit_blocks` as a Ray task) and returns a
-    reference; ``wait(refs, block)`` returns those done (one at least with ``block``; default: ``ray.wait``) and
-    ``get`` a result. The stage's times are the driver's ``time.perf_counter`` (a task's end, wall time, is taken
-    onto it); ``clock`` paces the groups."""
+    reference; ``wait(refs, block)`` returns those done (one at least with ``block``; default: ``ray.wait``),
+    ``get`` a result and ``settle(refs, timeout_s)`` waits for them all (the fence). The stage's times are the
+    driver's ``time.perf_counter`` (a task's end, wall time, is taken onto it); ``clock`` paces the groups."""
 
     root: str
     attempt: int = 0
@@ -72,19 +81,23 @@ class Committer:
     submit: Callable[[list, list], Any] | None = None
     wait: Callable[[list, bool], list] | None = None
     get: Callable[[Any], tuple[pa.Table, float, float]] | None = None
+    settle: Callable[[list, float], Any] | None = None  #: waits for every ref given, up to a timeout (default: ray.wait)
     stage: CommitStage = field(default_factory=CommitStage)
 
     def __post_init__(self) -> None:
         self._wall_offset = time.time() - time.perf_counter()
         if self.submit is None:
             import ray
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            task = ray.remote(num_cpus=0, max_retries=3)(commit_blocks)
+            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+            task = ray.remote(num_cpus=0, max_retries=3, scheduling_strategy=here)(commit_blocks)
             self.submit = lambda ranges, refs: task.remote(self.root, self.attempt, self.s3, self.read_timeout_s,
                                                                 ranges, *refs)
             self.wait = lambda refs, block: ray.wait(refs, num_returns=1 if block else len(refs),
                                                      timeout=None if block else 0.0)[0]
             self.get = ray.get
+            self.settle = lambda refs, timeout_s: ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
 
     def run(self, bundles: Iterable[Bundle]) -> Iterator[pa.Table]:
         """Commit ``bundles`` as they come; yields each commit's answer (tally rows, then the rows of requests
@@ -94,19 +107,32 @@ class Committer:
         ranges: list[tuple[int, int] | None] = []
         rows = 0
         last: float | None = None
-        for b in bundles:
-            refs += b.refs
-            ranges += b.ranges
-            rows += b.rows
-            yield from self._collect(pending, block=False)
-            now = self.clock()
-            if rows >= self.shard_rows or last is None or now - last >= self.every_s:
-                yield from self._start(pending, ranges, refs, rows, now)
-                refs, ranges, rows, last = [], [], 0, now
-        if refs:
-            yield from self._start(pending, ranges, refs, rows, self.clock())
-        while pending:
-            yield from self._collect(pending, block=True)
+        try:
+            for b in bundles:
+                refs += b.refs
+                ranges += b.ranges
+                rows += b.rows
+                yield from self._collect(pending, block=False)
+                now = self.clock()
+                if rows >= self.shard_rows or last is None or now - last >= self.every_s:
+                    yield from self._start(pending, ranges, refs, rows, now)
+                    refs, ranges, rows, last = [], [], 0, now
+            if refs:
+                yield from self._start(pending, ranges, refs, rows, self.clock())
+            while pending:
+                yield from self._collect(pending, block=True)
+        except BaseException:
+            self.fence(pending)
+            raise
+
+    def fence(self, pending: list, timeout_s: float = FENCE_S) -> None:
+        """Wait (up to ``timeout_s``) for the commit tasks still in flight, whatever they end with: a failing run
+        gives up only once none of its commits can write any more (their rows are counted by the next attempt)."""
+        if pending and self.settle is not None:
+            try:
+                self.settle(list(pending), timeout_s)
+            except Exception:  # noqa: BLE001 - a Ray already shut down has no task left to wait for
+                pass
 
     def _start(self, pending: list, ranges: list, refs: list, rows: int, now: float) -> Iterator[pa.Table]:
         while len(pending) >= self.in_flight:

@@ -41,7 +41,7 @@ def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict
     for p in cfg.protocols:
         if p.kind == "freeform":
             params[p.name] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
-                              "s3": cfg.storage.s3.model_dump()}
+                              "s3": cfg.storage.s3_options()}
     return params
 
 

@@ -7,6 +7,7 @@ the whole config; what each stage asks of the cluster is :mod:`evalcore.pipeline
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
@@ -22,6 +23,7 @@ from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
                                          decode_memory, metric_gpus, model_groups, uses_audio)
 from evalcore.pipeline.committer import Committer
+from evalcore.pipeline.placement import NodeWatch, elsewhere
 from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.raydata import Bundle, Stream, node_offsets
 from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics, mir_rules
@@ -47,6 +49,7 @@ class GraphSettings:
     score_actors: int
     metric_actors: int
     metric_gpus: float  #: GPUs the model-based metric actors hold (:func:`evalcore.pipeline.resources.metric_gpus`)
+    actor_restarts: int = 0  #: restarts of a dead scoring or metric actor (``ray.max_restarts``)
 
     @classmethod
     def of(cls, cfg: RunConfig, judges: dict[str, tuple[str, str]]) -> GraphSettings:
@@ -54,28 +57,33 @@ class GraphSettings:
         return cls(root=cfg.root, models=tuple(cfg.models), judges=judges,
                    freeform={p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"},
                    mir=tuple(p.name for p in cfg.protocols if p.kind == "mir"),
-                   s3=cfg.storage.s3.model_dump(), read_timeout_s=cfg.storage.read_timeout_s,
+                   s3=cfg.storage.s3_options(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
-                   metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg))
+                   metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg),
+                   actor_restarts=cfg.ray.max_restarts)
 
 
 def _blocks(table: pa.Table) -> list[pa.Table]:
     return [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
 
 
-def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, **kwargs) -> pa.Table:
+def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, driver_node: str | None = None,
+           **kwargs) -> pa.Table:
     """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
     deadline, which a worker process would not otherwise see: the driver's scope covers its own process only.
     Keys come from the worker's environment / AWS chain, as on the driver."""
     with storage.using(storage.StorageSettings.of(s3, read_timeout_s)):
-        return decode_batch(batch, **kwargs)
+        out = decode_batch(batch, **kwargs)
+    return out if driver_node is None else elsewhere(out, driver_node)
 
 
 def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
-                 read_timeout_s: float | None = None, n_requests: int | None = None, cpus: float = 1.0):
+                 read_timeout_s: float | None = None, n_requests: int | None = None, cpus: float = 1.0,
+                 driver_node: str | None = None):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool. ``requests``: its Ray
     Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows;
-    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks."""
+    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks;
+    ``driver_node``: the driver's Ray node, which a decode error on another node names."""
     import ray.data
 
     sr, window = audio_spec(model)
@@ -92,7 +100,8 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     # decode tasks reserve a worker's memory only
     reads = uses_audio(model)
     ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
-                                           "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s},
+                                           "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s,
+                                           "driver_node": driver_node},
                         batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=decode_cpus,
                         memory=decode_memory(model.resources.batch_size if reads else 0, sr, chunk_s))
     r = model.resources
@@ -110,12 +119,13 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
 
 
 def actor_stage(ds, cls: type, max_restarts: int, **kwargs: Any):
-    """``ds.map_batches(cls, …)`` on a pool of actors that a death restarts ``max_restarts`` times (0: a dead actor
-    ends the run, exit 1, and --resume finishes it). Every actor pool of a run goes through here: Ray Data's own
-    default restarts a dead actor and retries its batches without end, and Ray logs an ERROR-level line
-    (``core_worker.cc``: "has constructor arguments in the object store and max_restarts > 0",
-    ray-project/ray#53727) for each pool on every run. Ray 2.60 takes ``max_restarts`` only as a remote arg, which
-    it marks deprecated (gone in 2.64)."""
+    """``ds.map_batches(cls, …)`` on a pool of actors that a death (a lost node, a killed process) restarts
+    ``max_restarts`` times on any node with room, retrying the batches the dead actor held (Ray Data asks
+    ``max_task_retries=-1`` of a restartable pool); one more death ends the run, exit 1, and --resume finishes it
+    (0: the first). Every actor pool of a run goes through here: Ray Data's own default restarts without end. Ray
+    2.60 takes ``max_restarts`` only as a remote arg, which it marks deprecated (gone in 2.64). A restartable pool
+    makes Ray log an ERROR line once per process, which :func:`init_ray` spends away from the console
+    (:func:`evalcore.ray_internals.spend_restart_warning`)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
         return ds.map_batches(cls, max_restarts=max_restarts, **kwargs)
@@ -170,6 +180,7 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
     import ray
 
     res = ray.cluster_resources()
+    driver_node = ray.get_runtime_context().get_node_id()
     custom = {k: res.get(k, 0.0) for m in settings.models for k in m.resources.custom}
     gpus = res.get("GPU", 0.0) - settings.metric_gpus  # the metric actors' GPUs are not the models'
     streams: list[Stream] = []
@@ -177,7 +188,8 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
     def bundles() -> Iterator[Bundle]:
         for group in model_groups(list(settings.models), res.get("CPU", 1.0), gpus, custom):
             branches = [model_branch(m, sources[m.name], settings.decode_num_cpus, settings.s3,
-                                     settings.read_timeout_s, (ready or {}).get(m.name), res.get("CPU", 1.0))
+                                     settings.read_timeout_s, (ready or {}).get(m.name), res.get("CPU", 1.0),
+                                     driver_node)
                         for m in group if m.name in sources]
             if not branches:
                 continue
@@ -191,8 +203,10 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
     committer = Committer(settings.root, attempt, settings.s3, shard_rows, every_s,
                           read_timeout_s=settings.read_timeout_s)
     handed = 0  # rows the commits handed on: committed (tally rows count theirs) or back to the driver whole
+    watch = NodeWatch()
     for out in committer.run(bundles()):
         handed += int(pc.sum(pc.fill_null(out.column(commit.ROWS_COLUMN), 1)).as_py() or 0)
+        watch.poll()
         yield out
     if profile is not None:
         try:  # Ray Data's internals (evalcore.pipeline.raydata): a Ray that moved them costs the profile, not the run
@@ -203,6 +217,7 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
             log.warning("profile: Ray Data's operator stats could not be read (%s); its stages are left out",
                         type(e).__name__)
         profile.add_commit(committer.stage, handed)
+        profile.nodes_lost += watch.lost
 
 
 def rejudged_batches(settings: GraphSettings, rows: list[dict]) -> Iterator[pa.Table]:
@@ -232,7 +247,7 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
         ds = ds.map_batches(lexical_metrics, fn_kwargs={"plan": plan}, batch_size=64, batch_format="pyarrow",
                             num_cpus=0.5)
     elif plan:
-        ds = actor_stage(ds, LexicalMetricsActor, 0, fn_constructor_kwargs={"plan": plan}, batch_size=64,
+        ds = actor_stage(ds, LexicalMetricsActor, settings.actor_restarts, fn_constructor_kwargs={"plan": plan}, batch_size=64,
                          batch_format="pyarrow", num_cpus=0.5,
                          compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
     if settings.mir:  # the mir rules (mir_eval, jiwer, …) on the workers' batches, overlapping the models
@@ -244,11 +259,27 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
         if gpus > ray.cluster_resources().get("GPU", 0.0):
             log.warning("free-form metrics on cuda ask for %g GPU (ray.metric_actors) but the cluster has %g now",
                         gpus, ray.cluster_resources().get("GPU", 0.0))
-        ds = actor_stage(ds, ModelMetricsActor, 0,
+        ds = actor_stage(ds, ModelMetricsActor, settings.actor_restarts,
                          fn_constructor_kwargs={"plan": models, "s3": settings.s3},
                          batch_size=64, batch_format="pyarrow", num_cpus=METRIC_ACTOR_CPUS,
                          num_gpus=1 if gpus else 0, compute=ray.data.ActorPoolStrategy(size=settings.metric_actors))
     return ds
+
+
+_restart_warning_spent = False
+
+
+def spend_restart_warning() -> None:
+    """Once per driver process: Ray's ERROR line about restartable actor pools, printed away from the console
+    (:func:`evalcore.ray_internals.spend_restart_warning`); any other line written meanwhile goes to stderr."""
+    global _restart_warning_spent
+    if _restart_warning_spent:
+        return
+    from evalcore import ray_internals  # heavy: imports ray.data at its top
+
+    _restart_warning_spent = True
+    for line in ray_internals.spend_restart_warning():
+        print(line, file=sys.stderr)
 
 
 def init_ray(ray_cfg: RayConfig) -> None:
@@ -259,6 +290,7 @@ def init_ray(ray_cfg: RayConfig) -> None:
     from evalcore.pipeline import backpressure  # heavy: imports ray at its top; `evalcore --help` imports this module
 
     cluster.start(ray_cfg.address, log_to_driver=False, configure_logging=False)
+    spend_restart_warning()
     ctx = DataContext.get_current()
     ctx.enable_progress_bars = ray_cfg.progress_bars and console.on_terminal()  # else: one line per stage
     console.quiet_ray_data()

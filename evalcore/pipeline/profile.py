@@ -84,6 +84,7 @@ class Profile:
         self.stages: list[Stage] = []
         self.models: dict[str, dict[str, Any]] = {}
         self.first_commit_s: float | None = None
+        self.nodes_lost: list[str] = []  #: Ray nodes that left the cluster while the run streamed (their ids)
 
     def _at(self, t: float) -> float:
         return round(t - self.t0, 3)
@@ -175,4 +176,5 @@ class Profile:
                                              if model_start is not None else None)}
         return {"clock": "seconds from the run's start, the driver's clock",
                 "wall_s": round(time.perf_counter() - self.t0, 3),
-                "stages": [asdict(s) for s in self.stages], "models": dict(self.models), "first_commit": first}
+                "stages": [asdict(s) for s in self.stages], "models": dict(self.models), "first_commit": first,
+                "nodes_lost": list(self.nodes_lost)}

@@ -19,8 +19,8 @@ import logging
 from collections import Counter
 from typing import Any, Iterable
 
-from evalcore import console, preflight, storage
-from evalcore.config import RunConfig
+from evalcore import cluster, console, preflight, storage
+from evalcore.config import ConfigError, RunConfig
 from evalcore.datasets.base import DATASETS, DatasetContext
 from evalcore.item_table import SLICE_ROWS, ItemTable
 from evalcore.datasets.validate import validated
@@ -29,6 +29,7 @@ from evalcore.pipeline import commit
 from evalcore.pipeline.finish import finish
 from evalcore.pipeline.graph import GraphSettings, init_ray, judged_batches, rejudged_batches
 from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots
+from evalcore.pipeline import placement
 from evalcore.pipeline.outcome import RunResult, protocols_without_items
 from evalcore.pipeline.outcome import ErrorBudgetExceeded, NothingScored, RunUnscored, error_reason  # noqa: F401 (API)
 from evalcore.pipeline.profile import Profile
@@ -97,30 +98,62 @@ def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
             for p in cfg.protocols if (j := p.judge or default_judge(cfg, p)) is not None}
 
 
-def items_stage(cfg: RunConfig, out: storage.RunStorage) -> tuple[ItemTable, list[dict], int]:
-    """Stage 1 with its commit: the committed items of the run if any, else read, validate and commit."""
+def items_stage(cfg: RunConfig, out: storage.RunStorage,
+                at: placement.Nodes | None = None) -> tuple[ItemTable, list[dict], int]:
+    """Stage 1 with its commit: the committed items of the run if any, else read, validate and commit. On a
+    cluster of several nodes (``at``), audio that not every node reaches is refused before it is committed."""
     loaded = commit.load_items(cfg.root)
-    if loaded is None:
+    fresh = loaded is None
+    if fresh:
         loaded = read_items(cfg)
+    if at is not None and (found := placement.audio_problems(cfg, loaded[0].table, at)):
+        raise ConfigError("the run's inputs are not where every node of the cluster reads them:\n"
+                          + "\n".join(f"  {line}" for line in found))
+    if fresh:
         commit.commit_items(out, *loaded)
     items, item_errors, n_items_in = loaded
     log.info("items: %d read, %d valid, %d errored", n_items_in, len(items), len(item_errors))
     return items, item_errors, n_items_in
 
 
-def account_for_all(cfg: RunConfig, items: ItemTable, exp: Expansion, total: int, out: storage.RunStorage) -> int:
+def cluster_view(cfg: RunConfig) -> placement.Nodes | None:
+    """The Ray cluster the run joins, seen before anything is written (:mod:`evalcore.pipeline.placement`): one
+    named by ``ray.address`` or ``$RAY_ADDRESS`` is joined now, and one already up in this process is read; None
+    when the run will start a new local cluster (one node, the driver's)."""
+    import ray
+
+    if not ray.is_initialized() and cluster.address_of(cfg.ray.address) == "local":
+        return None
+    init_ray(cfg.ray)
+    return placement.nodes()
+
+
+def check_placement(cfg: RunConfig, at: placement.Nodes | None) -> None:
+    """Raise :class:`ConfigError` naming each file a worker on another node would not reach."""
+    if at is not None and (found := placement.config_problems(cfg, at)):
+        raise ConfigError("files every node of the cluster reads are on a local path:\n"
+                          + "\n".join(f"  {line}" for line in found))
+
+
+def account_for_all(cfg: RunConfig, items: ItemTable, exp: Expansion, total: int, out: storage.RunStorage,
+                    attempt: int = 0, again: frozenset[str] = frozenset()) -> int:
     """Check that every request of the run is committed; one the pipeline never returned is committed as an
-    error row (class transient: ``--resume`` runs it again). Returns how many were lost. The markers' index
-    says how many are committed; only when some are missing are the requests expanded again to find them."""
-    if commit.committed_count(out.root) >= total:
+    error row of this ``attempt`` (class transient: ``--resume`` runs it again). Returns how many were lost. A
+    request this attempt ran ``again`` (a resume's retried errors) counts only once this attempt committed it: its
+    earlier rows are what it was run again for. The markers' index says how many are committed; only when some are
+    missing are the requests expanded again to find them."""
+    if not again and commit.committed_count(out.root) >= total:
         return 0
-    committed = commit.load_index(out.root).request_ids
+    index = commit.load_index(out.root)
+    committed = {rid for rid in index.request_ids if rid not in again or index.attempt_of.get(rid, 0) >= attempt}
+    if len(committed) >= total:
+        return 0
     lost = [r for r in iter_requests(cfg, items, exp) if r["request_id"] not in committed]
     log.error("pipeline: %d request(s) came back without any row; recorded as error rows", len(lost))
     for i in range(0, len(lost), commit.SHARD_ROWS):
         commit.commit_shard(out, [{**r, "chunk_index": 0, "n_chunks": 1, "error_stage": "pipeline",
                                    "error_class": TRANSIENT, "error": "lost: no row came back from the pipeline"}
-                                  for r in lost[i:i + commit.SHARD_ROWS]])
+                                  for r in lost[i:i + commit.SHARD_ROWS]], attempt)
     return len(lost)
 
 
@@ -140,14 +173,17 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     preflight.check(cfg, datasets=not resume)  # a missing file or checkpoint fails here, before Ray and any model
     if ping:
         preflight.check_endpoints(cfg)  # an endpoint down, a refused key, an unknown model: before Ray too
+    at = cluster_view(cfg)  # a cluster to join: its nodes share no disk (docs/cluster.md)
+    rooted = with_run_llm_roots(cfg)  # LLM caches and logs default to the run's root (not saved in its config)
+    check_placement(rooted, at)  # what workers read on another node must be where they reach it: before any write
     out = open_run(cfg, resume)  # every write of the run goes through it: nothing lands outside the root
-    cfg = with_run_llm_roots(cfg)  # LLM caches and logs default to the run's root (not saved in its config)
+    cfg = rooted
 
     profile = Profile()  # where the time goes, stage by stage (run.json, the closing lines, the report's run section)
 
     # 1. items (read once per run: a resumed run uses the committed items)
     with profile.driver("items") as rows:
-        items, item_errors, n_items_in = items_stage(cfg, out)
+        items, item_errors, n_items_in = items_stage(cfg, out, at)
         rows.update(rows_in=n_items_in, rows_out=len(items))
     judges = factual_judges(cfg)
     warnings = checks.warnings(items, {}, outside=sum((checks.check_instances(chunk, judges)[2]
@@ -192,7 +228,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
             for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
                 writer.add_stream(batch)
             del budgets
-    account_for_all(cfg, items, exp, plan.total, out)
+    account_for_all(cfg, items, exp, plan.total, out, index.next_attempt, frozenset(retried))
 
     # 6. score and report over every committed row; the error budget is checked after both are written
     attempt = {"requests_sent": plan.to_run, "requests_rejudged": plan.rejudged,

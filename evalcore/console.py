@@ -61,6 +61,7 @@ def setup(verbose: bool = False, quiet: bool = False) -> None:
                 del os.environ[k]
     if not verbose:
         logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score: "Using default tokenizer." per scorer
+        logging.getLogger("botocore").setLevel(logging.WARNING)  # S3 writes: "Found credentials in environment …"
         # a new local cluster gets token authentication, as Ray chose; its notice says so on every run
         logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
             lambda record: not str(record.msg).startswith("Token authentication is enabled for this Ray cluster"))

@@ -208,6 +208,7 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
         handed += int(pc.sum(pc.fill_null(out.column(commit.ROWS_COLUMN), 1)).as_py() or 0)
         watch.poll()
         yield out
+    watch.poll(now_or_never=True)
     if profile is not None:
         try:  # Ray Data's internals (evalcore.pipeline.raydata): a Ray that moved them costs the profile, not the run
             ops = [op for s in streams for op in s.operators()]

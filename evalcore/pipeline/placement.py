@@ -220,24 +220,26 @@ class NodeWatch:
     ``every_s`` seconds): its actors restart and its tasks run again on the nodes left, which a user should know
     (the run is slower, and a node lost once may be lost again)."""
 
-    def __init__(self, every_s: float = 5.0, clock: Any = None) -> None:
+    def __init__(self, every_s: float = 5.0, clock: Any = None, alive: Any = None) -> None:
         import time
 
         self.every_s = every_s
         self.clock = clock or time.monotonic
+        self._alive = alive or self._ray_alive  #: node id → its address, of the nodes alive now
         self.seen = self._alive()
         self.lost: list[str] = []
         self._last = self.clock()
 
     @staticmethod
-    def _alive() -> dict[str, str]:
+    def _ray_alive() -> dict[str, str]:
         import ray
 
         return {n["NodeID"]: n.get("NodeManagerAddress", "?") for n in ray.nodes() if n.get("Alive")}
 
-    def poll(self) -> None:
+    def poll(self, now_or_never: bool = False) -> None:
+        """Look at the cluster's nodes if ``every_s`` passed since the last look (or ``now_or_never``: the stream's end)."""
         now = self.clock()
-        if now - self._last < self.every_s:
+        if now - self._last < self.every_s and not now_or_never:
             return
         self._last = now
         alive = self._alive()

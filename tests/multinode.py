@@ -118,8 +118,8 @@ class Cluster:
         script = " && ".join(["cd /", "exec 3</tmp", "mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp", *binds,
                               "exec 3<&-", "exec " + " ".join(shlex.quote(a) for a in start)])
         log = open(self.logs / f"worker{i}-{int(time.time() * 1000)}.log", "w")
-        proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
-                                stdout=log, stderr=subprocess.STDOUT, env=self._node_env(), start_new_session=True)
+        proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "bash", "-c", script], stdout=log,
+                                stderr=subprocess.STDOUT, env=self._node_env(), start_new_session=True)
         log.close()
         self.workers[i] = proc
         return proc

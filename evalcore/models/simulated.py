@@ -9,8 +9,9 @@ them as it would GPU actors. ``simulated_gpu_text`` is the same model without au
 are not decoded (a run measures the pipeline, not decode).
 
 ``busy_log`` (a local directory, optional): each actor appends one line per batch,
-``start end size`` (``time.time()`` seconds), to its own file there, from which a benchmark
-computes how busy the simulated GPUs were.
+``start end size`` (``time.time()`` seconds), to its own file there, named after its Ray node and
+process (``actor-<node>-<pid>-…``), from which a benchmark computes how busy the simulated GPUs were,
+in all and per node.
 """
 
 from __future__ import annotations
@@ -38,6 +39,16 @@ def check_template(answer: str) -> str:
     return answer
 
 
+def _node() -> str:
+    """The first 12 hex digits of this process's Ray node id ("local" outside Ray)."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()[:12] if ray.is_initialized() else "local"
+    except Exception:  # noqa: BLE001 - a name for a log file, nothing more
+        return "local"
+
+
 @MODELS.register("simulated_gpu")
 class SimulatedGPU(MusicLM):
     """Sleeps ``seconds_per_batch`` per batch; answers ``answer`` (a template) to every input."""
@@ -55,7 +66,8 @@ class SimulatedGPU(MusicLM):
         self.log = None
         if busy_log:
             os.makedirs(busy_log, exist_ok=True)
-            self.log = open(os.path.join(busy_log, f"actor-{os.getpid()}-{id(self):x}.log"), "a", buffering=1)
+            name = f"actor-{_node()}-{os.getpid()}-{id(self):x}.log"
+            self.log = open(os.path.join(busy_log, name), "a", buffering=1)
 
     def info(self) -> dict[str, Any]:
         return {**super().info(), "checkpoint": "simulated", "seconds_per_batch": self.seconds_per_batch}

@@ -189,10 +189,17 @@ def validate_problems(cfg: RunConfig, at: Nodes) -> list[str]:
     return config_problems(cfg, at) + audio_problems(cfg, table, at, "audio path(s) it names are")
 
 
-def elsewhere(batch: pa.Table, driver_node: str) -> pa.Table:
-    """The decode stage's output with each ``missing`` local file on this node, when it is not the driver's, told as
-    such: the file may well be on the driver's node, so the row says which node did not see it, and is of class
-    transient (``--resume`` reads it again once the storage is fixed), not a bad input."""
+def _exists(paths: list[str]) -> list[bool]:
+    import os
+
+    return [os.path.exists(p) for p in paths]
+
+
+def elsewhere(batch: pa.Table, driver_node: str, this_node: str | None = None) -> pa.Table:
+    """The decode stage's output with each ``missing`` local file on this node, when it is not the driver's and the
+    driver's node has it, told as such: the row says which node did not see it, and is of class transient
+    (``--resume`` reads it again once that node mounts it), not a bad input. Whether the driver's node has it is
+    asked of it (a task pinned there), for the missing files only. ``this_node``: default, this process's node."""
     if batch.num_rows == 0 or "error" not in batch.column_names:
         return batch
     errors = batch.column("error")
@@ -201,15 +208,30 @@ def elsewhere(batch: pa.Table, driver_node: str) -> pa.Table:
         return batch
     import ray
 
-    here = ray.get_runtime_context().get_node_id()
+    here = this_node or ray.get_runtime_context().get_node_id()
     if here == driver_node:
         return batch
-    ip = next((n.get("NodeManagerAddress", "?") for n in ray.nodes() if n.get("NodeID") == here), "?")
     rows = batch.to_pylist()
+    local = sorted({r["audio_uri"] for r, hit in zip(rows, missing.to_pylist())
+                    if hit and r.get("audio_uri") and not storage.is_s3(r["audio_uri"])})
+    if not local:
+        return batch
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    there = ray.remote(num_cpus=0)(_exists).options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(driver_node, soft=False))
+    try:
+        seen = {p for p, ok in zip(local, ray.get(there.remote([storage.resolve(p)[1] for p in local]), timeout=60))
+                if ok}
+    except Exception:  # noqa: BLE001 - the driver's node could not be asked: the rows stay as they are
+        return batch
+    if not seen:
+        return batch
+    ip = next((n.get("NodeManagerAddress", "?") for n in ray.nodes() if n.get("NodeID") == here), "?")
     for row, hit in zip(rows, missing.to_pylist()):
-        if hit and not storage.is_s3(row.get("audio_uri") or ""):
+        if hit and row.get("audio_uri") in seen:
             row["error"] = (f"{NOT_VISIBLE}: audio file not found on node {ip} ({here[:12]}), which is not the "
-                            f"driver's node: {row['audio_uri']} must be on a path every node mounts "
+                            f"driver's node, where it is: {row['audio_uri']} must be on a path every node mounts "
                             "(storage.shared_paths) or on s3://")
             row["error_class"] = TRANSIENT
     return pa.Table.from_pylist(rows, schema=batch.schema)

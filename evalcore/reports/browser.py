@@ -197,13 +197,13 @@ def _items_json(items: pd.DataFrame, req: pd.DataFrame, cells: list[dict], fac: 
                      ("err", row.item_error)):
             if _present(v):
                 it[k] = v
-        if opts is not None and len(opts):
+        if isinstance(opts, (list, tuple, np.ndarray)) and len(opts):  # an item that failed to load has none (NaN)
             it["o"] = list(opts)
             ok = getattr(row, "correct_option", None)
             if ok is not None and ok == ok:
                 it["ok"] = int(ok)
         labels = getattr(row, "labels", None)
-        if labels is not None and len(labels):
+        if isinstance(labels, (list, tuple, np.ndarray)) and len(labels):
             it["l"] = list(labels)
         if nev:
             it["nev"] = nev

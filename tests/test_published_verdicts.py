@@ -201,3 +201,42 @@ def test_the_nightly_and_compare_compare_both_figures(run, tmp_path) -> None:
     assert strict["delta"] == pytest.approx(-len(range(0, N, 3)) / N) and strict["test"] == "mcnemar_exact"
     assert mmar[mmar.metric == "accuracy"].iloc[0]["delta"] == 0
     assert set(rows.loc[rows.protocol == "strict-mcq", "metric"]) == {"accuracy"}
+
+
+def test_a_resumed_run_mixing_judge_versions_keeps_a_whole_strict_figure() -> None:
+    """Rows judged before the published verdict was added (``mcq_mmar@1``: no ``credited``) have one verdict, the
+    strict one: the strict figure counts them as they were, the published one as the best it knows."""
+    rows = judged_rows()
+    for r in rows[: len(rows) // 2]:
+        r.update(credited=None, judge="mcq_mmar@1")
+    per_item = score_requests(merge_chunks(rows)).per_item
+    assert per_item["correct_strict"].isna().sum() == len(rows) // 2
+    s = summary_table(per_item, resamples=50, confidence=0.95, seed=0).to_pandas()
+    strict = s[(s.metric == "accuracy_strict") & (s.kind == "value") & (s.group == "all")]
+    assert len(strict) == 4 and strict["value"].notna().all()
+    everything = score_requests(merge_chunks(judged_rows())).per_item
+    want = summary_table(everything, resamples=50, confidence=0.95, seed=0).to_pandas()
+    want = want[(want.metric == "accuracy_strict") & (want.kind == "value") & (want.group == "all")]
+    assert strict["value"].tolist() == want["value"].tolist()  # the strict figure does not depend on the version
+
+
+def test_the_page_is_written_with_the_selection_and_items_that_failed_to_load(run, tmp_path) -> None:
+    """``items.html`` of a run with an item that failed to load (no options: a NaN in the items table, which
+    stopped the page before) and a published rule's differing verdicts: ``browser/sel-verdicts.js`` holds an entry
+    per differing cell, found by its key, and each differing answer carries its note."""
+    from evalcore.reports.browser import BrowserInput, write
+
+    pi = run["per_item"]
+    req = pi.assign(error=None, error_stage=None, error_class=None, question="Loudness?", clip=None)
+    items = pd.DataFrame({"dataset": "mmar-music", "item_id": [f"q{q}" for q in range(N)],
+                          "options": [LOUDNESS] * N, "correct_option": [_correct(q) for q in range(N)]})
+    bad = [{"protocol": None, "dataset": "mmar-music", "item_id": "q-bad", "error_stage": "load",
+            "error_class": "input", "error": "answer is not one of its choices"}]
+    write(str(tmp_path), BrowserInput(requests=req, items=items, item_errors=bad, metric_columns=["correct"]))
+    text = (tmp_path / "browser" / "sel-verdicts.js").read_text()
+    sel = json.loads(text[text.index(",") + 1:text.rindex(")")])
+    keys = [e["key"] for e in sel["entries"]]
+    assert keys == [verdicts_key("mmar", "mmar-music", "hedger", "default", c) for c in ("correct", "silence")]
+    assert all(len(e["items"]) == len(range(0, N, 3)) for e in sel["entries"])
+    shard = (tmp_path / "browser" / "data" / "00000.js").read_text()
+    assert "published rule: right · strict reading: wrong" in shard  # the answers' own notes (vd)

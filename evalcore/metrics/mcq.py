@@ -14,7 +14,8 @@ import pandas as pd
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
 from evalcore.metrics.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type_rows
-from evalcore.metrics.mcq_verdicts import STRICT_COLUMN, differ_rows, has_strict, published_aggregates, rule_of, verdict
+from evalcore.metrics.mcq_verdicts import (STRICT_COLUMN, differ_rows, has_strict, published_aggregates, rule_of,
+                                           strict_of, verdict)
 from evalcore.metrics.perceptual_index import rul_rows
 
 
@@ -50,6 +51,8 @@ class MCQScorer(Scorer):
 
     def item_stats(self, df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
         """Adds ``consistent``: the same option text chosen, and answered, in every order of the item."""
+        if STRICT_COLUMN in columns:  # a row judged before the published verdict was added: its one verdict
+            df = df.assign(**{STRICT_COLUMN: strict_of(df)})
         stats = super().item_stats(df, [c for c in columns if c != "consistent"], unit)
         if "consistent" in columns:
             chosen = pd.Series([chosen_option(list(o), -1 if p is None or p != p else int(p))

@@ -28,7 +28,7 @@ from evalcore.judges.base import PublishedRule, published_rule
 from evalcore.metrics.base import Aggregate
 from evalcore.schema import QUIRKS, STRICT, VERDICTS_DIFFER, strict_name
 
-__all__ = ["STRICT_COLUMN", "verdict", "rule_of", "has_strict", "published_aggregates", "differ_rows"]
+__all__ = ["STRICT_COLUMN", "verdict", "rule_of", "has_strict", "strict_of", "published_aggregates", "differ_rows"]
 
 #: the per-item column of the strict verdict (the published one is ``correct``)
 STRICT_COLUMN = "correct" + STRICT
@@ -47,8 +47,14 @@ def verdict(parsed: Any, credited: Any, correct_index: Any) -> dict[str, float]:
 
 
 def has_strict(df: pd.DataFrame) -> bool:
-    """Every row carries a strict verdict (its judge follows a published rule)."""
-    return STRICT_COLUMN in df.columns and len(df) > 0 and bool(df[STRICT_COLUMN].notna().all())
+    """The rows carry strict verdicts (their judge follows a published rule)."""
+    return STRICT_COLUMN in df.columns and bool(df[STRICT_COLUMN].notna().any())
+
+
+def strict_of(df: pd.DataFrame) -> pd.Series:
+    """Each row's strict verdict; a row judged before the published verdict was added (no ``credited``: a judge
+    version 1 in a resumed run) has one verdict, its ``correct``, which is the strict reading."""
+    return df[STRICT_COLUMN].fillna(df["correct"]) if STRICT_COLUMN in df.columns else df["correct"]
 
 
 def rule_of(df: pd.DataFrame) -> PublishedRule:
@@ -82,7 +88,7 @@ def differ_rows(df: pd.DataFrame, unit: str = "item_id") -> list[dict[str, Any]]
     if not has_strict(df):
         return []
     rule = rule_of(df)
-    differs = (df["correct"].to_numpy(dtype=float) != df[STRICT_COLUMN].to_numpy(dtype=float))
+    differs = df["correct"].to_numpy(dtype=float) != strict_of(df).to_numpy(dtype=float)
     n_items = int(df[unit].nunique())
     count = int(pd.Series(differs, index=df.index).groupby(df[unit], sort=False).any().sum())
     return [{"metric": VERDICTS_DIFFER, "value": float(count), "ci_low": np.nan, "ci_high": np.nan, "n": n_items,

@@ -97,7 +97,7 @@ def test_summary_has_the_published_figure_and_the_strict_one_beside_it(run) -> N
     assert (differ["value"], differ["n"]) == (hedged, N)
     assert "github.com/ddlBoJack/MMAR" in acc["definition"] and "accuracy_strict" in acc["definition"]
     assert "strict reading" in strict["definition"]
-    assert quirks_of(differ["definition"]) == "the same-words and wordless-choice rules"
+    assert quirks_of(differ["definition"]) == "the same-words or wordless-choice rule"
     # the silence cell: 10 hedges credited by the rule, 20 "From quiet to loud" wrong by both
     assert _value(s, "mmar", "hedger", "silence", VERDICTS_DIFFER)["value"] == hedged
     assert _value(s, "mmar", "plain", "correct", VERDICTS_DIFFER)["value"] == 0
@@ -134,8 +134,8 @@ def test_the_report_says_how_much_rests_on_the_quirks(run) -> None:
     href = verdicts_href("mmar", "mmar-music", "hedger", "default", "correct")
     line = next(ln for ln in section.splitlines() if "hedger" in ln)
     assert "accuracy 100.0 % by the published rule, 66.7 % by evalcore's strict reading" in line
-    assert f"[10 of 30]({href}) items judged differently, credited by the same-words and wordless-choice rules" in line
-    assert "+33.3 points of the published 100.0 % rest on them" in line
+    assert f"[10 of 30]({href}) items judged differently, credited by the same-words or wordless-choice rule" in line
+    assert "+33.3 points of the published 100.0 % rest on it" in line
     assert "silence [10 of 30](" in section  # the controls' counts, linked too
     assert "plain, correct audio" in section and "the two verdicts agree on all 30 items" in section
     assert "strict-mcq" not in section

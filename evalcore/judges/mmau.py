@@ -85,7 +85,7 @@ def parse_mmau(text: str, options: Sequence[str]) -> int:
 #: MMAU's published rule and where the strict reading departs from it
 RULE = PublishedRule(
     source="github.com/Sakshi113/MMAU evaluation.py string_match @ 110127f5",
-    quirks="the same-words and wordless-choice rules",
+    quirks="the same-words or wordless-choice rule",
     strict="a response matching two options with the same words, or only an option without words, is unanswered")
 
 

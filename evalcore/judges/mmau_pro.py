@@ -53,7 +53,7 @@ TIE_RTOL = 1e-9
 RULE = PublishedRule(
     source="github.com/sonalkum/MMAUPro evaluate_mmau_pro_comprehensive.py evaluate_closedended_with_nvembed "
            "@ 960e93a4",
-    quirks="the first choice on a tie and the nearest choice of a wordless response",
+    quirks="the first choice on a tie or the nearest choice of a wordless response",
     strict="a tie for the highest similarity, or a response without any word character, is unanswered")
 
 

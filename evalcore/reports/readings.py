@@ -76,7 +76,7 @@ def line(p: Pair) -> str:
         return head + f" — the two verdicts agree on all {p.n} items."
     quirks = p.quirks or "the rule's quirks"
     return (head + f" — {differ_cell(p)} items judged differently, credited by {quirks}: "
-                   f"{100 * p.rests:+.1f} points of the published {_pct(p.value)} % rest on them.")
+                   f"{100 * p.rests:+.1f} points of the published {_pct(p.value)} % rest on it.")
 
 
 def section(summary: pd.DataFrame, condition: str = "correct") -> list[str]:

@@ -50,7 +50,7 @@ PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {
     "mmau-pro-bow": McqMmauProJudge(embedder="bag-of-words").parse,
 }
 #: each offline parser's judge (a published rule's judge gives its released verdict and the strict one)
-JUDGES: dict[str, Callable[[], ParserJudge]] = {
+PARSER_JUDGES: dict[str, Callable[[], ParserJudge]] = {
     "strict": McqStringJudge, "muchomusic": McqMuchomusicJudge, "mmau": McqMmauJudge, "mmar": McqMmarJudge,
     "rul": McqRulJudge, "mmau-pro-bow": lambda: McqMmauProJudge(embedder="bag-of-words")}
 PARSER_NAMES = (*PARSERS, "llm")
@@ -95,7 +95,7 @@ def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame
     that follows a published rule, ``correct_strict``; the judged answers are scored by the scoring stage
     (:func:`evalcore.score_cli.stage.score_judged`), as in a run.
 
-    ``parser`` "llm" needs ``judge`` (an ``mcq_llm`` judge); any other is its registered judge (:data:`JUDGES`).
+    ``parser`` "llm" needs ``judge`` (an ``mcq_llm`` judge); any other is its registered judge (:data:`PARSER_JUDGES`).
     The valid rows go to the judge in one call; a row whose judgment failed gets ``error`` =
     "<parser> parser: <reason>"."""
     records = df.to_dict("records")
@@ -104,7 +104,7 @@ def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame
     credited: list[Any] = [None] * len(records)
     if parser == "llm" and judge is None:
         raise ValueError("parser 'llm' needs a judge")
-    judge = judge if parser == "llm" else JUDGES[parser]()
+    judge = judge if parser == "llm" else PARSER_JUDGES[parser]()
     todo = [i for i, e in enumerate(errors) if e is None]
     # the llm matcher is shown the optional input column "question"
     questions = ([q if isinstance(q := records[i].get("question"), str) else None for i in todo]

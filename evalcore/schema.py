@@ -15,6 +15,13 @@ import pyarrow as pa
 ERRORED = "errored"
 ERRORED_DEFINITION = ("requests of this cell that errored (any stage; listed in tables/errors.parquet); every other "
                       "metric of the cell leaves them out unless its name ends in _with_errors")
+#: a figure computed by evalcore's strict reading of a published rule is named after the figure it stands beside:
+#: ``accuracy`` → ``accuracy_strict`` (:func:`strict_name`); the per-item column ``correct`` → ``correct_strict``
+STRICT = "_strict"
+#: the summary metric counting a cell's items whose published verdict and strict verdict differ (in any option
+#: order); its definition ends with :data:`QUIRKS` and the quirks of the rule that credits them
+VERDICTS_DIFFER = "verdicts_differ"
+QUIRKS = "; credited by "
 PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice", "mir")
 CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
 
@@ -100,7 +107,10 @@ JUDGMENT = pa.schema(
         pa.field("judge", pa.string()),  # name@version
         pa.field("extracted", pa.list_(pa.string())),  # factual: labels found in the text
         pa.field("dropped", pa.int32()),  # factual: labels a judge proposed outside the vocabulary (not scored)
-        pa.field("parsed_index", pa.int32()),  # mcq: -1 = unanswered
+        pa.field("parsed_index", pa.int32()),  # mcq: -1 = unanswered (a published rule's judge: the strict reading)
+        # mcq, a judge following a published rule: the options its released scorer credits (right when the answer is
+        # one of them); null for a judge of evalcore's own rule (parsed_index is its only verdict)
+        pa.field("credited", pa.list_(pa.int32())),
         pa.field("embedding_key", pa.string()),  # freeform: key of a cached embedding
         pa.field("scores", pa.string()),  # freeform: per-pair metric values from the pipeline (evalcore.metrics.stream_values)
         pa.field("error", pa.string()),
@@ -155,6 +165,19 @@ ERRORS = pa.schema(
         pa.field("error", pa.string()),
     ]
 )
+
+
+def strict_name(metric: str) -> str:
+    """The strict twin of a figure: ``accuracy`` → ``accuracy_strict``, ``accuracy_with_errors`` →
+    ``accuracy_strict_with_errors`` (``_with_errors`` stays last: it says what the denominator holds)."""
+    head, sep, tail = metric.partition("_with_errors")
+    return f"{head}{STRICT}{sep}{tail}"
+
+
+def quirks_of(definition: str | None) -> str | None:
+    """The quirks named at the end of a :data:`VERDICTS_DIFFER` row's definition (None if it names none)."""
+    text = str(definition or "")
+    return text.rsplit(QUIRKS, 1)[1].strip() or None if QUIRKS in text else None
 
 
 def empty(schema: pa.Schema) -> pa.Table:

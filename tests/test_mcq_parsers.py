@@ -247,8 +247,8 @@ def test_muchomusic_judge_contract() -> None:
     judge = JUDGES.build("mcq_muchomusic")
     assert judge.name == "mcq_muchomusic"
     out = judge.judge(["The correct answer is: C", None, "A guitar", "x"], [INST, INST, INST, None])
-    assert out == [{"parsed_index": 2}, {"parsed_index": None, "error": "no response"},
-                   {"parsed_index": 0}, {"parsed_index": None, "error": "no options"}]
+    assert out == [{"parsed_index": 2, "credited": [2]}, {"parsed_index": None, "error": "no response"},
+                   {"parsed_index": 0, "credited": [0]}, {"parsed_index": None, "error": "no options"}]
     with pytest.raises(ValueError):
         judge.judge(["B"], [])
 

@@ -1,10 +1,11 @@
 """MMAU: the loader reads the released JSON unrenamed (tests/fixtures/mmau, the released fields and layout), and
 the ``mcq_mmau`` judge follows the published ``string_match`` of github.com/Sakshi113/MMAU ``evaluation.py``.
 
-Each judge case is hand-labelled twice: the option evalcore's judge names (-1 = unanswered) and whether the
-published scorer counts the response right for the case's answer. The second column is checked against
+Each judge case is hand-labelled twice: the option evalcore's strict reading names (-1 = unanswered) and whether
+the published scorer counts the response right for the case's answer. The second column is checked against
 :func:`published_verdict`, a transcription of the published function's steps (answer-centred, as released), so
-the labels are the published rule's, not a restatement of evalcore's judge.
+the labels are the published rule's, not a restatement of evalcore's judge; the judge's default verdict (the
+options it ``credited``) must equal it on every case.
 """
 
 from __future__ import annotations
@@ -81,23 +82,32 @@ IDS = [f"{i}:{c[0][:30]}" for i, c in enumerate(CASES)]
 
 @pytest.mark.parametrize(("response", "choices", "answer", "index", "verdict"), CASES, ids=IDS)
 def test_judge_follows_the_published_rule(response, choices, answer, index, verdict) -> None:
+    """The default verdict (the options ``credited``) is the published function's on every case; the strict
+    reading (``parsed_index``) is the one option named, as before the published verdict was added."""
     assert published_verdict(answer, response, choices) is verdict
-    assert parse_mmau(response, choices) == index
-    same_words = [c for c in choices if set(re.findall(r"\b\w+\b", c.lower())) ==
-                  set(re.findall(r"\b\w+\b", answer.lower())) and c != answer]
-    if not same_words:  # outside the documented departure, evalcore's correctness is the published verdict
-        assert (index == choices.index(answer)) is verdict
+    (got,) = McqMmauJudge().judge([response], [choices])
+    assert got["parsed_index"] == parse_mmau(response, choices) == index
+    assert (choices.index(answer) in got["credited"]) is verdict
+    assert (index == choices.index(answer)) is (verdict and index != -1)  # strict credits only what it names
 
 
 def test_judge_rows_and_errors() -> None:
     out = McqMmauJudge().judge(["Male singing", "C", None, "x"], [VOICE, VOICE, VOICE, None])
     assert [r["parsed_index"] for r in out] == [2, -1, None, None]
+    assert [r.get("credited") for r in out[:2]] == [[2], []]
     assert out[2]["error"] == "no response" and out[3]["error"] == "no options"
 
 
-def test_an_option_without_words_never_matches() -> None:
-    # MMAR ships "" choices: as a choice without words it would match any response naming no other choice
+def test_an_option_without_words_is_credited_by_the_published_rule_only() -> None:
+    # a choice without words ("♯") matches any response with a word and no other choice's word: the published
+    # scorer credits it; the strict reading never names it (MMAR's "" choices are left out by its loader)
+    choices = ["C major", "G major", "\u266f"]
+    assert published_verdict("\u266f", "I do not know", choices)
+    (got,) = McqMmauJudge().judge(["I do not know"], [choices])
+    assert got == {"parsed_index": -1, "credited": [2]}
     assert parse_mmau("I do not know", ["Word guessing game", "Number guessing game", ""]) == -1
+    assert not published_verdict("Word guessing game", "I do not know",
+                                 ["Word guessing game", "Number guessing game", ""])
 
 
 # --------------------------------------------------------------------------- loader

@@ -67,8 +67,8 @@ def test_judge_is_registered_and_counts_failures() -> None:
     judge = JUDGES.get("mcq_rul")()
     assert isinstance(judge, McqRulJudge)
     out = judge.judge(["[[B]]", "no idea", None, "[[A]]"], [OPTS, OPTS, OPTS, None])
-    assert out[0] == {"parsed_index": 1}
-    assert out[1] == {"parsed_index": -1}                     # a parse failure, no random letter
+    assert out[0] == {"parsed_index": 1, "credited": [1]}     # the released verdict: the option extracted
+    assert out[1] == {"parsed_index": -1, "credited": []}     # a parse failure, no random letter
     assert out[2]["parsed_index"] is None and out[2]["error"] == "no response"
     assert out[3]["parsed_index"] is None and out[3]["error"] == "no options"
 
@@ -79,3 +79,15 @@ def test_template_renders_the_released_leave_one_out_prompt() -> None:
                 "Options: (A) Fiddle (B) Tin whistle (C) Accordion (D) Banjo\n\n"
                 "Write out your guess in the format of [[Letter]], such as [[A]], [[B]], [[C]], [[D]].")
     assert TEMPLATE_SETS["rul-muchomusic"].render("Which instrument?", OPTS) == released
+
+
+def test_published_and_strict_verdicts_agree_on_every_case() -> None:
+    """evalcore reads the extraction with no departure: the default (released) verdict and the strict one are the
+    same on every hand-labelled case and every answer (the letter E past four options: wrong by both)."""
+    from evalcore.metrics.mcq import MCQScorer
+
+    judged = McqRulJudge().judge([t for t, _ in CASES], [OPTS] * len(CASES))
+    rows = [{**j, "correct_index": a} for j in judged for a in range(len(OPTS))]
+    scored = MCQScorer().score(rows)
+    assert [s["correct"] for s in scored] == [s["correct_strict"] for s in scored]
+    assert [s["correct"] for s in scored] == [float(j["parsed_index"] == a) for j in judged for a in range(len(OPTS))]

@@ -6,27 +6,39 @@ A judge is one module in this package with one ``@JUDGES.register("name")`` clas
 ``evalcore score`` commands call judges through this protocol only: what a judge reads besides the texts and
 option lists (each row's task, each request's question) it declares in ``uses_tasks`` and ``uses_questions``,
 and ``version`` goes into the ``judge`` column as ``name@version``.
+
+A judge that follows a benchmark's **published rule** (MMAU's, MMAR's, MMAU-Pro's, RUListening's, MuChoMusic's
+scorer) names it in ``rule`` (:class:`PublishedRule`) and gives two verdicts per response: ``parsed_index``,
+evalcore's strict reading (the one option named, never guessed), and ``credited``, the options the released
+scorer would count right for that response, its quirks included. The MCQ scorer makes the published verdict the
+default figure (``accuracy``) and the strict one its twin (``accuracy_strict``), docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Sequence, TypedDict, runtime_checkable
 
 from evalcore.registry import Registry
 
-__all__ = ["JUDGES", "JUDGMENT_FIELDS", "Judge", "JudgeBase", "Judgment", "build_judge"]
+__all__ = ["JUDGES", "JUDGMENT_FIELDS", "Judge", "JudgeBase", "Judgment", "PublishedRule", "build_judge",
+           "published_rule"]
 
 
 class Judgment(TypedDict, total=False):
     """What a judge says of one response (the judged row's columns, :data:`evalcore.schema.JUDGMENT`).
 
     An MCQ or binary-choice judge sets ``parsed_index`` (-1: unanswered), a label judge ``extracted`` (the labels
-    named, ``[]``: none) and, where it proposes labels outside the vocabulary, ``dropped`` (how many). A response
-    that cannot be judged (none came back, no options to choose from, an endpoint failed) sets ``error``, a
-    bounded reason, and may set ``error_class`` (:mod:`evalcore.errors`); its other fields are then not read.
+    named, ``[]``: none) and, where it proposes labels outside the vocabulary, ``dropped`` (how many). An MCQ judge
+    that follows a published rule (:class:`PublishedRule`) also sets ``credited``: the options (indices, in the
+    order shown) its released scorer would count right for this response were each the answer — one, none, or
+    several where the rule credits a response for more than one option (MMAU's choices with the same words). A
+    response that cannot be judged (none came back, no options to choose from, an endpoint failed) sets ``error``,
+    a bounded reason, and may set ``error_class`` (:mod:`evalcore.errors`); its other fields are then not read.
     """
 
     parsed_index: int | None
+    credited: list[int] | None
     extracted: list[str] | None
     dropped: int
     embedding_key: str | None
@@ -57,16 +69,42 @@ class Judge(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PublishedRule:
+    """The released scorer a judge follows, and where evalcore's strict reading of it departs.
+
+    ``source``: the scorer, where it was read (repository, file, function, commit); ``quirks``: a few words naming
+    what the released scorer credits that the strict reading does not (the report says "17 of 136 items credited
+    by <quirks>"); ``strict``: what the strict reading counts instead ("" when it departs nowhere: both figures
+    are then equal on every response)."""
+
+    source: str
+    quirks: str
+    strict: str = ""
+
+
 class JudgeBase:
-    """Defaults of :class:`Judge`: version "1", no tasks, no questions (the registration sets ``name``)."""
+    """Defaults of :class:`Judge`: version "1", no tasks, no questions, no published rule (the registration sets
+    ``name``)."""
 
     name: ClassVar[str]
     version: str = "1"
     uses_tasks: bool = False
     uses_questions: bool = False
+    #: the published rule this judge follows (None: evalcore's own rule, its ``parsed_index`` the only verdict)
+    rule: ClassVar[PublishedRule | None] = None
 
 
 JUDGES: Registry[Judge] = Registry("judge", __package__ or "evalcore.judges")
+
+
+def published_rule(label: str | None) -> PublishedRule | None:
+    """The published rule of the judge a judged row names (its ``judge`` column, ``name@version``); None for a
+    judge of evalcore's own rule, or a name that is not registered."""
+    name = str(label or "").split("@", 1)[0]
+    if not name or name not in JUDGES:
+        return None
+    return getattr(JUDGES.get(name), "rule", None)
 
 
 def build_judge(kind: str, **params: Any) -> Judge:

@@ -26,16 +26,21 @@ the ``strict`` parser (:mod:`evalcore.judges.mcq_string`) is the careful one:
   it is major or minor") picks the first option quoted in presented order. An option that
   is empty after stripping matches every output.
 * The prefix is matched case-sensitively, so "the correct answer is: B" keeps the whole text.
+
+evalcore reads this rule with no departure, so its two verdicts (:class:`~evalcore.judges.base.PublishedRule`)
+agree on every response: ``credited`` is the option read, and ``accuracy_strict`` equals ``accuracy``
+(``verdicts_differ`` 0). The careful reading of the same responses is another rule, ``mcq_string`` (run it as an
+``agreement_judge``), not a strict figure of this one.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from evalcore.judges.base import JUDGES
+from evalcore.judges.base import JUDGES, PublishedRule
 from evalcore.judges.parser import ParserJudge
 
-__all__ = ["PREFIX", "LETTERS", "parse_muchomusic", "McqMuchomusicJudge"]
+__all__ = ["PREFIX", "LETTERS", "parse_muchomusic", "McqMuchomusicJudge", "RULE"]
 
 PREFIX = "The correct answer is:"
 LETTERS = "ABCD"
@@ -51,8 +56,15 @@ def parse_muchomusic(text: str, options: Sequence[str]) -> int:
     return next((i for i, opt in enumerate(options) if opt.strip().lower() in low), -1)
 
 
+#: MuChoMusic's output-based answer parsing (read with no departure: the strict reading is the same)
+RULE = PublishedRule(source="github.com/mulab-mir/muchomusic output-based evaluation (the released answer parsing)",
+                     quirks="none (evalcore reads the parser as released)")
+
+
 @JUDGES.register("mcq_muchomusic")
 class McqMuchomusicJudge(ParserJudge):
     """MCQ judge: the option index chosen in each response by :func:`parse_muchomusic`."""
 
+    version = "2"  # 2: the published verdict (credited) beside the strict one
+    rule = RULE
     parse = staticmethod(parse_muchomusic)

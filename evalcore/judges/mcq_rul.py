@@ -22,6 +22,11 @@ options an extracted ``E`` is index 4, past the options — answered and wrong, 
 it (its ``letter_mapping`` has no ``E``, so the answer text is empty and ``is_correct`` false). The
 released leave-one-out vote leaves such an answer out, like a parse failure
 (:mod:`evalcore.metrics.perceptual_index`).
+
+evalcore reads this rule with no departure, so its two verdicts (:class:`~evalcore.judges.base.PublishedRule`)
+agree on every response: ``credited`` is the extracted option, and ``accuracy_strict`` equals ``accuracy``
+(``verdicts_differ`` 0). The rule's quirks above are the published figure's; a careful reading of the same
+responses is another rule (``mcq_string``, as an ``agreement_judge``), not a strict figure of this one.
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from evalcore.judges.base import JUDGES
+from evalcore.judges.base import JUDGES, PublishedRule
 from evalcore.judges.parser import ParserJudge
 
-__all__ = ["LETTERS", "parse_rul", "McqRulJudge"]
+__all__ = ["LETTERS", "parse_rul", "McqRulJudge", "RULE"]
 
 LETTERS = "ABCDE"
 _BRACKETED = re.compile(r"\[\[([A-E])\]\]")
@@ -54,8 +59,16 @@ def parse_rul(text: str, options: Sequence[str]) -> int:
     return next((i for i, opt in enumerate(options) if opt and opt.lower() in low), -1)
 
 
+#: RUListening's released extraction (read with no departure: the strict reading is the same)
+RULE = PublishedRule(source="github.com/yongyizang/AreYouReallyListening ExampleAudioEval/qwen_2_audio.py "
+                            "extract_answer @ d3971de",
+                     quirks="none (evalcore reads the extraction as released)")
+
+
 @JUDGES.register("mcq_rul")
 class McqRulJudge(ParserJudge):
     """MCQ judge: the option index chosen in each response by :func:`parse_rul`."""
 
+    version = "2"  # 2: the published verdict (credited) beside the strict one
+    rule = RULE
     parse = staticmethod(parse_rul)

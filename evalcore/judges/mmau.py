@@ -23,14 +23,19 @@ Consequences the tests hold (they are the rule's, not evalcore's choices):
 * **Shared words are free**: with "Male speech" / "Female speech", the word "speech" alone matches neither
   (neither option's words are all present).
 
-Where evalcore cannot reproduce the published score exactly (counted, never guessed):
+Two verdicts per response (:class:`~evalcore.judges.base.PublishedRule`): ``credited`` is the published one —
+every option the rule matches, so the response counts right exactly when the released ``string_match(answer,
+response, choices)`` says True — and the default figure (``accuracy``); ``parsed_index`` is evalcore's strict
+reading, the one option named, and the ``accuracy_strict`` figure. They differ only where the rule's quirks
+credit a response without it naming one option (counted, never guessed, in the strict figure):
 
-* Two options with the same word set ("From far to near" / "From near to far") both match a response naming
-  either; the published scorer then counts the response right whichever of the two is the answer. A judge
-  names one option, so evalcore counts such a response **unanswered** (``parsed_index`` -1) — never a guess.
-* An option without any word would match every response naming no other option: the loaders drop blank choices
-  (MMAR has choices ``""``) and keep a choice of symbols only ("♯", "🎸") as an option, which this judge never
-  matches (a response choosing it is unanswered).
+* **The same-words rule.** Two options with the same word set ("From far to near" / "From near to far") both
+  match a response naming either ("From near to far", even "not from far to near"): the published scorer counts
+  it right whichever of the two is the answer. The strict reading counts it **unanswered** (``parsed_index`` -1).
+* **The wordless-choice rule.** An option without any word ("♯", "🎸": the loaders keep a choice of symbols
+  only) is matched by every response with a word that holds no word of another option ("I do not know"): the
+  published scorer credits it; the strict reading never names it. MMAR's released blank choices ``""`` are left
+  out of the options by its loader: as choices without words that are never the answer, they change no verdict.
 """
 
 from __future__ import annotations
@@ -38,10 +43,10 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from evalcore.judges.base import JUDGES
+from evalcore.judges.base import JUDGES, PublishedRule
 from evalcore.judges.parser import ParserJudge
 
-__all__ = ["words", "matches", "parse_mmau", "McqMmauJudge"]
+__all__ = ["words", "matches", "parse_mmau", "credit_mmau", "McqMmauJudge", "RULE"]
 
 _WORD = re.compile(r"\b\w+\b")
 
@@ -64,15 +69,35 @@ def matches(answer: str, response: str, choices: Sequence[str]) -> bool:
     return target <= said and said.isdisjoint(others)
 
 
+def credit_mmau(text: str, options: Sequence[str]) -> list[int]:
+    """The published verdict: every option ``text`` matches by the MMAU rule (the response is right when the
+    answer is one of them), options without words and options with the same words included."""
+    return [i for i, o in enumerate(options) if matches(o, text, options)]
+
+
 def parse_mmau(text: str, options: Sequence[str]) -> int:
-    """Index of the one option ``text`` matches by the MMAU rule; -1 when none does, when several do (options
-    with the same words) or when the only match is an option without words."""
+    """The strict reading: index of the one option ``text`` matches by the MMAU rule; -1 when none does, when
+    several do (options with the same words) or when the only match is an option without words."""
     hits = [i for i, o in enumerate(options) if words(o) and matches(o, text, options)]
     return hits[0] if len(hits) == 1 else -1
 
 
+#: MMAU's published rule and where the strict reading departs from it
+RULE = PublishedRule(
+    source="github.com/Sakshi113/MMAU evaluation.py string_match @ 110127f5",
+    quirks="the same-words or wordless-choice rule",
+    strict="a response matching two options with the same words, or only an option without words, is unanswered")
+
+
 @JUDGES.register("mcq_mmau")
 class McqMmauJudge(ParserJudge):
-    """MCQ judge: the option chosen in each response by MMAU's published word-set match (:func:`parse_mmau`)."""
+    """MCQ judge: MMAU's published word-set match — its verdict (:func:`credit_mmau`) and evalcore's strict reading
+    of it (:func:`parse_mmau`)."""
 
+    version = "2"  # 2: the published verdict (credited) beside the strict one
+    rule = RULE
     parse = staticmethod(parse_mmau)
+
+    def credit(self, text: str, options: Sequence[str], parsed: int) -> list[int]:
+        """Every option the word-set rule matches (:func:`credit_mmau`)."""
+        return credit_mmau(text, options)

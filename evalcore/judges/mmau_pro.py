@@ -13,13 +13,22 @@ default cuda when there is one), or ``bag-of-words``, a weight-free stand-in tha
 scorer (cosine of lowercased word counts, words as MMAU's rule cuts them) for offline runs and tests. The
 judge's version names the embedder, so the judged rows say which one decided.
 
-Where evalcore departs, counted rather than guessed (both are ``parsed_index`` -1, unanswered):
+Two verdicts per response (:class:`~evalcore.judges.base.PublishedRule`), from one set of similarities:
 
-* a response without any word character (``""``, "..."): the published scorer embeds the empty text and
-  takes its argmax; ``empty_is_unanswered: false`` does the same;
-* a tie for the highest similarity between choices (with real embeddings only identical texts tie; with the
-  bag-of-words stand-in a response sharing no word with any choice ties them all): the published first index
-  would be option A whatever it says, which after option shuffling is a random guess.
+* ``credited`` — the published verdict, the default figure (``accuracy``): the released argmax, **the first
+  choice on a tie** for the highest similarity, and a response without any word character (``""``, "...")
+  embedded as it is and given its nearest choice, as released;
+* ``parsed_index`` — evalcore's strict reading (``accuracy_strict``): a tie for the highest similarity is
+  **unanswered** (-1: the first index after option shuffling is a guess; with the bag-of-words stand-in a
+  response sharing no word with any choice ties them all), and so is a response without any word character
+  (``empty_is_unanswered: false`` embeds it, as released, in the strict reading too).
+
+Ties are decided with one stated tolerance, the same for the stand-in and the real embedder
+(:func:`nearest`, :data:`TIE_RTOL`): two similarities tie when they differ by at most 1e-9 of the larger
+magnitude, computed in float64 (NV-Embed-v2's float32 vectors widened first). Equal similarities computed in a
+different order can differ in the last bits ("Not No vocals, but Female vocals" is 0.75 to both "No vocals" and
+"Female vocals", and the stand-in's sums gave 0.75 and 0.75 + 1.1e-16): an exact ``==`` would take the last bit
+for a preference, neither the released first-on-a-tie nor the strict "unanswered".
 """
 
 from __future__ import annotations
@@ -30,20 +39,41 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from evalcore.judges.base import JUDGES
-from evalcore.judges.parser import ParserJudge
+from evalcore.judges.base import JUDGES, Judgment, PublishedRule
+from evalcore.judges.parser import ParserJudge, named
 
-__all__ = ["nearest_choice", "bag_of_words", "McqMmauProJudge"]
+__all__ = ["TIE_RTOL", "nearest", "nearest_choice", "first_nearest", "bag_of_words", "McqMmauProJudge", "RULE"]
 
 _WORD = re.compile(r"\b\w+\b")
 Embed = Callable[[Sequence[str]], np.ndarray]  # texts → one L2-normalised row per text
+#: two similarities tie when they differ by at most this share of the larger magnitude (float64)
+TIE_RTOL = 1e-9
+
+#: MMAU-Pro's published rule and where the strict reading departs from it
+RULE = PublishedRule(
+    source="github.com/sonalkum/MMAUPro evaluate_mmau_pro_comprehensive.py evaluate_closedended_with_nvembed "
+           "@ 960e93a4",
+    quirks="the first choice on a tie or the nearest choice of a wordless response",
+    strict="a tie for the highest similarity, or a response without any word character, is unanswered")
+
+
+def nearest(response: np.ndarray, choices: np.ndarray) -> np.ndarray:
+    """Indices of the choice rows whose dot product with ``response`` ties for the highest, ascending: equal to
+    the highest within :data:`TIE_RTOL` of the larger magnitude, in float64."""
+    sims = np.asarray(choices, dtype=np.float64) @ np.asarray(response, dtype=np.float64)
+    top = sims.max()
+    return np.flatnonzero(top - sims <= TIE_RTOL * np.maximum(np.abs(sims), abs(top)))
 
 
 def nearest_choice(response: np.ndarray, choices: np.ndarray) -> int:
-    """Index of the choice row with the highest dot product with ``response``; -1 on a tie for the highest."""
-    sims = choices @ response
-    best = np.flatnonzero(sims == sims.max())
+    """The strict reading: index of the choice row nearest ``response``; -1 on a tie for the highest."""
+    best = nearest(response, choices)
     return int(best[0]) if len(best) == 1 else -1
+
+
+def first_nearest(response: np.ndarray, choices: np.ndarray) -> int:
+    """The released reading: index of the choice row nearest ``response``, the first on a tie (``argmax``)."""
+    return int(nearest(response, choices)[0])
 
 
 def bag_of_words(texts: Sequence[str]) -> np.ndarray:
@@ -82,12 +112,14 @@ class McqMmauProJudge(ParserJudge):
     """MCQ judge: the nearest choice by embedding similarity (module docstring)."""
 
 
+    rule = RULE
+
     def __init__(self, embedder: Literal["nv-embed-v2", "bag-of-words"] = "nv-embed-v2",
                  model: str = "nvidia/NV-Embed-v2", device: str | None = None,
                  empty_is_unanswered: bool = True) -> None:
         self.embedder, self.model, self.device = embedder, model, device
         self.empty_is_unanswered = empty_is_unanswered
-        self.version = f"1-{embedder}"
+        self.version = f"2-{embedder}"  # 2: the published verdict (credited) beside the strict one
         self._embed: Embed | None = bag_of_words if embedder == "bag-of-words" else None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -95,11 +127,21 @@ class McqMmauProJudge(ParserJudge):
             self._embed = _NVEmbed(self.model, self.device)
         return self._embed(texts)
 
-    def parse(self, text: str, options: Sequence[str]) -> int:  # type: ignore[override]
-        """The chosen option's index for one response (-1 = unanswered)."""
-        if self.empty_is_unanswered and not re.search(r"\w", text):
-            return -1
-        if self.embedder == "bag-of-words":  # one vocabulary for the response and its choices
+    def _vectors(self, text: str, options: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The response's embedding and its choices' (the stand-in: one vocabulary for all of them)."""
+        if self.embedder == "bag-of-words":
             vecs = self.embed([text, *options])
-            return nearest_choice(vecs[0], vecs[1:])
-        return nearest_choice(self.embed([text])[0], self.embed(options))
+            return vecs[0], vecs[1:]
+        return self.embed([text])[0], self.embed(options)
+
+    def read(self, text: str, options: Sequence[str]) -> Judgment:
+        """Both verdicts of one response from one embedding (module docstring)."""
+        best = nearest(*self._vectors(text, options))
+        wordless = not re.search(r"\w", text)
+        strict = -1 if len(best) > 1 or (wordless and self.empty_is_unanswered) else int(best[0])
+        return {"parsed_index": strict, "credited": named(int(best[0]))}
+
+    def parse(self, text: str, options: Sequence[str]) -> int:  # type: ignore[override]
+        """The strict reading's index for one response (-1 = unanswered)."""
+        parsed = self.read(text, options)["parsed_index"]
+        return -1 if parsed is None else int(parsed)

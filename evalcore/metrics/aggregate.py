@@ -18,6 +18,7 @@ import pandas as pd
 from evalcore.metrics.base import Aggregate, mean_item_stats
 from evalcore.metrics.bootstrap import Estimate, estimate, paired_difference
 from evalcore.metrics.mcnemar import MCNEMAR, is_binary, mcnemar
+from evalcore.schema import STRICT
 from evalcore.seeding import derive_seed
 
 ItemStats = Callable[[pd.DataFrame, list[str], str], pd.DataFrame]
@@ -45,8 +46,9 @@ def _unit_of(e: Estimate, stats: pd.DataFrame, unit: str) -> dict[str, Any]:
 
 
 def is_accuracy(name: str, columns: tuple[str, ...]) -> bool:
-    """The aggregate is an accuracy: the mean of the per-item 0/1 ``correct`` column."""
-    return columns == ("correct",) and name.startswith("accuracy")
+    """The aggregate is an accuracy: the mean of the per-item 0/1 ``correct`` column (or of its strict twin,
+    ``correct_strict``, under a published rule)."""
+    return columns in (("correct",), ("correct" + STRICT,)) and name.startswith("accuracy")
 
 
 def _keyed(key: tuple, names: list[str]) -> dict[str, Any]:

@@ -53,6 +53,15 @@ class Scorer(ABC):
     #: protocol's rows (None: any); a run keeps only these in the driver for its summary
     summary_columns: tuple[str, ...] | None = None
 
+    def aggregates_of(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
+        """The aggregates of these per-item rows (one protocol instance's): by default :attr:`aggregates`; a scorer
+        whose figures depend on what its rows carry (MCQ: a published rule's strict twin) says so here."""
+        return self.aggregates
+
+    def with_errors_of(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
+        """The ``with_errors`` aggregates of these per-item rows (default :attr:`with_errors`)."""
+        return self.with_errors
+
     def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
         """The metric columns of ``with_errors`` for an errored request ``row`` (what an empty answer scores)."""
         return {}

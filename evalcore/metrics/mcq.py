@@ -1,4 +1,8 @@
-"""Multiple-choice QA: accuracy and instruction-following rate (share of parsable answers)."""
+"""Multiple-choice QA: accuracy and instruction-following rate (share of parsable answers).
+
+Where the judge follows a published rule, ``accuracy`` is the published verdict's and ``accuracy_strict`` evalcore's
+strict reading's, with ``verdicts_differ`` counting the items where they differ (:mod:`evalcore.metrics.mcq_verdicts`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import pandas as pd
 from evalcore.metrics.base import Aggregate, Scorer, mean_of
 from evalcore.metrics.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type_rows
+from evalcore.metrics.mcq_verdicts import (STRICT_COLUMN, differ_rows, has_strict, published_aggregates, rule_of,
+                                           strict_of, verdict)
 from evalcore.metrics.perceptual_index import rul_rows
 
 
@@ -30,12 +36,23 @@ class MCQScorer(Scorer):
                   "errored request of the cell as wrong; unanswered = wrong"),
     )
 
+    def aggregates_of(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
+        """:attr:`aggregates`; rows of a published rule's judge: ``accuracy`` named by the rule, and beside it
+        ``accuracy_strict``."""
+        return published_aggregates(self.aggregates, rule_of(df)) if has_strict(df) else self.aggregates
+
+    def with_errors_of(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
+        """:attr:`with_errors`; rows of a published rule's judge: with ``accuracy_strict_with_errors`` too."""
+        return published_aggregates(self.with_errors, rule_of(df)) if has_strict(df) else self.with_errors
+
     def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
-        """An errored request is a wrong answer."""
-        return {"correct": 0.0, "answered": 0.0}
+        """An errored request is a wrong answer (by either verdict)."""
+        return {"correct": 0.0, "answered": 0.0, STRICT_COLUMN: 0.0}
 
     def item_stats(self, df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
         """Adds ``consistent``: the same option text chosen, and answered, in every order of the item."""
+        if STRICT_COLUMN in columns:  # a row judged before the published verdict was added: its one verdict
+            df = df.assign(**{STRICT_COLUMN: strict_of(df)})
         stats = super().item_stats(df, [c for c in columns if c != "consistent"], unit)
         if "consistent" in columns:
             chosen = pd.Series([chosen_option(list(o), -1 if p is None or p != p else int(p))
@@ -45,11 +62,12 @@ class MCQScorer(Scorer):
         return stats[columns]
 
     def spread_rows(self, df: pd.DataFrame) -> list[dict[str, Any]]:
-        """``accuracy_sd``: sample SD of the per-order accuracies (value only, no CI)."""
+        """``accuracy_sd``: sample SD of the per-order accuracies (value only, no CI); under a published rule,
+        ``verdicts_differ`` too (items whose published and strict verdicts differ)."""
         per_order = accuracy_per_order(df.rename(columns={"option_order": "order_id"}))["accuracy"].to_numpy()
         sd = float(np.std(per_order, ddof=1)) if len(per_order) > 1 else float("nan")
         return [{"metric": "accuracy_sd", "value": sd, "ci_low": float("nan"), "ci_high": float("nan"),
-                 "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]}]
+                 "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]}, *differ_rows(df)]
 
     def breakdown_groups(self, df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         """Summary groups beyond ``all``/``task=``: category, secondary category, difficulty,
@@ -63,10 +81,12 @@ class MCQScorer(Scorer):
                 + rul_rows(df, resamples=resamples, confidence=confidence, seed=seed))  # RUL-MuchoMusic items only
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+        """``correct`` (the published verdict where the judge credits options, else the option named),
+        ``answered`` (an option named: the strict reading) and, under a published rule, ``correct_strict``."""
         out = []
         for r in rows:
             parsed = r.get("parsed_index")
             parsed = -1 if parsed is None else parsed
-            out.append({"correct": float(parsed >= 0 and parsed == r.get("correct_index")),
+            out.append({**verdict(parsed, r.get("credited"), r.get("correct_index")),
                         "answered": float(parsed >= 0)})
         return out

@@ -3,7 +3,10 @@ consistency across orders, instruction-following rate (IFR) and parser agreement
 
 Pure functions over a DataFrame with one row per response and the columns ``question_id``,
 ``order_id``, ``parsed_index`` (-1 = unanswered), ``correct`` (bool), ``options`` (the option
-texts in presented order; needed for consistency) plus any group columns.
+texts in presented order; needed for consistency) plus any group columns. Where the parser follows a published
+rule, ``correct`` is its published verdict and ``correct_strict`` (bool) evalcore's strict reading: the summary
+then has ``accuracy_mean_strict`` beside ``accuracy_mean`` and ``verdicts_differ``, the questions whose two
+verdicts differ in at least one order.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ import pandas as pd
 
 from evalcore.metrics.base import mean_of, safe_ratio
 from evalcore.metrics.bootstrap import estimate
+from evalcore.schema import STRICT, VERDICTS_DIFFER, strict_name
 from evalcore.seeding import derive_seed
 
-__all__ = ["DEFINITIONS", "METRICS", "agreement", "chosen_option", "accuracy_per_order",
+__all__ = ["DEFINITIONS", "METRICS", "STRICT_METRICS", "agreement", "chosen_option", "accuracy_per_order",
            "question_stats", "summarize_orders"]
 
 METRICS = ("accuracy_mean", "accuracy_sd", "consistency", "ifr")
+#: the rows a published rule's parser adds (after accuracy_mean)
+STRICT_METRICS = (strict_name("accuracy_mean"), VERDICTS_DIFFER)
 
 DEFINITIONS = {
     "accuracy_mean": "accuracy averaged over option orders: mean over questions of each question's share of "
@@ -30,6 +36,10 @@ DEFINITIONS = {
     "consistency": "share of questions answered in every one of their orders with the same option text "
                    "(not the same letter) each time; a question with a single order counts when answered",
     "ifr": "instruction-following rate: share of responses parsed to an answer (parsed_index >= 0)",
+    strict_name("accuracy_mean"): "accuracy_mean by evalcore's strict reading of the parser's published rule (the "
+                                  "one option named, never guessed); accuracy_mean is the published verdict's",
+    VERDICTS_DIFFER: "questions whose published verdict and strict verdict differ in at least one option order "
+                     "(a count, no CI)",
 }
 
 
@@ -54,17 +64,27 @@ def accuracy_per_order(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame
     return g.agg(accuracy="mean", n="size").reset_index()
 
 
+_STRICT = "correct" + STRICT
+
+
 def question_stats(df: pd.DataFrame) -> pd.DataFrame:
     """Per question (index, sorted): ``correct`` (mean over its orders), ``consistent`` (0/1),
-    ``answered`` and ``responses`` (counts, for the IFR ratio)."""
+    ``answered`` and ``responses`` (counts, for the IFR ratio); with ``correct_strict``, its mean too and
+    ``differs`` (0/1: the two verdicts differ in some order)."""
     chosen = [chosen_option(list(o), int(p)) for o, p in zip(df["options"], df["parsed_index"])]
     work = pd.DataFrame({"question_id": df["question_id"].to_numpy(),
                          "correct": df["correct"].astype(float).to_numpy(),
                          "answered": (df["parsed_index"].astype(int) >= 0).astype(float).to_numpy(),
                          "chosen": chosen})
+    if _STRICT in df.columns:
+        work[_STRICT] = df[_STRICT].astype(float).to_numpy()
+        work["differs"] = (work[_STRICT] != work["correct"]).astype(float)
     g = work.groupby("question_id", sort=True)
     out = g.agg(correct=("correct", "mean"), answered=("answered", "sum"), responses=("correct", "size"))
     out["consistent"] = g["chosen"].agg(lambda s: float(s.notna().all() and s.nunique() == 1))
+    if _STRICT in work.columns:
+        out[_STRICT] = g[_STRICT].mean()
+        out["differs"] = g["differs"].max()
     return out
 
 
@@ -81,10 +101,16 @@ def _group_rows(g: pd.DataFrame, key: tuple, *, resamples: int, confidence: floa
         "consistency": (["consistent"], mean_of()),
         "ifr": (["answered", "responses"], _ifr),
     }
+    metrics: list[str] = list(METRICS)
+    if _STRICT in q.columns:  # a published rule's parser: its strict twin beside accuracy_mean, and the count
+        specs[strict_name("accuracy_mean")] = ([_STRICT], mean_of())
+        metrics[1:1] = list(STRICT_METRICS)
     rows: list[dict] = []
-    for metric in METRICS:
+    for metric in metrics:
         if metric == "accuracy_sd":
             vals = {"value": sd, "ci_low": float("nan"), "ci_high": float("nan"), "n": len(q)}
+        elif metric == VERDICTS_DIFFER:
+            vals = {"value": float(q["differs"].sum()), "ci_low": float("nan"), "ci_high": float("nan"), "n": len(q)}
         else:
             cols, fn = specs[metric]
             e = estimate(q[cols].to_numpy(), fn, resamples=resamples, confidence=confidence,

@@ -35,8 +35,9 @@ from evalcore.metrics.bootstrap import estimate
 from evalcore.metrics.mcnemar import MCNEMAR, is_binary, mcnemar
 from evalcore.metrics.multiplicity import CORRECTION, holm
 
-#: per-item metric column → reported name (higher is better for all of them)
-METRICS = {"correct": "accuracy", "f1": "f1", "precision": "precision", "recall": "recall", "bleu": "bleu",
+#: per-item metric column → reported name (higher is better for all of them); a published rule's strict verdict
+#: (``correct_strict``) is compared beside its own (``correct``), as ``accuracy_strict`` beside ``accuracy``
+METRICS = {"correct": "accuracy", "correct_strict": "accuracy_strict", "f1": "f1", "precision": "precision", "recall": "recall", "bleu": "bleu",
            "bleu4": "bleu4", "meteor": "meteor", "rouge": "rouge", "bertscore": "bertscore", "cider": "cider",
            "claptext": "claptext"}
 CONTROLS = ("random", "noise", "silence", "text_only")
@@ -50,8 +51,8 @@ REGRESSION_COLUMNS = ["series", "checkpoint", "reference", "reference_role", *KE
                       "p_value", "p_adjusted", "correction", "min_effect", "flagged", "improved"]
 #: the test of a comparison that is not an accuracy with 0/1 outcomes in both runs
 PAIRED_T = "paired_t"
-#: changes when the rows compare_scores writes change (part of the nightly's cache key)
-VERSION = 3
+#: changes when the rows compare_scores writes change (part of the nightly's cache key; 4: accuracy_strict)
+VERSION = 4
 
 
 # ----------------------------------------------------------------------------- fingerprints
@@ -233,7 +234,7 @@ def _clips(g: pd.DataFrame) -> np.ndarray | None:
 def _test(metric: str, condition: str, cur: np.ndarray, ref: np.ndarray, d: np.ndarray) -> dict[str, object]:
     """McNemar's exact test for the accuracy of a condition (not a gap) with 0/1 outcomes in both runs, else the
     paired t-test of the per-item differences."""
-    if metric == "accuracy" and condition in CONDITIONS and len(d) and is_binary(cur, ref):
+    if metric in ("accuracy", "accuracy_strict") and condition in CONDITIONS and len(d) and is_binary(cur, ref):
         return {"test": MCNEMAR, "p_value": mcnemar(cur, ref).p_value}
     return {"test": PAIRED_T, "p_value": paired_p(d)}
 

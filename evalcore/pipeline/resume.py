@@ -126,8 +126,8 @@ def retried_requests(rows: list[dict], classes: set[str]) -> dict[str, list[dict
     return out
 
 
-_JUDGED = ("judge", "extracted", "dropped", "parsed_index", "embedding_key", "scores", "error", "error_stage",
-           "error_class")
+_JUDGED = ("judge", "extracted", "dropped", "parsed_index", "credited", "embedding_key", "scores", "error",
+           "error_stage", "error_class")
 
 
 def rejudged_rows(retried: dict[str, list[dict]]) -> list[dict]:

@@ -15,7 +15,10 @@ What is written under the run root (the page's own files do not grow with the ru
   task, and one code per request and per sign of not listening): what filters and sorts read;
 * ``browser/data/NNNNN.js`` — per :data:`PER_DATA` items, everything a page shows of them;
 * ``browser/items.parquet`` — (protocol, dataset, item_id) → the item's position, for selections
-  (:func:`write_selection`: the nightly's changed items).
+  (:func:`write_selection`: the nightly's changed items);
+* ``browser/sel-verdicts.js`` — where a judge follows a published rule, the items whose verdict by that rule
+  differs from evalcore's strict reading, an entry per cell (:func:`verdict_entries`, linked from the report by
+  :func:`evalcore.reports.browser_links.verdicts_href`); each such answer carries the note on the page too.
 
 Every data file is a script calling ``EVB.<kind>(…)`` with JSON: Chromium does not let a page from ``file://``
 fetch() files beside it, but does let it load scripts. Numbers are formatted as the report formats them
@@ -35,7 +38,7 @@ import pyarrow as pa
 
 from evalcore import storage
 from evalcore.reports import browser_rows as rows_
-from evalcore.reports.browser_links import PAGE
+from evalcore.reports.browser_links import PAGE, VERDICTS, verdicts_key
 from evalcore.reports.tables_html import fmt
 from evalcore.schema import CONDITIONS
 
@@ -144,7 +147,7 @@ def _cells(req: pd.DataFrame, fac: Facets, metrics: list[str], why: dict[tuple, 
              for k in set(kinds)}
     col = {c: req[c].tolist() if c in req.columns else [None] * len(req)
            for c in ("parsed_index", "extracted", "options", "text", "error", "error_stage", "error_class", "clip",
-                     "clip_note", "seconds")}
+                     "clip_note", "seconds", "verdict_note")}
     score_vals = {c: req[c].tolist() for c in {c for v in shown.values() for c in v}}
     outs = _codes(req["outcome"], fac.outcomes).tolist()
     rids = req["request_id"].tolist()
@@ -158,6 +161,8 @@ def _cells(req: pd.DataFrame, fac: Facets, metrics: list[str], why: dict[tuple, 
         a = rows_.answer_text(col["parsed_index"][i], col["extracted"][i], col["options"][i], kind)
         if a:
             c["a"] = a
+        if _present(col["verdict_note"][i]) and err is None:
+            c["vd"] = col["verdict_note"][i]
         if isinstance(text, str) and text:
             c["x"] = text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f" … ({len(text):,} characters)"
         s = [[m, fmt(score_vals[m][i])] for m in shown[kind] if _present(score_vals[m][i])]
@@ -192,13 +197,13 @@ def _items_json(items: pd.DataFrame, req: pd.DataFrame, cells: list[dict], fac: 
                      ("err", row.item_error)):
             if _present(v):
                 it[k] = v
-        if opts is not None and len(opts):
+        if isinstance(opts, (list, tuple, np.ndarray)) and len(opts):  # an item that failed to load has none (NaN)
             it["o"] = list(opts)
             ok = getattr(row, "correct_option", None)
             if ok is not None and ok == ok:
                 it["ok"] = int(ok)
         labels = getattr(row, "labels", None)
-        if labels is not None and len(labels):
+        if isinstance(labels, (list, tuple, np.ndarray)) and len(labels):
             it["l"] = list(labels)
         if nev:
             it["nev"] = nev
@@ -228,6 +233,7 @@ def write(root: str, inp: BrowserInput, out: storage.RunStorage | None = None) -
     """Write the browser of the run at ``root`` (``items.html`` and ``browser/``); returns the page's URI."""
     out = out or storage.RunStorage(root)
     req = rows_.label(inp.requests)
+    req["verdict_note"] = rows_.verdict_notes(req)
     items = item_table(req, inp.items, inp.item_errors)
     fac = Facets(req, items)
     req = req.merge(items[["protocol", "dataset", "item_id", "ordinal"]], on=["protocol", "dataset", "item_id"])
@@ -279,10 +285,40 @@ def write(root: str, inp: BrowserInput, out: storage.RunStorage | None = None) -
         for uri in found:  # listed as absolute paths: by name
             if f"{sub}/{uri.rsplit('/', 1)[-1]}" not in written:
                 out.delete(storage.join(base, sub, uri.rsplit("/", 1)[-1]))
+    differ = verdict_entries(req)
+    if differ:
+        write_selection(root, VERDICTS, "published rule and strict reading differ", differ, out)
+    elif storage.exists(storage.join(base, f"sel-{VERDICTS}.js")):  # an earlier write of this run's page had some
+        out.delete(storage.join(base, f"sel-{VERDICTS}.js"))
     page = (assets / "items.html").read_text(encoding="utf-8").replace("$NAME", _escape(inp.name or "run"))
     uri = storage.join(root, PAGE)
     out.write_text(uri, page)
     return uri
+
+
+CELL = ["protocol", "dataset", "model", "variant", "condition"]
+
+
+def verdict_entries(req: pd.DataFrame) -> list[dict[str, Any]]:
+    """The :data:`~evalcore.reports.browser_links.VERDICTS` selection: per cell (protocol instance, dataset, model,
+    variant, condition) with any, the items (positions) whose verdict by a published rule differs from evalcore's
+    strict reading in some option order, each with what differs. ``req``: requests with ``ordinal`` and
+    ``verdict_note``."""
+    hit = req[req["verdict_note"].notna() & req["error"].isna()]
+    orders = req.groupby(["protocol", "dataset", "item_id"])["option_order"].nunique()
+    out = []
+    for key, g in hit.groupby(CELL, sort=True, dropna=False):
+        changes = {}
+        for o, gg in g.groupby("ordinal", sort=True):
+            note = "; ".join(dict.fromkeys(gg["verdict_note"]))
+            first = gg.iloc[0]
+            if orders.get((first["protocol"], first["dataset"], first["item_id"]), 1) > 1:
+                note += " (option order " + ", ".join(str(int(x)) for x in sorted(gg["option_order"])) + ")"
+            changes[str(int(o))] = f"{key[2]}, {key[4]} audio: {note}"
+        items = sorted(int(o) for o in changes)
+        out.append({"key": verdicts_key(*key), "items": items, "changes": changes,
+                    "label": f"{key[0]} · {key[1]} · {key[2]}, {key[4]} audio: {len(items)} item(s)"})
+    return out
 
 
 def _escape(text: str) -> str:

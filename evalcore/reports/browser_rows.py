@@ -5,8 +5,10 @@ committed requests); nothing is computed again but these labels.
 **Outcome** of a request (:func:`outcomes`), by its protocol's kind and the per-item columns its scorer wrote:
 
 * ``error`` — an error row (any stage: decode, model, judge, score);
-* ``mcq``, ``binary_choice``: ``unparsed`` when no option was read from the answer (``answered`` 0), else ``right``
-  (``correct`` 1) or ``wrong``; ``true_false``: the same on the majority rule's columns (``correct_majority``);
+* ``mcq``, ``binary_choice``: ``right`` when the answer is correct (``correct`` 1: under a published rule, the
+  rule's verdict, which may credit an answer naming no one option), else ``unparsed`` when no option was read from
+  it (``answered`` 0), else ``wrong``; ``true_false``: the same on the majority rule's columns
+  (``correct_majority``);
 * ``factual``: ``unparsed`` when the answer names no label of the vocabulary (``tp + fp`` 0), ``right`` when its
   per-item F1 is 1, ``wrong`` when it is 0, ``partial`` between;
 * ``freeform``: ``scored`` (a similarity, neither right nor wrong).
@@ -31,12 +33,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalcore.schema import CONDITIONS
+from evalcore.schema import CONDITIONS, STRICT
 
 OUTCOMES = ("right", "partial", "wrong", "unparsed", "error", "scored")
 CONTROLS = tuple(c for c in CONDITIONS if c != "correct")
 #: free-form metric columns in the verdict's order of preference (any other metric column after them)
 FREEFORM_FIRST = ("bleu", "meteor", "rouge", "bertscore", "cider", "claptext", "bleu4")
+#: the per-item column of a published rule's strict verdict (``correct`` holds the rule's own)
+STRICT_COLUMN = "correct" + STRICT
 #: protocol kind → the per-item column read as its score
 SCORE = {"mcq": "correct", "binary_choice": "correct", "true_false": "correct_majority", "factual": "f1"}
 #: the request's group: a model's answers to one item under one prompt variant and option order
@@ -74,12 +78,26 @@ def outcomes(df: pd.DataFrame) -> pd.Series:
                                      (("true_false",), "correct_majority", "answered_majority")):
         m = kind.isin(kinds)
         ok, got = _num(df, correct), _num(df, answered)
-        out[m] = np.where(got[m] == 0, "unparsed", np.where(ok[m] == 1, "right", "wrong"))
+        out[m] = np.where(ok[m] == 1, "right", np.where(got[m] == 0, "unparsed", "wrong"))
     m = kind == "factual"
     f1, named = _num(df, "f1"), _num(df, "tp").fillna(0) + _num(df, "fp").fillna(0)
     out[m] = np.where(named[m] == 0, "unparsed", np.where(f1[m] >= 1, "right", np.where(f1[m] <= 0, "wrong",
                                                                                               "partial")))
     out[df["error"].notna()] = "error"
+    return out
+
+
+def verdict_notes(df: pd.DataFrame) -> pd.Series:
+    """Each request's note where a published rule's verdict (``correct``) and evalcore's strict reading
+    (``correct_strict``) differ ("published rule: right · strict reading: wrong"); None elsewhere."""
+    out = pd.Series(None, index=df.index, dtype=object)
+    if STRICT_COLUMN not in df.columns:
+        return out
+    pub, strict = _num(df, "correct"), _num(df, STRICT_COLUMN)
+    differ = pub.notna() & strict.notna() & (pub != strict)
+    word = {1.0: "right", 0.0: "wrong"}
+    out[differ] = [f"published rule: {word.get(p, f'{p:.3f}')} · strict reading: {word.get(s, f'{s:.3f}')}"
+                   for p, s in zip(pub[differ], strict[differ])]
     return out
 
 

@@ -20,8 +20,10 @@ from evalcore.reports import trends
 from evalcore.reports.html import figure_html, page, wrap_tables
 from evalcore.reports.tables_html import comparison_rows, num, p_value, signed, table_html, table_md
 
-#: matrix columns: the headline metric of each protocol kind, and the per-item score its colour is decided on
-HEADLINE = {"factual": ("f1_micro", "f1"), "mcq": ("accuracy", "accuracy"), "freeform": ("meteor", "meteor")}
+#: matrix columns: the headline metrics of each protocol kind, each with the comparison its colour is decided on
+#: (MCQ under a published rule: the rule's accuracy and, beside it, evalcore's strict reading's)
+HEADLINE = {"factual": (("f1_micro", "f1"),), "mcq": (("accuracy", "accuracy"), ("accuracy_strict", "accuracy_strict")),
+            "freeform": (("meteor", "meteor"),)}
 LAST = 8  # checkpoints per series in the matrix
 VERDICT_MARK = {"regressed": "▼", "improved": "▲", "unchanged": "=", "failed": "✗", "waiting": "…", "leased": "⇄",
                 "lost": "⇄"}
@@ -81,7 +83,7 @@ def matrix(series: str, hist: pd.DataFrame, regressions: pd.DataFrame) -> tuple[
     """(HTML, Markdown): the last checkpoints × each protocol's headline metric (correct audio), value and CI;
     red / green where the change against the previous checkpoint is a flagged drop / a significant gain."""
     rows = hist[(hist["kind"] == "value") & (hist["group"] == "all") & (hist["condition"] == "correct")]
-    keep = [rows[(rows["protocol_kind"] == k) & (rows["metric"] == m)] for k, (m, _) in HEADLINE.items()]
+    keep = [rows[(rows["protocol_kind"] == k) & (rows["metric"] == m)] for k, ms in HEADLINE.items() for m, _ in ms]
     rows = pd.concat(keep) if keep else rows
     if not len(rows):
         return "", ""
@@ -101,7 +103,7 @@ def matrix(series: str, hist: pd.DataFrame, regressions: pd.DataFrame) -> tuple[
                 continue
             r = hit.iloc[0]
             text = f"{num(r['value'])} [{num(r['ci_low'])}, {num(r['ci_high'])}]"
-            cls = changes.get((series, ck, p, d, v, HEADLINE[kind][1]), "")
+            cls = changes.get((series, ck, p, d, v, dict(HEADLINE[kind])[m]), "")
             cells.append(f'<td class="{cls}">{html.escape(text)}</td>')
             md_cells.append({"flag": f"**{text} ▼**", "gain": f"{text} ▲"}.get(cls, text))
         body.append(f"<tr><th>{html.escape(ck)}</th>{''.join(cells)}</tr>")

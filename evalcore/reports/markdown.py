@@ -9,13 +9,13 @@ import pandas as pd
 
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
-from evalcore.reports import model_card, run_profile, verdict
+from evalcore.reports import model_card, readings, run_profile, verdict
 from evalcore.reports.browser_links import difference_href
-from evalcore.schema import ERRORED, REWRITE_LABEL, rewrite_roles
+from evalcore.schema import ERRORED, REWRITE_LABEL, VERDICTS_DIFFER, rewrite_roles
 
 
 #: metrics shown in the listening table (the summary table has them all)
-HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_any", "accuracy_majority", "consistency", "bleu",
+HEADLINE = ("f1_micro", "f1_macro", "accuracy", "accuracy_strict", "accuracy_any", "accuracy_majority", "consistency", "bleu",
             "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
 
 
@@ -54,6 +54,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
                f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
     out += verdict.section(summary, conf, min_items, rewrite_models(meta))
     out += model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta))
+    out += readings.section(summary)  # a published rule's figure and the strict reading's, what rests on quirks
     out += ["", "## Counts", ""]
     out.append(_md_table(["", "in", "scored / valid", "errored"], [
         ["items", counts["items_in"], counts["items_valid"], counts["items_errored"]],
@@ -116,11 +117,14 @@ def _results(summary: pd.DataFrame, conf: int) -> list[str]:
                 f"Value [{conf} % CI] over n items (the items with a scored request). Metrics are over the scored "
                 f"requests of a cell; `{ERRORED}` counts its errored requests (left out), which metrics named "
                 "`…_with_errors` count as answers that name nothing (MCQ: wrong; factual: no label)."
-                + _ci_unit_sentence(df)]
+                + _ci_unit_sentence(df) + _strict_sentence(df)]
         rows = []
+        differ = readings.pairs(df)
         for (model, variant, cond), g in df.groupby(["model", "variant", "condition"], sort=False):
             cells = {r.metric: _fmt(r.value, r.ci_low, r.ci_high) for r in g.itertuples()}
             cells[ERRORED] = str(int(g[g["metric"] == ERRORED]["value"].sum()))
+            if (proto, ds, model, variant, cond) in differ:  # a count, linked to those items in the browser
+                cells[VERDICTS_DIFFER] = readings.differ_cell(differ[(proto, ds, model, variant, cond)])
             scored_n = g[(g["metric"] != ERRORED) & ~g["metric"].str.endswith("_with_errors")]["n"]
             rows.append([model, variant, cond, int(scored_n.max()) if len(scored_n) else 0]
                         + [cells.get(m, "") for m in metrics])
@@ -186,6 +190,14 @@ def _errors(errors: pd.DataFrame) -> list[str]:
         out += ["", f"A reason longer than {REASON_SHOWN} characters is cut here and ends in “…”; "
                     "`tables/errors.parquet` holds every error row with its whole reason."]
     return out
+
+
+def _strict_sentence(df: pd.DataFrame) -> str:
+    """What a section's ``accuracy_strict`` and ``verdicts_differ`` are, when it has them."""
+    if VERDICTS_DIFFER not in set(df["metric"]):
+        return ""
+    return (" Its judge follows a published rule: `accuracy` is that rule's verdict, `accuracy_strict` evalcore's "
+            f"strict reading, and `{VERDICTS_DIFFER}` counts the items they judge differently (linked to them).")
 
 
 def _ci_unit_sentence(df: pd.DataFrame) -> str:

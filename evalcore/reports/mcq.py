@@ -15,7 +15,9 @@
 Sections are per protocol instance (its name, e.g. ``muchomusic`` and ``hummusqa`` side by side)
 and dataset. Denominators are explicit: ``accuracy`` is over the answered and unanswered
 requests of a cell, its errored requests left out; ``accuracy_with_errors`` counts them as
-wrong; a cell with errored requests says how many.
+wrong; a cell with errored requests says how many. Where the judge follows a published rule, each table
+has evalcore's strict reading beside the rule's own figure (``accuracy_strict``: a table of its own in the
+attention test, with its paired differences; a column in the breakdowns).
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from typing import Any
 import pandas as pd
 
 from evalcore.reports.verdict import MIN_ITEMS, ci_over, interval_label, paired_test_label
+from evalcore.schema import strict_name
 
 __all__ = ["ATTENTION_CONDITIONS", "sections", "attention_sections", "breakdown_sections", "chosen_sections"]
 
 KIND = "mcq"
+STRICT = strict_name("accuracy")
 #: the conditions of the attention table, in column order
 ATTENTION_CONDITIONS = ("correct", "noise", "silence", "random", "text_only")
 _SPECIAL_PREFIXES = ("chosen=",)
@@ -101,8 +105,8 @@ def attention_sections(summary: pd.DataFrame, conf: int, min_items: int = MIN_IT
 
 def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int, min_items: int) -> list[str]:
     acc, sd, err = _value(df, "accuracy"), _value(df, "accuracy_sd"), _value(df, "errored")
-    acc_err = _value(df, "accuracy_with_errors")
-    diffs = df[(df["kind"] == "paired_diff") & (df["metric"] == "accuracy")]
+    acc_err, strict = _value(df, "accuracy_with_errors"), _value(df, STRICT)
+    diffs = df[(df["kind"] == "paired_diff") & df["metric"].isin(["accuracy", STRICT])]
     dd = df[df["kind"] == "value"]
     present = set(dd["condition"])
     conds = [c for c in ATTENTION_CONDITIONS if c in present] + sorted(present - set(ATTENTION_CONDITIONS))
@@ -120,11 +124,17 @@ def _attention(proto: str, ds: str, df: pd.DataFrame, conf: int, min_items: int)
         rows = [[m, v, *[_pct(acc_err.get((ds, m, v, "all", c))) for c in conds]] for m, v in models]
         out += ["", "Accuracy (%) counting errored requests as wrong (accuracy_with_errors):", "",
                 _md(["model", "variant", *conds], rows)]
+    if strict:  # a published rule: the table above is its verdict; evalcore's strict reading of it beside
+        rows = [[m, v, *[_pct(strict.get((ds, m, v, "all", c))) for c in conds]] for m, v in models]
+        out += ["", "Accuracy (%) by evalcore's strict reading of the published rule (accuracy_strict: the one option "
+                    "named, never guessed; the table above is the rule's own verdict):", "",
+                _md(["model", "variant", *conds], rows)]
     order = {f"correct-{c}": i for i, c in enumerate(conds)}
     prow = []
-    for r in sorted(diffs.itertuples(), key=lambda r: (r.model, r.variant, order.get(r.condition, 99))):
+    for r in sorted(diffs.itertuples(), key=lambda r: (r.model, r.variant, r.metric, order.get(r.condition, 99))):
         diff = "n/a" if math.isnan(r.value) else f"{100 * r.value:+.1f} [{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}]"
-        prow.append([r.model, r.variant, r.condition, diff, r.n, ci_over(r), paired_test_label(r),
+        contrast = r.condition if r.metric == "accuracy" else f"{r.condition} (strict)"
+        prow.append([r.model, r.variant, contrast, diff, r.n, ci_over(r), paired_test_label(r),
                      _verdict(r.value, r.ci_low, r.ci_high, r.n, min_items)])
     if prow:
         out += ["", f"Paired test: accuracy difference correct − condition in percentage points over the same "
@@ -161,7 +171,7 @@ def breakdown_sections(summary: pd.DataFrame, condition: str = "correct",
 
 
 def _breakdowns(proto: str, ds: str, dd: pd.DataFrame, condition: str, min_share: float) -> list[str]:
-    acc, sd = _value(dd, "accuracy"), _value(dd, "accuracy_sd")
+    acc, sd, strict = _value(dd, "accuracy"), _value(dd, "accuracy_sd"), _value(dd, STRICT)
     cons, ifr = _value(dd, "consistency"), _value(dd, "ifr")
     totals = {(r.dataset, r.model, r.variant, r.condition): r.n
               for r in dd[(dd["metric"] == "accuracy") & (dd["group"] == "all")].itertuples()}
@@ -176,10 +186,10 @@ def _breakdowns(proto: str, ds: str, dd: pd.DataFrame, condition: str, min_share
         if not keys:
             continue
         rows = [[k[1], k[2], k[3].split("=", 1)[1], ns[k], _acc_sd(acc.get(k), sd.get(k)),
-                 _pct(cons.get(k)), _pct(ifr.get(k))] for k in keys]
+                 *([_pct(strict.get(k))] if strict else []), _pct(cons.get(k)), _pct(ifr.get(k))] for k in keys]
         out += ["", f"### {proto} · {ds} by {name} ({condition} audio)", "",
                 _md(["model", "variant", name, "questions", "accuracy % (mean ± SD over orders)",
-                     "consistency %", "IFR %"], rows)]
+                     *(["accuracy_strict %"] if strict else []), "consistency %", "IFR %"], rows)]
         if dropped:
             out += ["", f"Left out (each at most {100 * min_share:g} % of the questions): {', '.join(sorted(dropped))}."]
     return out

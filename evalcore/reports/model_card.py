@@ -10,6 +10,10 @@ A cell reads ``0.673 [0.556, 0.832] ✓ · pub. 0.624``:
 * the listening mark of that model on that row, from the same paired differences correct − control as the
   verdict (:func:`evalcore.reports.verdict.listening_rows`, each row's higher-is-better primary metric): ``✓`` some
   control's CI lies above 0, ``✗`` none does though one had ``min_items`` paired items, ``?`` too few items to say;
+* ``strict 0.515 · 17 differ``: where the row's judge follows a benchmark's published rule, the value above is that
+  rule's verdict (quirks included, the figure a paper prints) and this is evalcore's strict reading of it, with the
+  items the two judge differently (linked to them in the item browser; :mod:`evalcore.reports.readings`). The
+  listening mark reads the strict figure (:func:`evalcore.reports.verdict.primary_of`);
 * ``pub.``: the published value for that row, metric and model (``model_card.published``, a CSV of ``dataset,
   model, metric, value, source`` in the config's own names), where one exists.
 """
@@ -23,6 +27,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from evalcore.reports import readings
 from evalcore.reports.verdict import MIN_ITEMS, interval_label, listening_rows
 from evalcore.schema import PROTOCOLS
 
@@ -74,6 +79,7 @@ def cells(summary: pd.DataFrame, published: Iterable[dict[str, str]] = (), min_i
     models = sorted(vals["model"].unique())
     listen = listening_rows(summary, excluded)
     pub = {(p["dataset"], p["model"], p["metric"]): float(p["value"]) for p in published}
+    twins = readings.pairs(summary)
     kind_of: dict[tuple[str, str], str] = {}
     for r in vals.itertuples():  # a row's kind: its protocol's (rows a scorer did not write may lack it)
         kind = getattr(r, "protocol_kind", None)
@@ -101,6 +107,8 @@ def cells(summary: pd.DataFrame, published: Iterable[dict[str, str]] = (), min_i
             text = _fmt(r.value) + ("" if pd.isna(r.ci_low) else f" [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]")
             text += " " + _mark(listen[(listen["protocol"] == proto) & (listen["dataset"] == ds)
                                        & (listen["model"] == model)], min_items)
+            if metric == readings.METRIC:
+                text += readings.note(twins.get((proto, ds, model, r.variant, "correct")))
             if (ds, model, metric) in pub:
                 text += f" · pub. {_fmt(pub[(ds, model, metric)])}"
             row.append(text)
@@ -121,7 +129,9 @@ def section(summary: pd.DataFrame, card: dict[str, Any] | None, min_items: int =
            "One row per benchmark or task, with the metric it publishes; one column per model. A cell: value "
            "[95 % CI] with the correct audio, then whether the model listened on that row (✓ a control's paired "
            f"difference has its CI above 0; ✗ none has, over at least {min_items} paired items; ? too few items), "
-           "then the published value (pub.) where one exists. WER is lower-is-better; every other metric here is "
+           "then, where the judge follows a benchmark's published rule, evalcore's strict reading of it and the items "
+           "the two judge differently (the value first is the rule's own; the mark reads the strict one), then the "
+           "published value (pub.) where one exists. WER is lower-is-better; every other metric here is "
            "higher-is-better.", "",
            "| benchmark | metric | " + " | ".join(models) + " |", "|---|---|" + "---|" * len(models)]
     out += ["| " + " | ".join(r) + " |" for r in rows]

@@ -18,7 +18,11 @@ Each difference is first labelled (:func:`interval_label`):
 
 Then the model's verdict (:func:`verdicts`), over the differences with at least ``min_items`` items of
 each protocol's primary metric (the first of :data:`PRIMARY` it has; a free-form protocol without any of
-them: its first metric, every free-form metric being a similarity):
+them: its first metric, every free-form metric being a similarity). Where a judge follows a benchmark's published
+rule, the protocol has that metric twice — the published verdict's (``accuracy``, the headline figure, the one a
+paper prints) and evalcore's strict reading's (``accuracy_strict``) — and the listening verdict reads the **strict**
+one (:func:`primary_of`): whether a model listens is evalcore's own inference, and it should rest neither on a
+tie broken by option position (a guess after shuffling) nor on a rule crediting a response for two options.
 
 * **yes** — some difference has its CI entirely above 0;
 * **no** — none has, and at least one was measured on enough items: no control shows a benefit of the
@@ -38,9 +42,10 @@ from typing import Any, Iterable
 import pandas as pd
 
 from evalcore.reports.browser_links import difference_href, evidence_href, items_href
+from evalcore.schema import strict_name
 
 __all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "ci_over", "degenerate", "describe", "interval_label",
-           "listening_rows", "section", "paired_test_label", "verdict", "verdict_lines", "verdicts"]
+           "listening_rows", "primary_of", "section", "paired_test_label", "verdict", "verdict_lines", "verdicts"]
 
 #: default of ``stats.min_items``: the fewest paired items a difference needs to decide a verdict
 MIN_ITEMS = 20
@@ -116,12 +121,24 @@ def listening_rows(summary: pd.DataFrame, exclude: Iterable[str] = ()) -> pd.Dat
                 & summary["condition"].astype(str).str.startswith("correct-") & ~summary["model"].isin(list(exclude))]
     keep = []
     for _, g in d.groupby(["protocol", "dataset"], sort=True):
-        primary = next((m for m in PRIMARY if (g["metric"] == m).any()), None)
-        if primary is None and "protocol_kind" in g.columns and (g["protocol_kind"] == "freeform").all():
-            primary = g["metric"].iloc[0]  # every free-form metric is a similarity: the first configured
+        primary = primary_of(g)
         if primary is not None:
             keep.append(g[g["metric"] == primary])
     return pd.concat(keep) if keep else d.iloc[0:0]
+
+
+def primary_of(rows: pd.DataFrame) -> str | None:
+    """The metric the listening verdict reads of one protocol instance's rows: the first of :data:`PRIMARY` they
+    have — its strict twin where a published rule gives both (``accuracy_strict``) —, else a free-form protocol's
+    first metric; None for rows with none."""
+    metrics = set(rows["metric"])
+    primary = next((m for m in PRIMARY if m in metrics), None)
+    freeform = "protocol_kind" in rows.columns and len(rows) and (rows["protocol_kind"] == "freeform").all()
+    if primary is None and freeform:
+        return str(rows["metric"].iloc[0])  # every free-form metric is a similarity: the first configured
+    if primary is not None and strict_name(primary) in metrics:
+        return strict_name(primary)
+    return primary
 
 
 @dataclass

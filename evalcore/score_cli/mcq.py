@@ -7,6 +7,11 @@ an ``error``, counted and excluded like any bad row). ``--breakdown COL[,COL…]
 rows per value of each column (column ``breakdown`` = ``"all"`` for the main rows, else
 ``"<col>=<value>"``; a list-valued column counts a row under each of its values). The report
 always carries the strict-vs-muchomusic parser agreement (and llm-vs-each with ``--parser llm``).
+
+A parser that follows a published rule (``muchomusic``, ``mmau``, ``mmar``, ``rul``, ``mmau-pro-bow``) is its
+registered judge: ``correct`` is the released scorer's verdict (its quirks included) and ``correct_strict``
+evalcore's strict reading beside it, with ``accuracy_mean_strict`` and ``verdicts_differ`` in the summary
+(:mod:`evalcore.metrics.mcq_verdicts`).
 """
 
 from __future__ import annotations
@@ -17,13 +22,16 @@ import numpy as np
 import pandas as pd
 import typer
 
-from evalcore.judges.mcq_muchomusic import parse_muchomusic
-from evalcore.judges.mcq_rul import parse_rul
-from evalcore.judges.mmau import parse_mmau
+from evalcore.judges.mcq_muchomusic import McqMuchomusicJudge, parse_muchomusic
+from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
+from evalcore.judges.mmar import McqMmarJudge
+from evalcore.judges.mmau import McqMmauJudge, parse_mmau
 from evalcore.judges.mmau_pro import McqMmauProJudge
-from evalcore.judges.mcq_string import parse_choice
+from evalcore.judges.mcq_string import McqStringJudge, parse_choice
+from evalcore.judges.parser import ParserJudge
 from evalcore.metrics.mcq_breakdowns import as_labels
-from evalcore.metrics.mcq_orders import METRICS, agreement, summarize_orders
+from evalcore.metrics.mcq_orders import METRICS, STRICT_METRICS, agreement, summarize_orders
+from evalcore.schema import VERDICTS_DIFFER
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
@@ -41,10 +49,14 @@ PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {
     "mmau": parse_mmau, "mmar": parse_mmau, "rul": parse_rul,
     "mmau-pro-bow": McqMmauProJudge(embedder="bag-of-words").parse,
 }
+#: each offline parser's judge (a published rule's judge gives its released verdict and the strict one)
+PARSER_JUDGES: dict[str, Callable[[], ParserJudge]] = {
+    "strict": McqStringJudge, "muchomusic": McqMuchomusicJudge, "mmau": McqMmauJudge, "mmar": McqMmarJudge,
+    "rul": McqRulJudge, "mmau-pro-bow": lambda: McqMmauProJudge(embedder="bag-of-words")}
 PARSER_NAMES = (*PARSERS, "llm")
 #: the parsers whose agreement every report carries
 AGREEMENT = ("strict", "muchomusic")
-_OWN = {*REQUIRED, "_input_error", "parsed_index", "correct", "error", "breakdown"}
+_OWN = {*REQUIRED, "_input_error", "parsed_index", "correct", "correct_strict", "error", "breakdown"}
 ALL = "all"
 
 
@@ -79,43 +91,44 @@ def row_error(row: dict[str, Any]) -> str | None:
 
 
 def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame:
-    """Input rows + ``parsed_index`` (-1 = unanswered, null on error), ``correct``, ``error``; the parsed
-    answers are scored by the scoring stage (:func:`evalcore.score_cli.stage.score_judged`), as in a run.
+    """Input rows + ``parsed_index`` (-1 = unanswered, null on error), ``correct``, ``error`` and, for a parser
+    that follows a published rule, ``correct_strict``; the judged answers are scored by the scoring stage
+    (:func:`evalcore.score_cli.stage.score_judged`), as in a run.
 
-    ``parser`` "llm" needs ``judge`` (an ``mcq_llm`` judge): the valid rows go to it in one call
-    and a row whose call failed gets ``error`` = "llm parser: <reason>"."""
+    ``parser`` "llm" needs ``judge`` (an ``mcq_llm`` judge); any other is its registered judge (:data:`PARSER_JUDGES`).
+    The valid rows go to the judge in one call; a row whose judgment failed gets ``error`` =
+    "<parser> parser: <reason>"."""
     records = df.to_dict("records")
     errors: list[str | None] = [row_error(r) for r in records]
     parsed: list[Any] = [None] * len(records)
-    if parser == "llm":
-        if judge is None:
-            raise ValueError("parser 'llm' needs a judge")
-        todo = [i for i, e in enumerate(errors) if e is None]
-        questions = ([q if isinstance(q := records[i].get("question"), str) else None for i in todo]
-                     if "question" in df.columns else None)  # an optional input column, shown to the matcher
-        results = judge.judge([records[i]["response"] for i in todo], [_options(records[i]["options"]) for i in todo],
-                              questions=questions)
-        for i, r in zip(todo, results):
-            if r.get("error") is not None or r.get("parsed_index") is None:
-                errors[i] = f"llm parser: {r.get('error') or 'no result'}"
-            else:
-                parsed[i] = int(r["parsed_index"])
-    else:
-        parse = PARSERS[parser]
-        for i, (row, err) in enumerate(zip(records, errors)):
-            if err is None:
-                parsed[i] = parse(row["response"], _options(row["options"]))  # type: ignore[arg-type]
-    # the parsed answers as judged rows, scored by the pipeline's stage (the registered mcq scorer)
-    judged = [{"request_id": str(i), "parsed_index": p, "options": _options(r["options"]),
+    credited: list[Any] = [None] * len(records)
+    if parser == "llm" and judge is None:
+        raise ValueError("parser 'llm' needs a judge")
+    judge = judge if parser == "llm" else PARSER_JUDGES[parser]()
+    todo = [i for i, e in enumerate(errors) if e is None]
+    # the llm matcher is shown the optional input column "question"
+    questions = ([q if isinstance(q := records[i].get("question"), str) else None for i in todo]
+                 if parser == "llm" and "question" in df.columns else None)
+    results = judge.judge([records[i]["response"] for i in todo], [_options(records[i]["options"]) for i in todo],
+                          questions=questions)
+    for i, r in zip(todo, results):
+        if r.get("error") is not None or r.get("parsed_index") is None:
+            errors[i] = f"{parser} parser: {r.get('error') or 'no result'}"
+        else:
+            parsed[i], credited[i] = int(r["parsed_index"]), r.get("credited")
+    # the judged answers as judged rows, scored by the pipeline's stage (the registered mcq scorer)
+    judged = [{"request_id": str(i), "parsed_index": p, "credited": c, "options": _options(r["options"]),
                "correct_index": index_value(r["correct_index"])}
-              for i, (r, p, e) in enumerate(zip(records, parsed, errors)) if e is None]
+              for i, (r, p, c, e) in enumerate(zip(records, parsed, credited, errors)) if e is None]
     stage = score_judged(judged, "mcq")
     errors = [e if e is not None else stage.errors.get(str(i)) for i, e in enumerate(errors)]
-    correct = [None if e is not None else bool(stage.metrics[str(i)]["correct"]) for i, e in enumerate(errors)]
-    parsed = [None if e is not None else p for p, e in zip(parsed, errors)]
+    metrics = [None if e is not None else stage.metrics[str(i)] for i, e in enumerate(errors)]
     out = df.drop(columns=["_input_error"], errors="ignore").copy()
-    out["parsed_index"] = pd.array(parsed, dtype="Int64")
-    out["correct"] = pd.array(correct, dtype="boolean")
+    out["parsed_index"] = pd.array([None if e is not None else p for p, e in zip(parsed, errors)], dtype="Int64")
+    out["correct"] = pd.array([None if m is None else bool(m["correct"]) for m in metrics], dtype="boolean")
+    if getattr(judge, "rule", None) is not None:  # a published rule: its verdict above, the strict one beside it
+        out["correct_strict"] = pd.array([None if m is None else bool(m["correct_strict"]) for m in metrics],
+                                         dtype="boolean")
     out["error"] = pd.array(errors, dtype="string")
     return out
 
@@ -167,10 +180,17 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tup
                   agreements: Sequence[tuple[str, str, float, int]] = ()) -> str:
     """A short Markdown report: one row per group (and per breakdown value), then parser agreement."""
     n_in, n_ok, n_err = counts
+    strict = not summary.empty and VERDICTS_DIFFER in set(summary["metric"])
     lines = ["# Multiple-choice scores", "",
-             f"Parser: `{parser}`. Rows: {n_in} in = {n_ok} scored + {n_err} errored.", "",
-             "| group | questions | accuracy (mean ± SD over orders) | consistency | IFR |",
-             "|---|---|---|---|---|"]
+             f"Parser: `{parser}`. Rows: {n_in} in = {n_ok} scored + {n_err} errored.", ""]
+    if strict:
+        lines += [f"The `{parser}` parser follows a published rule: accuracy is the released scorer's verdict, its "
+                  "quirks included; `accuracy_mean_strict` is evalcore's strict reading of the same rule (the one "
+                  "option named, never guessed), and *differ* counts the questions whose two verdicts differ in "
+                  "at least one order.", ""]
+    lines += ["| group | questions | accuracy (mean ± SD over orders) | "
+              + ("accuracy_mean_strict | differ | " if strict else "") + "consistency | IFR |",
+              "|---|---|---|" + ("---|---|" if strict else "") + "---|---|"]
     agree = ["", "Parser agreement (share of responses parsed to the same index; both unanswered = agree):", ""]
     agree += [f"- parser agreement {a} vs {b}: {fmt(v)} over {n} responses" for a, b, v, n in agreements]
     if summary.empty:
@@ -184,12 +204,13 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tup
         if len(key) > len(by) and key[-1] != ALL:
             parts.append(str(key[-1]))
         name = ", ".join(parts) or "all"
-        lines.append(f"| {name} | {n} | {fmt(v['accuracy_mean'])} ± {fmt(v['accuracy_sd'])} "
-                     f"| {fmt(v['consistency'])} | {fmt(v['ifr'])} |")
+        twin = (f" {fmt(v[STRICT_METRICS[0]])} | {int(v[VERDICTS_DIFFER])} of {n} |" if strict else "")
+        lines.append(f"| {name} | {n} | {fmt(v['accuracy_mean'])} ± {fmt(v['accuracy_sd'])} |{twin}"
+                     f" {fmt(v['consistency'])} | {fmt(v['ifr'])} |")
     lines += agree
     lines += ["", "Definitions:", ""]
     defs = summary.drop_duplicates("metric").set_index("metric")["definition"]
-    lines += [f"- **{m}**: {defs[m]}" for m in METRICS if m in defs.index]
+    lines += [f"- **{m}**: {defs[m]}" for m in (*METRICS, *STRICT_METRICS) if m in defs.index]
     return "\n".join([*lines, ""])
 
 
@@ -255,7 +276,8 @@ def score_mcq(
     per_item = score_rows(df, parser, judge)
     agreements = parser_agreement(df, per_item, parser)
     ok = per_item[per_item["error"].isna()]
-    scored = ok.assign(parsed_index=ok["parsed_index"].astype(int), correct=ok["correct"].astype(bool))
+    scored = ok.assign(parsed_index=ok["parsed_index"].astype(int), correct=ok["correct"].astype(bool),
+                       **({"correct_strict": ok["correct_strict"].astype(bool)} if "correct_strict" in ok else {}))
     summary = breakdown_summary(scored, by, bd, resamples=resamples, seed=seed)
     n_in, n_ok = len(per_item), len(scored)
     counts = (n_in, n_ok, n_in - n_ok)

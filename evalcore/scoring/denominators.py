@@ -8,7 +8,8 @@ So that this is never silent, each cell also gets
   ``tables/errors.parquet``), overall and per task when a protocol has several;
 * the scorer's ``with_errors`` aggregates — the same metric with each errored request counted the
   way an answer that says nothing counts (:meth:`evalcore.metrics.base.Scorer.error_fill`): MCQ
-  ``accuracy_with_errors`` (an errored request is wrong), factual ``recall_micro_with_errors`` /
+  ``accuracy_with_errors`` (an errored request is wrong; under a published rule ``accuracy_strict_with_errors``
+  beside it), factual ``recall_micro_with_errors`` /
   ``f1_micro_with_errors`` (an errored request predicts no label), binary choice likewise, true/false
   ``accuracy_<rule>_with_errors``.
 """
@@ -47,14 +48,15 @@ def denominator_rows(scored: pd.DataFrame, errored: list[dict[str, Any]], scorer
             n = int(n)
             out.append({**dict(zip(CELL, key)), "group": group, "kind": "value", "metric": ERRORED, "value": float(n),
                         "ci_low": float("nan"), "ci_high": float("nan"), "n": n, "definition": ERRORED_DEFINITION})
-    if not scorer.with_errors:
+    with_errors = scorer.with_errors_of(scored)  # e.g. mcq under a published rule: accuracy_strict_with_errors too
+    if not with_errors:
         return out
-    columns = sorted({c for a in scorer.with_errors for c in a.columns})
+    columns = sorted({c for a in with_errors for c in a.columns})
     keep = [*CELL, "item_id", "task", *(["clip_id"] if "clip_id" in scored.columns else [])]  # clips resample
     filled = pd.DataFrame([{**{k: r.get(k) for k in keep}, **scorer.error_fill(r)}
                            for r in errored], columns=[*keep, *columns])
     every = pd.concat([scored[[*keep, *columns]], filled], ignore_index=True)
     for group, g in _groups(every):
-        out += aggregate(g.assign(group=group), scorer.with_errors, [*CELL[:4], "group", "condition"],
+        out += aggregate(g.assign(group=group), with_errors, [*CELL[:4], "group", "condition"],
                          item_stats=scorer.item_stats, resamples=resamples, confidence=confidence, seed=seed)
     return out

@@ -80,7 +80,8 @@ def _groups(pdf: pd.DataFrame, scorer: Scorer) -> list[tuple[str, pd.DataFrame, 
         tasks = sorted(pdf["task"].dropna().unique())
         groups = [("all", pdf)] + ([(f"task={t}", pdf[pdf["task"] == t]) for t in tasks] if len(tasks) > 1 else [])
         groups += scorer.breakdown_groups(pdf) if hasattr(scorer, "breakdown_groups") else []  # e.g. mcq: genre=…
-        return [(g, df, scorer.aggregates) for g, df in groups]
+        aggregates = scorer.aggregates_of(pdf)  # e.g. mcq under a published rule: accuracy and accuracy_strict
+        return [(g, df, aggregates) for g, df in groups]
     out = []
     for _, ddf in pdf.groupby("dataset", sort=True, observed=True):
         tasks = sorted(ddf["task"].dropna().unique())

@@ -42,7 +42,8 @@ from evalcore.tracking_config import LmEvalSink
 #: lm-eval's ``sanitize_model_name`` pattern
 _MODEL_UNSAFE = re.compile(r"[\"<>:/|\\?*\[\]]+")
 #: per-item score column → the summary metric it is the per-request value of
-SCORE_METRIC = {"correct": "accuracy", "f1": "f1", "precision": "precision", "recall": "recall"}
+SCORE_METRIC = {"correct": "accuracy", "correct_strict": "accuracy_strict", "f1": "f1", "precision": "precision",
+                "recall": "recall"}
 
 
 def sanitize_model_name(name: str) -> str:

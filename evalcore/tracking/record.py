@@ -37,7 +37,7 @@ from evalcore.reports.verdict import MIN_ITEMS, PRIMARY, verdicts
 log = logging.getLogger("evalcore")
 _UNSAFE = re.compile(r"[^\w.\- :/]")
 #: the per-item columns that hold a request's score, and the metric each stands for
-ITEM_SCORES = ("correct", "answered", "precision", "recall", "f1", "bleu", "bleu4", "meteor", "rouge", "bertscore",
+ITEM_SCORES = ("correct", "correct_strict", "answered", "precision", "recall", "f1", "bleu", "bleu4", "meteor", "rouge", "bertscore",
                "cider", "claptext")
 
 

@@ -129,15 +129,28 @@
     };
   }
 
+  // a selection's entry: "<name>:<k>" (its k-th entry) or "<name>:<key>" (the entry with that key, e.g. a cell
+  // "protocol|dataset|model|variant|condition" of browser/sel-verdicts.js)
+  function selParts(sel) {
+    const i = sel.indexOf(":");
+    return i < 0 ? [sel, "0"] : [sel.slice(0, i), sel.slice(i + 1)];
+  }
+  function entryOf(sel) {
+    const [name, entry] = selParts(sel);
+    const s = SELECTIONS[name];
+    if (!s) return null;
+    if (/^[0-9]+$/.test(entry || "0")) return s.entries[parseInt(entry || "0", 10)] || null;
+    return s.entries.find((e) => e.key === entry) || null;
+  }
+
   async function matches(s) {
     await allIndex();
     let only = null;
     if (s.sel) {
-      const [name, entry] = s.sel.split(":");
+      const [name] = selParts(s.sel);
       if (!/^[A-Za-z0-9_.-]+$/.test(name)) throw new Error("bad selection name");
       await load(`browser/sel-${name}.js`);
-      const sel = SELECTIONS[name];
-      const e = sel && sel.entries[parseInt(entry || "0", 10)];
+      const e = entryOf(s.sel);
       only = new Set(e ? e.items : []);
     }
     const test = matcher(s);
@@ -176,6 +189,8 @@
                           "data-outcome": out, "data-condition": cond, "data-request": c.r }, head);
     if (c.ev) td.append(el("div", { class: "evnote" }, "⚑ " + c.ev));
     if (c.a) td.append(el("div", { class: "answer" }, c.a));
+    if (c.vd) td.append(el("div", { class: "vdnote", title: "the published rule and evalcore's strict reading differ" },
+                           "⚖ " + c.vd));
     if (c.x && c.x !== c.a) td.append(el("div", { class: "txt", title: "the model's whole answer" }, c.x));
     if (c.s && c.s.length) td.append(el("div", { class: "scores" }, c.s.map(([k, v]) => `${k} ${v}`).join(" · ")));
     if (c.e) td.append(el("div", { class: "err" }, `${c.e[0]} · ${c.e[1]}: ${c.e[2]}`));
@@ -270,11 +285,7 @@
       return;
     }
     if (mine !== token) return;
-    let selEntry = null;
-    if (s.sel) {
-      const [name, entry] = s.sel.split(":");
-      selEntry = SELECTIONS[name] ? SELECTIONS[name].entries[parseInt(entry || "0", 10)] : null;
-    }
+    const selEntry = s.sel ? entryOf(s.sel) : null;
     const main = document.getElementById("items");
     main.replaceChildren(...ords.map((o) => article(DATA[Math.floor(o / META.per_data)][o % META.per_data], s, selEntry)));
     pager(page, pages, total);
@@ -307,8 +318,8 @@
       if (!s[k]) continue;
       let text = `${named[k]}: ${s[k]}`;
       if (k === "sel") {
-        const [name, entry] = s.sel.split(":");
-        const e = SELECTIONS[name] && SELECTIONS[name].entries[parseInt(entry || "0", 10)];
+        const [name] = selParts(s.sel);
+        const e = entryOf(s.sel);
         if (e) text = `${SELECTIONS[name].label}: ${e.label}`;
       }
       const b = el("button", { type: "button", class: "chip", title: "remove this filter" }, text + " ✕");

@@ -389,14 +389,21 @@ def _as_os_errors(uri: str) -> Iterator[None]:
                else OSError(errno.EIO, f"writing {uri}: {e}"[:500])) from None
 
 
+#: the environment's credential variables: a boto3 client keeps the keys it was built with, where pyarrow's reads the
+#: environment at every request, so a client is kept per value of these (a process whose keys change gets a new one)
+_CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                    "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE")
+
+
 def s3_client(settings: StorageSettings | None = None) -> Any:
     """boto3's S3 client for ``settings`` (default: the current ones): the same endpoint, region and credential
     chain as pyarrow's filesystem, for what pyarrow's output stream cannot do (whole-object and conditional writes)."""
-    return _boto3_client(settings or current())
+    keys = hashlib.sha256("\0".join(os.environ.get(v, "") for v in _CREDENTIAL_VARS).encode()).hexdigest()
+    return _boto3_client(settings or current(), keys)
 
 
-@lru_cache(maxsize=4)
-def _boto3_client(settings: StorageSettings) -> Any:
+@lru_cache(maxsize=8)
+def _boto3_client(settings: StorageSettings, keys: str) -> Any:  # ``keys``: a digest of the credential variables
     import boto3
     from botocore.config import Config
 

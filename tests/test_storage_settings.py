@@ -88,7 +88,9 @@ def test_a_helper_thread_of_a_scope_uses_it_and_carried_binds_it() -> None:
     assert got == [b, a]  # a plain helper thread: the scope open in the process; a carried function: its own
 
 
-def test_settings_from_parts_inherit_what_is_not_given_and_carry_no_keys() -> None:
+def test_settings_from_parts_inherit_what_is_not_given_and_carry_no_keys(monkeypatch) -> None:
+    for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(var, raising=False)  # a config's null endpoint and region would take them
     with storage.using(_s("http://a:1", 7.0)):
         assert storage.StorageSettings.of() == _s("http://a:1", 7.0)
         assert storage.StorageSettings.of({"endpoint_override": "http://c:3"}) == _s("http://c:3", 7.0)

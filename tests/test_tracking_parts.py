@@ -121,6 +121,23 @@ def test_a_warning_carries_no_credentials(monkeypatch) -> None:
     assert "https://mlflow.example.org:5000" in text and "/api/2.0" not in text
 
 
+def test_evalcore_track_says_each_result_once(tmp_path, caplog) -> None:
+    """``evalcore track`` prints one stdout line per sink and model; the sinks' log line of the same result is left
+    out there (it printed each result twice: that line on stderr, then the same on stdout)."""
+    from typer.testing import CliRunner
+
+    from evalcore.cli import app
+    from tracking_helpers import handmade_run
+
+    handmade_run(tmp_path / "run", 20)
+    with caplog.at_level(logging.INFO, logger="evalcore"):
+        res = CliRunner().invoke(app, ["track", str(tmp_path / "run"), "--track", f"lm_eval={tmp_path / 'lm'}"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines() == [f"lm_eval: m: 1 task(s) → {tmp_path / 'lm' / 'm'}"]
+    assert not [r for r in caplog.records if "lm_eval" in r.getMessage()]
+    assert not logging.getLogger("evalcore").filters  # the command's filter is gone with it
+
+
 def test_mlflow_logs_thousands_of_cells_in_batches_within_its_limits(tmp_path, caplog) -> None:
     pytest.importorskip("mlflow")
     from tracking_helpers import fresh_mlflow_uri, handmade_run, mlflow_runs
@@ -147,8 +164,11 @@ def test_validate_names_a_sink_whose_package_is_missing_with_its_install_command
     monkeypatch.setitem(sys.modules, "wandb", None)  # W&B not installed
     res = CliRunner().invoke(app, ["validate", str(path)])
     assert res.exit_code == 2, res.output
-    assert 'tracking.1.kind: the wandb sink needs wandb, which does not import here; install: pip install -e ".[tracking]"' \
-        in res.stderr
+    from evalcore.packages import install
+
+    hint = install("tracking")  # absolute: it runs from any directory (a relative ".[tracking]" fails outside the clone)
+    assert f"{sys.executable} -m pip install -e {REPO}[tracking]" == hint.replace("'", "")
+    assert f"tracking.1.kind: the wandb sink needs wandb, which does not import here; install: {hint}" in res.stderr
     assert CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)]).exit_code == 0
     path.write_text(yaml.safe_dump(_cfg([{"kind": "mlflow", "uri": "http://[::1"}])))
     res = CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)])

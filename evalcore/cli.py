@@ -17,7 +17,7 @@ import typer
 
 from evalcore import cluster, console, preflight, storage
 from evalcore.config import ConfigError, demo_config_path, load_config, read_yaml
-from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
+from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, bounded, parse_classes
 from evalcore.input_schemas import schema as named_schema
 from evalcore.models.tiny import FAMILIES, build_tiny
 from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
@@ -262,7 +262,7 @@ def cluster_problems(cfg) -> list[str]:
         cluster.start(cfg.ray.address, log_to_driver=False, configure_logging=False)
     except Exception as e:  # noqa: BLE001 - any failure to join is this one line
         return [f"ray.address: cannot join the Ray cluster at {cluster.address_of(cfg.ray.address)} to check where "
-                f"its nodes read files ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})"]
+                f"its nodes read files ({bounded(f'{type(e).__name__}: {e}', 200)})"]
     try:
         return placement.validate_problems(with_run_llm_roots(cfg), placement.nodes())
     finally:

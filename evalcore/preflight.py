@@ -31,6 +31,7 @@ from evalcore.packages import component_problem
 from evalcore.params import path_problems
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validated
+from evalcore.errors import bounded
 from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
 from evalcore.registry import Registry
@@ -214,7 +215,7 @@ def reproduction_problems(cfg: RunConfig) -> list[str]:
     try:
         cells = published.read(cfg.published_values or published.PUBLISHED_CSV)
     except (OSError, published.PublishedError) as e:
-        return [f"published_values: {str(e)[:300]}"]
+        return [f"published_values: {bounded(str(e), 300)}"]
     known = published.table_keys(cells)
     return [f"reproduces{'' if len(cfg.reproduces) == 1 else f'.{i}'}: no published cell of {key!r} (tables: "
             f"{', '.join(known[:12])} …)" for i, key in enumerate(cfg.reproduces) if key not in known]
@@ -227,7 +228,7 @@ def card_problems(cfg: RunConfig) -> list[str]:
     try:
         model_card.read_published(storage.read_text(cfg.model_card.published))
     except (OSError, ValueError) as e:
-        return [f"model_card.published: {str(e)[:300]}"]
+        return [f"model_card.published: {bounded(str(e), 300)}"]
     return []
 
 
@@ -272,7 +273,7 @@ def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str
                         break
                 seen.add(uri)
         except OSError as e:  # the items file itself: path_problems names it
-            out.append(f"datasets.{i}.params: cannot read its items to check their audio: {str(e)[:200]}")
+            out.append(f"datasets.{i}.params: cannot read its items to check their audio: {bounded(str(e), 200)}")
             continue
         if found:
             stop = (f"stopped at the first {limit} missing, after {read} rows" if len(found) == limit

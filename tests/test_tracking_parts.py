@@ -173,3 +173,25 @@ def test_validate_names_a_sink_whose_package_is_missing_with_its_install_command
     path.write_text(yaml.safe_dump(_cfg([{"kind": "mlflow", "uri": "http://[::1"}])))
     res = CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)])
     assert res.exit_code == 2 and "tracking.0.mlflow.uri: cannot be parsed as a URI" in res.stderr
+
+
+def test_lm_eval_samples_carry_the_options_as_each_request_presented_them(tmp_path) -> None:
+    """A multiple-choice sample's ``doc`` and ``arg_0`` hold the options in the order that request showed them (its
+    option order), with the right one's index among them — not the bare question (the samples kept only that)."""
+    import pandas as pd
+
+    from evalcore.tracking.lm_eval_files import samples
+    from tracking_helpers import handmade_run
+
+    handmade_run(tmp_path / "run", 3)
+    canonical = ["violin", "piano", "drums"]
+    rows = [{"request_id": f"r{k}", "dataset": "d0", "item_id": "i1", "protocol": "mcq", "model": "m",
+             "condition": "correct", "variant": "default", "option_order": k, "text": "(A)", "correct": 1.0,
+             "options": shown, "correct_index": shown.index("piano")}
+            for k, shown in enumerate((canonical, ["drums", "piano", "violin"]))]
+    pd.DataFrame(rows).to_parquet(tmp_path / "run" / "tables" / "per_item.parquet", index=False)
+    lines = samples(FinishedRun(str(tmp_path / "run")), "m")["mcq_d0"]
+    assert [x["doc"]["options"] for x in lines] == [canonical, ["drums", "piano", "violin"]]
+    assert [x["doc"]["correct_option"] for x in lines] == [1, 1] and [x["target"] for x in lines] == ["piano"] * 2
+    assert lines[1]["arguments"]["gen_args_0"]["arg_0"] == "q?\n(A) drums\n(B) piano\n(C) violin"
+    assert lines[0]["doc"]["question"] == "q?" and lines[0]["prompt_hash"] != lines[1]["prompt_hash"]

@@ -18,6 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, Validatio
 
 from evalcore import storage
 from evalcore.datasets.base import DATASETS
+from evalcore.embedders import EmbedderSpec
 from evalcore.judges.base import JUDGES
 from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.models.base import MODELS
@@ -197,6 +198,10 @@ class ProtocolConfig(_Strict):
     #: free-form only: metric profile, registered metric names and their settings (evalcore.metrics.metric_config;
     #: None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
+    #: mir only: the text embedder of the rules that score by similarity (CMI-Bench's tagging, released with
+    #: GTE-Qwen2-7B-instruct): ``{kind: sentence_transformers | transformers_mean, path: <local model folder>}``
+    #: (evalcore.embedders); None = the bag-of-words stand-in, named as such in the definitions and on the card
+    similarity: EmbedderSpec | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -262,6 +267,8 @@ class ProtocolConfig(_Strict):
             raise ValueError("icl_pool 'released' is MuChoMusic's released example and rule: templates muchomusic")
         if self.metrics is not None and self.kind != "freeform":
             raise ValueError("metrics applies to the freeform protocol only")
+        if self.similarity is not None and self.kind != "mir":
+            raise ValueError("similarity applies to the mir protocol only (an MCQ judge takes its own, in its params)")
         if self.breakdown_min_share and self.kind != "mcq":
             raise ValueError("breakdown_min_share applies to the mcq protocol only")
         return self

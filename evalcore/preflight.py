@@ -27,7 +27,8 @@ from evalcore.datasets.base import DATASETS
 from evalcore.judges.base import JUDGES
 from evalcore.metrics.freeform import preflight as metric_problems
 from evalcore.models.base import MODELS
-from evalcore.packages import component_problem
+from evalcore.embedders import EmbedderSpec, path_problem, requires
+from evalcore.packages import METRICS_EXTRA, component_problem, missing
 from evalcore.params import path_problems
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validated
@@ -111,7 +112,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
-    out += key_problems(cfg) + card_problems(cfg)
+    out += key_problems(cfg) + card_problems(cfg) + embedder_problems(cfg)
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
@@ -232,10 +233,35 @@ def card_problems(cfg: RunConfig) -> list[str]:
     return []
 
 
+def _embedders(cfg: RunConfig) -> Iterator[tuple[str, EmbedderSpec]]:
+    """(field path, spec) of every configured text embedder: a mir protocol's ``similarity``, a judge's."""
+    for i, p in enumerate(cfg.protocols):
+        if p.similarity is not None:
+            yield f"protocols.{i}.similarity", p.similarity
+        for field in ("judge", "agreement_judge"):
+            j = getattr(p, field)
+            if j is not None and isinstance(j.params.get("similarity"), dict):
+                try:
+                    yield f"protocols.{i}.{field}.params.similarity", EmbedderSpec.model_validate(j.params["similarity"])
+                except ValueError:  # the params check names it
+                    continue
+
+
+def embedder_problems(cfg: RunConfig) -> list[str]:
+    """One line per configured embedder whose folder is not a model of its kind on this machine
+    (:func:`evalcore.embedders.path_problem`)."""
+    return [f"{where}.path: {why}" for where, spec in _embedders(cfg) if (why := path_problem(spec)) is not None]
+
+
 def package_problems(cfg: RunConfig) -> list[str]:
-    """One line per configured model or judge whose packages do not import where it will run, naming it and
-    the install command (:mod:`evalcore.packages`). A model with its own ``runtime_env`` brings its own packages."""
+    """One line per configured model, judge or metric whose packages do not import where it will run, naming it
+    and the install command (:mod:`evalcore.packages`): a judge's embedder (MMAU-Pro's NV-Embed-v2: torch), a mir
+    protocol's similarity. A model with its own ``runtime_env`` brings its own packages."""
     out = []
+    for i, p in enumerate(cfg.protocols):
+        if p.similarity is not None and (gone := missing(requires(p.similarity))):
+            out.append(f"protocols.{i}.similarity.kind: the {p.similarity.kind} embedder of protocol {p.name!r} "
+                       f"needs {', '.join(gone)}, which do not import here; install: {METRICS_EXTRA}")
     for where, package, kind, params in _components(cfg):
         if package == "datasets":
             continue

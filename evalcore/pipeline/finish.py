@@ -36,12 +36,15 @@ log = logging.getLogger("evalcore")
 
 def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """protocol instance → scorer keyword arguments: the free-form metrics config, the run's S3 options (for
-    s3:// model files) and which models are reference-rewrite systems (by their recorded model_info)."""
+    s3:// model files) and which models are reference-rewrite systems (by their recorded model_info); a mir
+    protocol's configured embedder."""
     params: dict[str, dict[str, Any]] = {}
     for p in cfg.protocols:
         if p.kind == "freeform":
             params[p.name] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
                               "s3": cfg.storage.s3_options()}
+        elif p.kind == "mir" and p.similarity is not None:  # the tagging rule's embedder
+            params[p.name] = {"similarity": p.similarity.model_dump()}
     return params
 
 

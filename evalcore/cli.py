@@ -275,7 +275,7 @@ def budget_text(limit: float | None, configured: bool) -> str:
     if limit is None:
         return "no error budget (max_error_rate: null)"
     return (f"error budget: max_error_rate {limit:g} ({'set' if configured else 'the default'}; exit 4 when more than "
-            f"{limit:.0%} of the item rows, of any model's requests or of all requests error)")
+            f"{limit:.0%} of the item rows, of any model's or benchmark's requests or of all requests error)")
 
 
 def exit_on_tracking_problems(sinks: list, check_paths: bool) -> None:

@@ -131,6 +131,10 @@ class ModelSpec(_Strict):
 
 class ModelConfig(ModelSpec):
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    #: the model whose answers this entry gives, where several entries are one model — a replay of one model's
+    #: outputs per benchmark, a stand-in per benchmark: the model card shows them as one column of this name (two
+    #: entries of one model must not answer the same protocol). None: the entry's name (left out of config.yaml)
+    model: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", exclude_if=lambda v: v is None)
 
     _fits = _params_fit(MODELS)
 
@@ -201,7 +205,8 @@ class ProtocolConfig(_Strict):
     #: mir only: the text embedder of the rules that score by similarity (CMI-Bench's tagging, released with
     #: GTE-Qwen2-7B-instruct): ``{kind: sentence_transformers | transformers_mean, path: <local model folder>}``
     #: (evalcore.embedders); None = the bag-of-words stand-in, named as such in the definitions and on the card
-    similarity: EmbedderSpec | None = None
+    #: (left out of config.yaml when unset: a config without it dumps, and fingerprints, as before it existed)
+    similarity: EmbedderSpec | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="before")
     @classmethod
@@ -437,6 +442,15 @@ class RunConfig(SuiteConfig):
                              - {m.name for m in self.models} - {"default"})
             if unknown:
                 raise ValueError(f"protocols.{i}.templates: unknown model(s) {unknown}")
+            asked = [m for m in self.models if p.models is None or m.name in p.models]
+            column: dict[str, str] = {}
+            for m in asked:  # two entries of one model on one protocol: two values for one card cell
+                shown = m.model or m.name
+                if shown in column:
+                    where = next(j for j, x in enumerate(self.models) if x.name == m.name)
+                    raise ValueError(f"models.{where}.model: {m.name!r} and {column[shown]!r} are both model {shown!r} "
+                                     f"and both answer protocol {p.name!r}: one model answers a protocol once")
+                column[shown] = m.name
         return self  # whether a vocabulary fits its tasks needs the datasets: evalcore.preflight.vocabulary_problems
 
 

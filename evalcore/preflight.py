@@ -28,7 +28,8 @@ from evalcore.judges.base import JUDGES
 from evalcore.metrics.freeform import preflight as metric_problems
 from evalcore.models.base import MODELS
 from evalcore.embedders import EmbedderSpec, path_problem, requires
-from evalcore.packages import METRICS_EXTRA, component_problem, missing
+from evalcore.metrics.mir import REQUIRES as MIR_REQUIRES
+from evalcore.packages import CORE, METRICS_EXTRA, component_problem, missing
 from evalcore.params import path_problems
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validated
@@ -259,6 +260,9 @@ def package_problems(cfg: RunConfig) -> list[str]:
     protocol's similarity. A model with its own ``runtime_env`` brings its own packages."""
     out = []
     for i, p in enumerate(cfg.protocols):
+        if p.kind == "mir" and (gone := missing(MIR_REQUIRES)):
+            out.append(f"protocols.{i}.kind: the released rules of protocol {p.name!r} need {', '.join(gone)}, which "
+                       f"do not import here; install: {CORE}")
         if p.similarity is not None and (gone := missing(requires(p.similarity))):
             out.append(f"protocols.{i}.similarity.kind: the {p.similarity.kind} embedder of protocol {p.name!r} "
                        f"needs {', '.join(gone)}, which do not import here; install: {METRICS_EXTRA}")

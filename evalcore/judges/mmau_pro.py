@@ -47,6 +47,7 @@ import numpy as np
 from evalcore.embedders import KINDS, EmbedderSpec, load, spec_of
 from evalcore.judges.base import JUDGES, Judgment, PublishedRule
 from evalcore.judges.parser import ParserJudge, named
+from evalcore.packages import METRICS_EXTRA, MODELS_EXTRA, missing
 
 __all__ = ["TIE_RTOL", "nearest", "nearest_choice", "first_nearest", "bag_of_words", "McqMmauProJudge", "RULE"]
 
@@ -149,8 +150,6 @@ class McqMmauProJudge(ParserJudge):
         """What the configured embedder needs that does not import here, and the command that installs it (checked
         by ``evalcore validate`` before anything runs), else None: NV-Embed-v2 torch and transformers, a configured
         ``similarity`` its kind's modules, the stand-in nothing."""
-        from evalcore.packages import METRICS_EXTRA, MODELS_EXTRA, missing
-
         spec = params.get("similarity")
         if spec is not None:
             kind = spec.get("kind") if isinstance(spec, dict) else getattr(spec, "kind", None)
@@ -161,6 +160,14 @@ class McqMmauProJudge(ParserJudge):
             return None
         gone = missing(needs)
         return f"needs {', '.join(gone)}, which do not import here; install: {hint}" if gone else None
+
+    @staticmethod
+    def stand_in(params: dict) -> str | None:
+        """What stands in for the published scorer's NV-Embed-v2 with ``params`` (the model card says so), else
+        None."""
+        if params.get("similarity") is None and params.get("embedder") == "bag-of-words":
+            return "bag-of-words stand-in for NV-Embed-v2 (not the published scorer's embedder)"
+        return None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._embed is None:

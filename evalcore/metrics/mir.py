@@ -34,6 +34,9 @@ __all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]
 
 #: the key marking a row's ``scores`` as the mir rules' columns (the free-form metrics' JSON has "profile")
 STREAM_KEY = "mir_rule"
+#: the libraries the released rules compute with (each rule imports its own when it first scores): ``evalcore
+#: validate`` checks they import, as it checks a model's packages
+REQUIRES = ("mir_eval", "jiwer", "num2words", "pretty_midi", "sklearn", "scipy")
 
 
 def _union(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:

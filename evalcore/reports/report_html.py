@@ -38,6 +38,11 @@ def _breakdown(summary: pd.DataFrame) -> Any:
     return plots.breakdown_bars(summary, name), f"Accuracy by {name}, correct audio (%)"
 
 
+def _html(fig: Any, caption: str) -> str:
+    """A figure as the page embeds it; "" for none."""
+    return "" if fig is None else figure_html(fig, caption)
+
+
 def _forest(summary: pd.DataFrame, min_items: int, exclude: Iterable[str], tasks: dict) -> tuple[Any, str]:
     return (plots.forest(listening_rows(summary, exclude), min_items, tasks=tasks),
             "Paired differences correct − control of each protocol's primary metric, with CIs; hollow points: fewer "
@@ -49,19 +54,15 @@ def _card_figures(summary: pd.DataFrame, min_items: int, exclude: Iterable[str],
     """After the model card: the verdict per model and benchmark, then every difference behind a toggle."""
     c = model_card.build(summary, card, min_items, exclude, benchmarks)
     labels = [f"{r.benchmark} · {r.task}" if r.task else r.benchmark for r in c.rows]
-    out = []
-    fig = plots.listening_map(labels, c.models, [r.marks for r in c.rows], [r.deciding for r in c.rows])
-    if fig is not None:
-        out.append(figure_html(fig, "The listening verdict by model and benchmark: each cell the model's mark on that "
-                                    "row of the card (✓ a control's paired difference has its CI above 0, ✗ none has, "
-                                    f"? fewer than {min_items} items) and the difference with the highest lower "
-                                    "bound, with its n."))
-    fig, caption = _forest(summary, min_items, exclude, tasks)
-    if fig is not None:
+    out = [_html(plots.listening_map(labels, c.models, [r.marks for r in c.rows], [r.deciding for r in c.rows]),
+                 "The listening verdict by model and benchmark: each cell the model's mark on that row of the card (✓ "
+                 f"a control's paired difference has its CI above 0, ✗ none has, ? fewer than {min_items} items) and "
+                 "the difference with the highest lower bound, with its n.")]
+    forest = _html(*_forest(summary, min_items, exclude, tasks))
+    if forest:
         n = len(listening_rows(summary, exclude))
-        out.append(f"<details><summary>Every paired difference ({n}), as a forest plot</summary>\n"
-                   f"{figure_html(fig, caption)}\n</details>")
-    return "\n".join(out)
+        out.append(f"<details><summary>Every paired difference ({n}), as a forest plot</summary>\n{forest}\n</details>")
+    return "\n".join(x for x in out if x)
 
 
 def render(markdown: str, summary: pd.DataFrame, min_items: int = MIN_ITEMS, exclude: Iterable[str] = (),
@@ -72,13 +73,13 @@ def render(markdown: str, summary: pd.DataFrame, min_items: int = MIN_ITEMS, exc
     tasks = {(b["protocol"], b["dataset"]): ", ".join(b.get("tasks") or [])[:40] for b in benchmarks
              if b.get("tasks") and b["dataset"] != ", ".join(b.get("tasks") or [])}
     has_card = card is not None and "\n## Model card" in markdown
-    figures: dict[str, Callable[[], tuple[Any, str] | str]] = {
-        "## Does it listen?": lambda: ("", "") if has_card else _forest(summary, min_items, exclude, tasks),
+    figures: dict[str, Callable[[], str]] = {  # each section's figures as HTML ("" for none)
+        "## Does it listen?": lambda: "" if has_card else _html(*_forest(summary, min_items, exclude, tasks)),
         "## Model card": lambda: _card_figures(summary, min_items, exclude, card or {}, benchmarks, tasks),
-        "## Audio-attention test": lambda: (plots.attention_bars(summary),
-                                            "Multiple-choice accuracy (%) per audio condition, ± SD over option "
-                                            "orders."),
-        "## Multiple-choice breakdowns": lambda: _breakdown(summary),
+        "## Audio-attention test": lambda: _html(plots.attention_bars(summary),
+                                                 "Multiple-choice accuracy (%) per audio condition, ± SD over option "
+                                                 "orders."),
+        "## Multiple-choice breakdowns": lambda: _html(*_breakdown(summary)),
     }
     parts = sections(markdown)
     last = {prefix: max((i for i, s in enumerate(parts) if s.startswith(prefix)), default=None) for prefix in figures}
@@ -86,12 +87,8 @@ def render(markdown: str, summary: pd.DataFrame, min_items: int = MIN_ITEMS, exc
     for i, part in enumerate(parts):
         body.append(markdown_html(part))
         for prefix, make in figures.items():
-            if last[prefix] == i:
-                made = make()
-                if isinstance(made, str):
-                    body.append(made)
-                elif made[0] is not None and made[0] != "":
-                    body.append(figure_html(*made))
+            if last[prefix] == i and (made := make()):
+                body.append(made)
     title = parts[0].splitlines()[0].lstrip("# ").strip() if parts[0] else "evalcore report"
     return page(title or "evalcore report", _coloured("\n".join(body)))
 

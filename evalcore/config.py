@@ -155,6 +155,14 @@ class JudgeConfig(_Strict):
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered(JUDGES, v)))
     _fits = _params_fit(JUDGES)
 
+    @model_validator(mode="after")
+    def _params_agree(self) -> "JudgeConfig":
+        """A judge's params that exclude one another (``check_params``: MMAU-Pro's ``embedder`` and ``similarity``)."""
+        hook = getattr(JUDGES.get(self.kind), "check_params", None)
+        if callable(hook):
+            hook(self.params)
+        return self
+
 
 ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice", "mir"]
 assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]

@@ -136,14 +136,20 @@ class McqMmauProJudge(ParserJudge):
     def __init__(self, embedder: Literal["nv-embed-v2", "bag-of-words"] = "nv-embed-v2",
                  model: str = "nvidia/NV-Embed-v2", device: str | None = None,
                  empty_is_unanswered: bool = True, similarity: EmbedderSpec | None = None) -> None:
+        self.check_params({"embedder": embedder, "similarity": similarity})
         spec = spec_of(similarity)
-        if spec is not None and embedder != "nv-embed-v2":
-            raise ValueError(f"give either embedder ({embedder!r}) or similarity, not both")
         self.embedder, self.model, self.device, self.similarity = embedder, model, device, spec
         self.empty_is_unanswered = empty_is_unanswered
         # 2: the published verdict (credited) beside the strict one; then the embedder that decided
         self.version = f"2-{embedder}" if spec is None else f"2-{spec.kind}:{os.path.basename(spec.path.rstrip('/'))}"
         self._embed: Embed | None = bag_of_words if embedder == "bag-of-words" and spec is None else None
+
+    @staticmethod
+    def check_params(params: dict) -> None:
+        """``similarity`` takes the place of ``embedder``: both set is a mistake (the config says so at once)."""
+        if params.get("similarity") is not None and params.get("embedder", "nv-embed-v2") != "nv-embed-v2":
+            raise ValueError(f"params.similarity: give either embedder ({params['embedder']!r}) or similarity, not "
+                             "both")
 
     @staticmethod
     def packages_problem(params: dict) -> str | None:

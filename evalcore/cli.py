@@ -17,7 +17,7 @@ import typer
 
 from evalcore import cluster, console, preflight, storage
 from evalcore.config import ConfigError, demo_config_path, load_config, read_yaml
-from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, parse_classes
+from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, bounded, parse_classes
 from evalcore.input_schemas import schema as named_schema
 from evalcore.models.tiny import FAMILIES, build_tiny
 from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
@@ -262,7 +262,7 @@ def cluster_problems(cfg) -> list[str]:
         cluster.start(cfg.ray.address, log_to_driver=False, configure_logging=False)
     except Exception as e:  # noqa: BLE001 - any failure to join is this one line
         return [f"ray.address: cannot join the Ray cluster at {cluster.address_of(cfg.ray.address)} to check where "
-                f"its nodes read files ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})"]
+                f"its nodes read files ({bounded(f'{type(e).__name__}: {e}', 200)})"]
     try:
         return placement.validate_problems(with_run_llm_roots(cfg), placement.nodes())
     finally:
@@ -275,7 +275,7 @@ def budget_text(limit: float | None, configured: bool) -> str:
     if limit is None:
         return "no error budget (max_error_rate: null)"
     return (f"error budget: max_error_rate {limit:g} ({'set' if configured else 'the default'}; exit 4 when more than "
-            f"{limit:.0%} of the item rows, of any model's requests or of all requests error)")
+            f"{limit:.0%} of the item rows, of any model's or benchmark's requests or of all requests error)")
 
 
 def exit_on_tracking_problems(sinks: list, check_paths: bool) -> None:

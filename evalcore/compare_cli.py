@@ -57,10 +57,13 @@ def compare(
                                 "outcomes, else paired t-tests)."),
     shared_items: bool = typer.Option(False, "--shared-items", help="Compare runs of different suites on the items "
                                       "they share (by default such runs exit 2)."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the flagged comparisons (no count line, no file "
+                               "paths)."),
 ) -> None:
     """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs, Holm-adjusted
     p-values (each row names its test), flagged drops; the same tables as the nightly. Exit 2 when a run is not a
-    finished run, or the runs are of different suites (see --shared-items).
+    finished run, or the runs are of different suites (see --shared-items). Prints the count of flagged
+    comparisons, each flagged one, and where compare.md, .html and .parquet are (plain text).
 
     CIs resample clips where questions share one; accuracy with 0/1 outcomes gets McNemar's exact test, other rows
     a paired t-test."""
@@ -72,4 +75,4 @@ def compare(
     if problem is not None:
         typer.echo(problem, err=True)
         raise typer.Exit(code=ExitCode.USAGE)
-    compare_runs(run_a, run_b, out, resamples, seed, min_effect, alpha)
+    compare_runs(run_a, run_b, out, resamples, seed, min_effect, alpha, quiet)

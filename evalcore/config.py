@@ -18,6 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, Validatio
 
 from evalcore import storage
 from evalcore.datasets.base import DATASETS
+from evalcore.embedders import EmbedderSpec
 from evalcore.judges.base import JUDGES
 from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.models.base import MODELS
@@ -130,6 +131,10 @@ class ModelSpec(_Strict):
 
 class ModelConfig(ModelSpec):
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    #: the model whose answers this entry gives, where several entries are one model — a replay of one model's
+    #: outputs per benchmark, a stand-in per benchmark: the model card shows them as one column of this name (two
+    #: entries of one model must not answer the same protocol). None: the entry's name (left out of config.yaml)
+    model: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$", exclude_if=lambda v: v is None)
 
     _fits = _params_fit(MODELS)
 
@@ -149,6 +154,14 @@ class JudgeConfig(_Strict):
 
     _known = field_validator("kind")(classmethod(lambda cls, v: _registered(JUDGES, v)))
     _fits = _params_fit(JUDGES)
+
+    @model_validator(mode="after")
+    def _params_agree(self) -> "JudgeConfig":
+        """A judge's params that exclude one another (``check_params``: MMAU-Pro's ``embedder`` and ``similarity``)."""
+        hook = getattr(JUDGES.get(self.kind), "check_params", None)
+        if callable(hook):
+            hook(self.params)
+        return self
 
 
 ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice", "mir"]
@@ -197,6 +210,11 @@ class ProtocolConfig(_Strict):
     #: free-form only: metric profile, registered metric names and their settings (evalcore.metrics.metric_config;
     #: None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
+    #: mir only: the text embedder of the rules that score by similarity (CMI-Bench's tagging, released with
+    #: GTE-Qwen2-7B-instruct): ``{kind: sentence_transformers | transformers_mean, path: <local model folder>}``
+    #: (evalcore.embedders); None = the bag-of-words stand-in, named as such in the definitions and on the card
+    #: (left out of config.yaml when unset: a config without it dumps, and fingerprints, as before it existed)
+    similarity: EmbedderSpec | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="before")
     @classmethod
@@ -262,6 +280,8 @@ class ProtocolConfig(_Strict):
             raise ValueError("icl_pool 'released' is MuChoMusic's released example and rule: templates muchomusic")
         if self.metrics is not None and self.kind != "freeform":
             raise ValueError("metrics applies to the freeform protocol only")
+        if self.similarity is not None and self.kind != "mir":
+            raise ValueError("similarity applies to the mir protocol only (an MCQ judge takes its own, in its params)")
         if self.breakdown_min_share and self.kind != "mcq":
             raise ValueError("breakdown_min_share applies to the mcq protocol only")
         return self
@@ -430,6 +450,15 @@ class RunConfig(SuiteConfig):
                              - {m.name for m in self.models} - {"default"})
             if unknown:
                 raise ValueError(f"protocols.{i}.templates: unknown model(s) {unknown}")
+            asked = [m for m in self.models if p.models is None or m.name in p.models]
+            column: dict[str, str] = {}
+            for m in asked:  # two entries of one model on one protocol: two values for one card cell
+                shown = m.model or m.name
+                if shown in column:
+                    where = next(j for j, x in enumerate(self.models) if x.name == m.name)
+                    raise ValueError(f"models.{where}.model: {m.name!r} and {column[shown]!r} are both model {shown!r} "
+                                     f"and both answer protocol {p.name!r}: one model answers a protocol once")
+                column[shown] = m.name
         return self  # whether a vocabulary fits its tasks needs the datasets: evalcore.preflight.vocabulary_problems
 
 

@@ -84,7 +84,11 @@ def bounded(text: object, cap: int = MAX_REASON_CHARS) -> str:
     s = _SPACE.sub(" ", s).strip()
     if len(s) > cap:
         note = f" … [cut, {n} chars in all]"
-        s = s[: max(cap - len(note), 0)] + note
+        keep = s[: max(cap - len(note), 0)]
+        space = len(keep) if s[len(keep):len(keep) + 1] == " " else keep.rfind(" ")
+        if space > len(keep) * 3 // 4:  # end on a whole word ("Details: Co…" said nothing), unless that loses much
+            keep = keep[:space]
+        s = keep.rstrip() + note
     return s
 
 

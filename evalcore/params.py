@@ -38,6 +38,7 @@ import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from evalcore import storage
+from evalcore.errors import bounded
 
 #: how many of something (clips, rows, tokens, threads, requests per minute): at least one
 Count = Annotated[int, Field(ge=1)]
@@ -197,7 +198,7 @@ def _missing(uri: str, what: str) -> str | None:
                                                            allow_not_found=True))
                 return None if found else f"{uri!r} does not exist (no object under this prefix)"
         except (OSError, ValueError) as e:
-            return f"cannot check {uri!r}: {str(e).splitlines()[0][:200]}"
+            return f"cannot check {uri!r}: {bounded(str(e), 200)}"
         return f"{uri!r} does not exist" if info.type == pafs.FileType.NotFound else None
     local = os.path.expanduser(uri.removeprefix("file://"))
     if not os.path.exists(local):

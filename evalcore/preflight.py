@@ -27,10 +27,13 @@ from evalcore.datasets.base import DATASETS
 from evalcore.judges.base import JUDGES
 from evalcore.metrics.freeform import preflight as metric_problems
 from evalcore.models.base import MODELS
-from evalcore.packages import component_problem
+from evalcore.embedders import EmbedderSpec, path_problem, requires
+from evalcore.metrics.mir import REQUIRES as MIR_REQUIRES
+from evalcore.packages import CORE, METRICS_EXTRA, component_problem, missing
 from evalcore.params import path_problems
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validated
+from evalcore.errors import bounded
 from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
 from evalcore.registry import Registry
@@ -110,7 +113,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
-    out += key_problems(cfg) + card_problems(cfg)
+    out += key_problems(cfg) + card_problems(cfg) + embedder_problems(cfg)
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
@@ -214,7 +217,7 @@ def reproduction_problems(cfg: RunConfig) -> list[str]:
     try:
         cells = published.read(cfg.published_values or published.PUBLISHED_CSV)
     except (OSError, published.PublishedError) as e:
-        return [f"published_values: {str(e)[:300]}"]
+        return [f"published_values: {bounded(str(e), 300)}"]
     known = published.table_keys(cells)
     return [f"reproduces{'' if len(cfg.reproduces) == 1 else f'.{i}'}: no published cell of {key!r} (tables: "
             f"{', '.join(known[:12])} …)" for i, key in enumerate(cfg.reproduces) if key not in known]
@@ -227,14 +230,42 @@ def card_problems(cfg: RunConfig) -> list[str]:
     try:
         model_card.read_published(storage.read_text(cfg.model_card.published))
     except (OSError, ValueError) as e:
-        return [f"model_card.published: {str(e)[:300]}"]
+        return [f"model_card.published: {bounded(str(e), 300)}"]
     return []
 
 
+def _embedders(cfg: RunConfig) -> Iterator[tuple[str, EmbedderSpec]]:
+    """(field path, spec) of every configured text embedder: a mir protocol's ``similarity``, a judge's."""
+    for i, p in enumerate(cfg.protocols):
+        if p.similarity is not None:
+            yield f"protocols.{i}.similarity", p.similarity
+        for field in ("judge", "agreement_judge"):
+            j = getattr(p, field)
+            if j is not None and isinstance(j.params.get("similarity"), dict):
+                try:
+                    yield f"protocols.{i}.{field}.params.similarity", EmbedderSpec.model_validate(j.params["similarity"])
+                except ValueError:  # the params check names it
+                    continue
+
+
+def embedder_problems(cfg: RunConfig) -> list[str]:
+    """One line per configured embedder whose folder is not a model of its kind on this machine
+    (:func:`evalcore.embedders.path_problem`)."""
+    return [f"{where}.path: {why}" for where, spec in _embedders(cfg) if (why := path_problem(spec)) is not None]
+
+
 def package_problems(cfg: RunConfig) -> list[str]:
-    """One line per configured model or judge whose packages do not import where it will run, naming it and
-    the install command (:mod:`evalcore.packages`). A model with its own ``runtime_env`` brings its own packages."""
+    """One line per configured model, judge or metric whose packages do not import where it will run, naming it
+    and the install command (:mod:`evalcore.packages`): a judge's embedder (MMAU-Pro's NV-Embed-v2: torch), a mir
+    protocol's similarity. A model with its own ``runtime_env`` brings its own packages."""
     out = []
+    for i, p in enumerate(cfg.protocols):
+        if p.kind == "mir" and (gone := missing(MIR_REQUIRES)):
+            out.append(f"protocols.{i}.kind: the released rules of protocol {p.name!r} need {', '.join(gone)}, which "
+                       f"do not import here; install: {CORE}")
+        if p.similarity is not None and (gone := missing(requires(p.similarity))):
+            out.append(f"protocols.{i}.similarity.kind: the {p.similarity.kind} embedder of protocol {p.name!r} "
+                       f"needs {', '.join(gone)}, which do not import here; install: {METRICS_EXTRA}")
     for where, package, kind, params in _components(cfg):
         if package == "datasets":
             continue
@@ -272,7 +303,7 @@ def audio_problems(cfg: RunConfig, limit: int = AUDIO_MISSING_SHOWN) -> list[str
                         break
                 seen.add(uri)
         except OSError as e:  # the items file itself: path_problems names it
-            out.append(f"datasets.{i}.params: cannot read its items to check their audio: {str(e)[:200]}")
+            out.append(f"datasets.{i}.params: cannot read its items to check their audio: {bounded(str(e), 200)}")
             continue
         if found:
             stop = (f"stopped at the first {limit} missing, after {read} rows" if len(found) == limit

@@ -14,6 +14,7 @@ not a finished run or nightly, or a ``--track`` flag is wrong.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Optional
 
 import pandas as pd
@@ -77,7 +78,23 @@ def track(
     """Log a finished run (or every finished checkpoint of a nightly root) to MLflow, W&B or lm-eval's files, from
     its files alone. Exit status: 0 logged, 1 a sink failed, 2 not a finished run or a wrong --track."""
     console.setup(quiet=quiet)
-    flags = list(sinks or [])
+    said = _Printed()  # each result is one stdout line (report), not that and the sinks' log line as well
+    logging.getLogger("evalcore").addFilter(said)
+    try:
+        _track(root, list(sinks or []), step_pattern, quiet)
+    finally:
+        logging.getLogger("evalcore").removeFilter(said)
+
+
+class _Printed(logging.Filter):
+    """Drops the sinks' INFO line of each logged result (``tracking: <sink>: <model>: …``): :func:`report` prints it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno == logging.INFO and str(record.msg).startswith("tracking: %s: %s: %s"))
+
+
+def _track(root: str, flags: list[str], step_pattern: str, quiet: bool) -> None:
+    """:func:`track`'s work: the sinks, the run or the nightly's checkpoints logged, :func:`report`."""
     if storage.exists(storage.join(root, "run.json")):
         saved = (_config(root).get("tracking") or []) if not flags else []
         found = sinks_of(flags, saved)

@@ -8,7 +8,7 @@ Without ``--store`` it runs the offline nightly demo (a few minutes on 2 cores) 
 step-1000, an identical step-2000, step-3000 deaf to timbre, step-6000 hearing again, step-7000 deaf again (the
 series of tests/test_nightly_demo.py) — with the MLflow sink (``--track mlflow=sqlite:///…``). Then it starts
 ``mlflow server`` on 127.0.0.1 against that sqlite store with ``--ui-python`` (an interpreter with the full ``mlflow``
-package: evalcore's ``tracking`` extra keeps to MLflow's client, which has no UI), opens MLflow's metric page of the
+package at the ``tracking`` extra's version: ``scripts/build_mlflow_ui_venv.sh`` builds ``.venv-mlflow-ui``), opens MLflow's metric page of the
 series' run (every checkpoint at its step), and saves Chromium's screenshot, MLflow's assistant panel cropped off.
 Needs ``chromium`` on PATH. The server is stopped at the end.
 """

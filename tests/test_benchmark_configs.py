@@ -53,6 +53,8 @@ ELSEWHERE = {"muchomusic": "tests/test_paper_configs.py"}
 #: the CMI-Bench tasks with fixture files: one or more per released rule
 CMI_TASKS = ("GTZAN", "GS_key", "gtzan_beat", "DSing", "MedleyDB", "Guzheng_Tech", "EMO_arousal", "MTG_genre", "SDD")
 STAND_IN = "qwen2-audio-7b-instruct"
+#: RUL-MuchoMusic's stand-in for the same model: one that answers nothing (the null model)
+RUL_STAND_IN = f"{RUL}.{STAND_IN}"
 
 
 def _yaml(path: pathlib.Path) -> dict:
@@ -94,10 +96,42 @@ def test_music_card_holds_every_benchmark_config_and_task() -> None:
     assert card["model_card"]["published"] == "configs/benchmarks/music-card-published.csv"
 
 
+def test_validate_names_the_mmau_pro_judge_whose_package_is_missing(tmp_path: pathlib.Path, monkeypatch) -> None:
+    """The music card with MMAU-Pro's published judge (NV-Embed-v2) where torch does not import: validate exits 2
+    with one line naming the judge and the command that installs it (the run was all error rows for it)."""
+    from evalcore.packages import MODELS_EXTRA
+
+    cfg = _localized(tmp_path, dead=False)
+    for p in cfg["protocols"]:
+        if p["name"] == "mmau-pro":
+            p["judge"] = _yaml(CARD)["protocols"][2]["judge"]
+            assert p["judge"]["params"]["embedder"] == "nv-embed-v2"
+    path = tmp_path / "card.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    from evalcore import packages
+
+    found = packages.importable
+    monkeypatch.setattr(packages, "importable", lambda m: m != "torch" and found(m))  # torch does not import here
+    res = CliRunner().invoke(app, ["validate", str(path)])
+    assert res.exit_code == 2, res.output
+    lines = [ln.strip() for ln in res.stderr.splitlines() if ln.startswith("  ")]
+    assert lines == [f"protocols.2.judge.kind: judge of protocol 'mmau-pro' (mcq_mmau_pro) needs torch, which do not "
+                     f"import here; install: {MODELS_EXTRA}"], res.stderr
+    monkeypatch.undo()
+    assert CliRunner().invoke(app, ["validate", str(path)]).exit_code == 0  # with torch: valid
+
+
 # --------------------------------------------------------------------------- one run: the music card localized
 
 
-def _localized(out: pathlib.Path) -> dict:
+#: the benchmark the card run adds whose every request errors: MMAU-Pro under its published NV-Embed-v2 judge with
+#: no weights at the configured path (torch is here, so validate's package check passes: the judge raises at run time)
+DEAD = "mmau-pro-nv"
+
+
+def _localized(out: pathlib.Path, dead: bool = True) -> dict:
+    """music-card.yaml over the fixtures, its Music LM replaced by stand-ins named as a user names the model they
+    stand for (``model: qwen2-audio-7b-instruct`` on each benchmark's); ``dead``: with :data:`DEAD`."""
     from test_rul_muchomusic import FIXTURE as RUL_JSON, write_muchomusic
 
     cfg = copy.deepcopy(_yaml(CARD))
@@ -126,9 +160,9 @@ def _localized(out: pathlib.Path) -> dict:
         if p["name"] in ELSEWHERE:
             continue
         p = {**p, "datasets": [d for d in p["datasets"] if d in keep_ds]}
-        if p["name"] in by_proto:  # a stand-in per benchmark, answering its fixed choice text
+        if p["name"] in by_proto:  # a stand-in per benchmark, answering its fixed choice text: one model, one column
             name = f"{p['name']}.{STAND_IN}"
-            models.append({"name": name, "kind": "simulated_gpu", "resources": small,
+            models.append({"name": name, "model": STAND_IN, "kind": "simulated_gpu", "resources": small,
                            "params": {"seconds_per_batch": 0, "answer": by_proto[p["name"]][1]}})
             p["models"] = [name, *baselines]
             p["option_orders"] = 2  # the configs' 3 seeded orders, cut to 2 to keep the run small
@@ -137,11 +171,17 @@ def _localized(out: pathlib.Path) -> dict:
         if p["kind"] in ("mir", "freeform"):
             p["models"] = [STAND_IN, "listener"]  # the text prior's one description says nothing of these tasks
         if p["name"] == RUL:
-            p["models"] = ["null", "text-prior"]
+            p["models"] = [RUL_STAND_IN, "text-prior"]
         protocols.append(p)
+    if dead:
+        mmau_pro = next(p for p in protocols if p["name"] == "mmau-pro")
+        (out / "no-weights").mkdir(exist_ok=True)
+        protocols.append({**mmau_pro, "name": DEAD, "models": mmau_pro["models"][:2], "agreement_judge": None,
+                          "judge": {"kind": "mcq_mmau_pro", "params": {"embedder": "nv-embed-v2",
+                                                                       "model": str(out / "no-weights")}}})
     models.append({"name": STAND_IN, "kind": "simulated_gpu", "resources": small,
                    "params": {"seconds_per_batch": 0, "answer": "C major"}})
-    models.append({"name": "null", "kind": "null", "resources": small})
+    models.append({"name": RUL_STAND_IN, "model": STAND_IN, "kind": "null", "resources": small})
     cfg.update(datasets=datasets, models=models, protocols=protocols, storage={"root": str(out / "run")},
                model_card={"published": str(REPO / cfg["model_card"]["published"])},
                stats={**cfg["stats"], "bootstrap_resamples": 100},
@@ -155,11 +195,17 @@ def card_run(tmp_path_factory, local_ray):
     from evalcore.config import parse_config
     from evalcore.pipeline.run import run
 
+    from evalcore.pipeline.outcome import ErrorBudgetExceeded
+
     tmp = tmp_path_factory.mktemp("card")
     cfg = parse_config(_localized(tmp))
-    result = run(cfg)
+    try:
+        run(cfg)
+        raise AssertionError("the run's dead benchmark did not end it with exit 4")
+    except ErrorBudgetExceeded as e:  # everything is written first (test_a_dead_benchmark_…)
+        result, budget = e.result, e
     tables = {n: pq.read_table(f"{cfg.root}/tables/{n}.parquet").to_pandas() for n in ("summary", "per_item", "errors")}
-    return {"result": result, "root": pathlib.Path(cfg.root), **tables}
+    return {"result": result, "budget": budget, "root": pathlib.Path(cfg.root), **tables}
 
 
 def _cell(run: dict, protocol: str, model: str, condition: str, metric: str, dataset: str | None = None) -> float:
@@ -283,25 +329,105 @@ def test_music_card_scores_every_cmi_task_under_every_control(card_run: dict) ->
     assert mir and all(json.loads(r["scores"])["mir_rule"] == r["category"] for r in mir)
 
 
+def _card_rows(report: str) -> tuple[list[str], list[list[str]]]:
+    """The model card's header and rows (cells split), from report.md."""
+    card = report.split("## Model card", 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in card.splitlines() if ln.startswith("| ")]
+    split = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines]
+    return split[0], split[1:]  # the separator line starts "|-": not read
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_model_card_in_the_report_and_in_chromium(card_run: dict, tmp_path: pathlib.Path) -> None:
-    report = card_run["result"].report
-    card = report.split("## Model card", 1)[1].split("\n## ", 1)[0]
-    header = next(ln for ln in card.splitlines() if ln.startswith("| benchmark |"))
-    assert all(m in header for m in ("listener", "text-prior", "null", STAND_IN))
-    rows = [ln for ln in card.splitlines() if ln.startswith("| ") and not ln.startswith("| benchmark")]
-    labels = {ln.split(" | ")[0].lstrip("| ") for ln in rows}
-    assert {ds for ds in CMI_EXPECTED} | {"mmau-test-mini (mmau)", "mmar-music (mmar)", "cmi-sdd (cmi-captions)",
-                                         "rul-muchomusic"} <= {lab.split(" (cmi)")[0] for lab in labels}
-    gtzan = next(ln for ln in rows if ln.startswith("| cmi-gtzan (cmi) | accuracy |"))
-    assert "pub. 0.624" in gtzan  # CMI-Bench's released scorer on Qwen2-Audio's released GTZAN outputs
-    assert "? " in gtzan or gtzan.rstrip(" |").endswith("?")  # two items: too few to say whether it listened
+    """The card as a report prints it: one column per model as the user named them (each benchmark's stand-in is
+    qwen2-audio-7b-instruct), then published reference columns with their sources, whatever models ran; rows
+    grouped MCQ / MIR / captioning, each naming its task and its benchmark's own metric; in headless Chromium at
+    1280 px the card starts within the first two screens, and the page does not overflow sideways."""
+    from cdp import Chromium
+
+    header, rows = _card_rows(card_run["result"].report)
+    assert header == ["benchmark", "task", "metric", "listener", STAND_IN, "text-prior",
+                      f"{STAND_IN} (published)", "salmonn (published)"]
+    groups = [r[0] for r in rows if r[0].startswith("**")]
+    assert groups == ["**Multiple-choice benchmarks**", "**MIR tasks (CMI-Bench)**", "**Captioning**"]
+    body = [r for r in rows if not r[0].startswith("**")]
+    assert all(r[1] for r in body), [r for r in body if not r[1]]  # every row names its task
+    by = {r[0]: r for r in body}
+    assert {"mmau-test-mini (mmau)", "mmar-music (mmar)", "cmi-sdd (cmi-captions)", RUL,
+            f"mmau-pro-music ({DEAD})"} | {f"{ds} (cmi)" for ds in CMI_EXPECTED} <= set(by)
+    for ds, (metric, _) in CMI_EXPECTED.items():  # each task's own published figure (lyrics: WER)
+        want = {"word_accuracy": "wer", "roc_auc": "roc_auc ‡"}.get(metric, metric)  # ‡: the tagging stand-in
+        assert by[f"{ds} (cmi)"][2] == want, ds
+    assert by["cmi-gtzan (cmi)"][1] == "GTZAN · classification" and by["cmi-dsing (cmi)"][1].startswith("DSing")
+    gtzan = by["cmi-gtzan (cmi)"]
+    assert gtzan[6] == "0.624 [1]" and gtzan[7] == "0.303 [1]"  # the released scorer on the released outputs
+    assert gtzan[4].endswith("?")  # two items: too few to say whether the stand-in listened
+    assert by["mmar-music (mmar)"][6:8] == ["0.243 [2]", "0.296 [2]"]  # MMAR's leaderboard, its Music column
+    card = card_run["result"].report.split("## Model card", 1)[1].split("\n## ", 1)[0]
+    assert "[1] CMI-Bench's released evaluate.py (4c15f410)" in card and "[2] MMAR's README leaderboard" in card
+    assert "‡ Scored with a stand-in, not the published scorer's model" in card
     meta = json.loads((card_run["root"] / "run.json").read_text())
     assert meta["model_card"]["published"].endswith("music-card-published.csv")
+    assert meta["model_card"]["columns"][f"mmar.{STAND_IN}"] == STAND_IN
     page = card_run["root"] / "report.html"
     scroll, client = chromium.widths(page, tmp_path)
     assert scroll <= client, f"the page overflows a 1280 px window: {scroll} > {client}"
+    with Chromium(tmp_path / "profile", 1280, 900) as browser:
+        tab = browser.page(page.as_uri())
+        tab.wait("document.readyState === 'complete'")
+        top, screen = tab.eval("(() => { const h = [...document.querySelectorAll('h2')].find(e => e.textContent === "
+                               "'Model card'); return [h.getBoundingClientRect().top + scrollY, innerHeight]; })()")
+        assert top < 2 * screen, f"the card starts at {top} px, below the first two screens of {screen} px"
+        first = tab.eval("(() => { const f = document.querySelector('figure'); return f.getBoundingClientRect().top "
+                         "+ scrollY; })()")
+        assert first > top  # no plot between the verdict and the card
+        assert tab.eval("document.querySelector('details figure') !== null")  # every difference, behind a toggle
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_dead_benchmark_ends_the_run_with_exit_4_and_reads_as_no_score(card_run: dict) -> None:
+    """MMAU-Pro under NV-Embed-v2 without its weights: every request errors (a judge that raises), the run exits 4
+    naming the benchmark and its top reason, its card cells read "—, all N errored", never a number."""
+    from evalcore.errors import ExitCode
+    from evalcore.pipeline.outcome import RunUnscored
+
+    budget = card_run["budget"]
+    assert isinstance(budget, RunUnscored) and budget.benchmark == (DEAD, "mmau-pro-music")
+    assert ExitCode.UNSCORED == 4
+    msg = str(budget)
+    assert msg.startswith(f"error budget exceeded: benchmark {DEAD} · mmau-pro-music errored on 60 of 60 of its "
+                          "requests (every one of its requests: it has no score)") and "top reasons: judge/" in msg
+    _, rows = _card_rows(card_run["result"].report)
+    dead = next(r for r in rows if r[0] == f"mmau-pro-music ({DEAD})")
+    # 3 items × 2 option orders under the correct audio, for each of the two models asked; the text prior was not
+    assert dead[2] == "accuracy" and dead[3] == dead[4] == "—, all 6 errored" and dead[5] == "—"
+    assert not [r for r in rows if any("0.000 [0.000, 0.000]" in c for c in r[3:6]) and r[0].endswith(f"({DEAD})")]
+    report = card_run["result"].report
+    assert f"⚠ **No score on {DEAD} · mmau-pro-music**: every one of its 60 requests errored" in report
+    meta = json.loads((card_run["root"] / "run.json").read_text())
+    (b,) = [b for b in meta["benchmarks"] if b["protocol"] == DEAD]
+    assert b["requests_in"] == b["requests_errored"] == 60 and b["figures"][0] == "accuracy"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_item_browser_of_the_card_run(card_run: dict) -> None:
+    """items.html is written for the card run, whose items include ones that failed to load (issue 50's point 2:
+    fixed by fe3ea62, held here), every link of report.html to it resolves to the page, and ``evalcore browse``
+    writes it again (exit 0)."""
+    import re
+
+    from evalcore.cli import app as cli
+
+    root = card_run["root"]
+    assert (root / "items.html").is_file() and (card_run["errors"]["error_stage"] == "load").any()
+    links = re.findall(r'href="(items\.html[^"#]*)', (root / "report.html").read_text())
+    assert len(links) > 50 and set(links) == {"items.html"}
+    res = CliRunner().invoke(cli, ["browse", str(root), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.strip() == (root / "items.html").resolve().as_uri()
 
 
 @pytest.mark.ray
@@ -317,10 +443,10 @@ def test_published_and_strict_figures_in_the_card_the_report_and_the_browser(car
     from cdp import Chromium
 
     report, per_item, s = card_run["result"].report, card_run["per_item"], card_run["summary"]
-    card = report.split("## Model card", 1)[1].split("\n## ", 1)[0]
+    _, rows = _card_rows(report)
     for label in ("mmau-test-mini (mmau)", "mmar-music (mmar)", "rul-muchomusic"):
-        row = next(ln for ln in card.splitlines() if ln.startswith(f"| {label} | accuracy |"))
-        assert " · strict " in row and " differ" in row, label
+        row = next(r for r in rows if r[0] == label)
+        assert row[2] == "accuracy" and all(" · strict " in c and " differ" in c for c in row[3:6] if c != "—"), label
     section = report.split("## Published rule and strict reading", 1)[1].split("\n## ", 1)[0]
     assert "rul-muchomusic" in section and "the two verdicts agree on all" in section  # RUL: no departure
     differ = per_item[per_item["correct_strict"].notna() & (per_item["correct"] != per_item["correct_strict"])]
@@ -359,6 +485,6 @@ def test_rul_muchomusic_config_runs_in_the_card(card_run: dict) -> None:
     assert len(rul) == 12 * 2 * 5 and set(rul["condition"]) == CONTROLS           # items × models × conditions
     fails = s[(s.protocol == RUL) & (s.metric == "parse_failure_rate") & (s.group == "all")].set_index(
         ["model", "condition"])["value"]
-    assert len(fails) == 10 and (fails.loc["null"] == 1.0).all() and (fails.loc["text-prior"] == 0.0).all()
+    assert len(fails) == 10 and (fails.loc[RUL_STAND_IN] == 1.0).all() and (fails.loc["text-prior"] == 0.0).all()
     assert ((s.protocol == RUL) & (s.metric == "perceptual_index") & (s.condition == "text_only")).sum() == 2
     assert "perceptual_index" in card_run["result"].report and "parse_failure_rate" in card_run["result"].report

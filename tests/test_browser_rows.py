@@ -105,3 +105,18 @@ def test_a_page_that_cannot_be_written_is_a_warning_not_a_failed_run(tmp_path, c
     with caplog.at_level("WARNING", logger="evalcore"):
         assert items_page(cfg) is None
     assert f"items.html was not written (FileNotFoundError: {tmp_path}/run/config.yaml not found)" in caplog.text
+
+
+def test_the_page_lists_items_with_an_answer_before_those_without() -> None:
+    """Within a protocol instance and dataset, items with an answer under the correct audio come first, then those
+    without (a clip that does not decode: answered, if at all, without audio) and those that did not load, each part
+    by id: the demo's page opened on its four broken clips."""
+    from evalcore.reports.browser import item_table
+
+    req = _req(item_id=["bad1", "bad1", "clip1", "clip2", "clip2"], error=["corrupt", None, None, "x", None],
+               condition=["correct", "text_only", "correct", "silence", "correct"],
+               protocol_kind=["mcq"] * 5, task=[None] * 5, question=["q"] * 5)  # bad1: answered without audio only
+    items = pd.DataFrame({"dataset": ["d"] * 3, "item_id": ["bad1", "clip1", "clip2"], "protocol": ["p"] * 3})
+    loaded = [{"protocol": "p", "dataset": "d", "item_id": "a0", "error_stage": "load", "error": "no question"}]
+    out = item_table(req, items, loaded)
+    assert out["item_id"].tolist() == ["clip1", "clip2", "a0", "bad1"] and out["ordinal"].tolist() == [0, 1, 2, 3]

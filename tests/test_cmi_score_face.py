@@ -40,6 +40,10 @@ def test_released_files_scored_with_error_rows_and_print_lines(tmp_path: Path) -
     report = (out / "report.md").read_text()
     assert "mymodel_GS_key G-Mean: 0.4500" in report  # the line evaluate.py prints for this figure
     assert "notes.jsonl: not a CMI-Bench task file" in report
+    # the folder's file whose name names no task is said on the terminal, with the task names it could end in
+    (skip,) = [ln for ln in res.stderr.splitlines() if "skipped" in ln]
+    assert skip.startswith("evalcore score cmi: skipped ") and "notes.jsonl" in skip
+    assert "its name ends in no task's name; tasks: GTZAN, " in skip and "MTG_top50tags" in skip and "GS_key" in skip
     errors = pq.read_table(out / "errors.parquet").to_pandas()
     assert sorted(errors["error"]) == ["CMI-Bench output record is not an object: \"['not', 'an', 'object']\"",
                                        "no response (text)"]

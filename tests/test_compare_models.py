@@ -63,6 +63,26 @@ def test_a_multi_model_run_is_compared_model_by_model(tmp_path) -> None:
     assert "**Not compared**" in md and "text-prior in RUN_A only" in md
     assert "| model |" in md and "| listener |" in md  # the table names the model
     assert list(pd.read_parquet(tmp_path / "ab" / "compare.parquet")["model"]) == ["listener"]
+    # the terminal gets plain lines (the count, the flagged ones, the files), not compare.md's Markdown
+    out = res.stdout.splitlines()
+    assert out[0].startswith("compare: 0 of 1 comparisons flagged, 0 improved") and len(out) == 4
+    assert out[1:] == [str((tmp_path / "ab" / f).resolve()) for f in ("compare.md", "compare.html", "compare.parquet")]
+    assert "**" not in res.stdout and "|" not in res.stdout
+
+
+def test_compare_prints_each_flagged_comparison_in_one_plain_line(tmp_path) -> None:
+    """A drop is flagged on the terminal in one line (model, protocol, condition, metric, difference with its CI, n,
+    p); ``--quiet`` prints those lines only."""
+    a = _root(tmp_path / "a", {"listener": [1.0] * N})
+    b = _root(tmp_path / "b", {"listener": [0.0] * N})
+    res = runner.invoke(app, ["compare", str(a), str(b), "--out", str(tmp_path / "ab"), "--resamples", "200"])
+    assert res.exit_code == ExitCode.OK, res.output
+    first, flagged, *files = res.stdout.splitlines()
+    assert first.startswith("compare: 1 of 1 comparisons flagged, 0 improved") and len(files) == 3
+    assert flagged == "flagged: listener · factual · d · correct · f1: -1.00 [-1.00, -1.00], n=20, p (Holm) < 0.001"
+    quiet = runner.invoke(app, ["compare", str(a), str(b), "--out", str(tmp_path / "q"), "--resamples", "200",
+                                "--quiet"])
+    assert quiet.stdout.splitlines() == [flagged]
 
 
 def test_models_pair_by_name_and_one_model_runs_pair_whatever_their_names() -> None:
@@ -84,4 +104,7 @@ def test_a_refusal_names_what_differs_and_the_flag(tmp_path) -> None:
     assert "3 item(s) only in RUN_B (d/i20, d/i21, d/i22)" in line
     assert "config stats.bootstrap_resamples: 100 ≠ 200" in line
     assert 'metric f1: definition "factual F1 (lexicon)" ≠ "factual F1 (lexicon v2)"' in line
+    c = _root(tmp_path / "c", {"listener": LISTENER}, definition="paired difference correct − silence")
+    res = runner.invoke(app, ["compare", str(a), str(c), "--out", str(tmp_path / "ac")])
+    assert "correct − silence" in res.stderr and "\\u2212" not in res.stderr  # the definition as written
     assert "item(s) only in RUN_A" not in line and "config name" not in line  # the name is not the suite's

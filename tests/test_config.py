@@ -103,3 +103,40 @@ def test_a_missing_kind_lists_the_known_kinds():
     for where, some in (("datasets.0.kind", "items_file"), ("models.0.kind", "hf_audio_lm"),
                         ("protocols.1.judge.kind", "mcq_string")):
         assert lines[where].startswith(prefix) and some in lines[where].split(", "), lines[where]
+
+
+def _small() -> dict:
+    from pathlib import Path
+
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "small.yaml").read_text())
+
+
+def _mistake(data: dict) -> str:
+    with pytest.raises(ConfigError) as e:
+        parse_config(data)
+    return str(e.value)
+
+
+def test_an_embedder_by_config_and_a_models_column_are_checked_at_once() -> None:
+    """``similarity`` (a mir protocol's, a judge's) and ``models[].model`` name their mistakes in one line each;
+    unset, neither is written to config.yaml (a config without them dumps, and fingerprints, as before)."""
+    base = _small()
+    assert all("similarity" not in p for p in parse_config(base).model_dump(mode="json")["protocols"])
+    assert all("model" not in m for m in parse_config(base).model_dump(mode="json")["models"])
+    d = copy.deepcopy(base)
+    d["protocols"].append({"name": "cmi", "kind": "mir", "similarity": {"kind": "gte", "path": "/m"}})
+    assert "protocols.2.similarity.kind: Input should be 'sentence_transformers' or 'transformers_mean'" in _mistake(d)
+    d["protocols"][-1] = {"name": "mcq2", "kind": "mcq", "similarity": {"kind": "transformers_mean", "path": "/m"}}
+    assert "similarity applies to the mir protocol only" in _mistake(d)
+    d = copy.deepcopy(base)
+    d["protocols"][1]["judge"] = {"kind": "mcq_mmau_pro", "params": {
+        "embedder": "bag-of-words", "similarity": {"kind": "transformers_mean", "path": "/m"}}}
+    assert "give either embedder ('bag-of-words') or similarity, not both" in _mistake(d)
+    d = copy.deepcopy(base)
+    d["models"].append({**d["models"][0], "name": "listener-again", "model": d["models"][0]["name"]})
+    assert (f"models.{len(d['models']) - 1}.model: 'listener-again' and 'listener' are both model 'listener' and both "
+            "answer protocol 'factual'") in _mistake(d)
+    d["protocols"][0]["models"] = ["listener"]  # answering different protocols, they are one column of the card
+    d["protocols"][1]["models"] = ["listener-again"]
+    d["protocols"] = d["protocols"][:2]
+    assert parse_config(d).models[-1].model == "listener"

@@ -25,6 +25,36 @@ def test_bounded_notes_the_original_length_when_cut():
     assert len(r) <= 300 and "10000 chars in all" in r
 
 
+def test_a_cut_reason_ends_on_a_whole_word():
+    """validate's line for an unreachable s3:// checkpoint ended "…; Details: Co": a cut now ends on a word."""
+    aws = ("When getting information for key 'ckpts/qwen2-audio-7b-instruct' in bucket 'YOUR-BUCKET': AWS Error "
+           "NETWORK_CONNECTION during HeadObject operation: curlCode: 6, Could not resolve hostname; Details: Could "
+           "not resolve host: YOUR-BUCKET.s3.amazonaws.com")
+    r = bounded(aws, 200)
+    kept = r.split(" … [cut, ")[0]
+    assert len(r) <= 200 and aws.startswith(kept) and aws[len(kept)] == " " and r.endswith(f"{len(aws)} chars in all]")
+
+
+def test_validate_names_an_unreachable_checkpoint_in_whole_words(monkeypatch):
+    from evalcore import params, storage
+
+    class Unreachable:
+        def get_file_info(self, path):
+            raise OSError("When getting information for key 'ckpts/m' in bucket 'YOUR-BUCKET': AWS Error "
+                          "NETWORK_CONNECTION during HeadObject operation: curlCode: 6, Could not resolve hostname; "
+                          "Details: Could not resolve host: YOUR-BUCKET.s3.amazonaws.com; and much more " * 3)
+
+    monkeypatch.setattr(storage, "resolve", lambda uri: (Unreachable(), uri.removeprefix("s3://")))
+    line = params._missing("s3://YOUR-BUCKET/ckpts/m", "dir")
+    prefix = "cannot check 's3://YOUR-BUCKET/ckpts/m': "
+    said = line.removeprefix(prefix).split(" … [cut, ")[0]
+    assert line.startswith(prefix) and len(said) > 150
+    assert said.split()[-1] in {"Could", "not", "resolve", "host:", "hostname;", "Details:", "and", "much", "more",
+                                "When", "getting", "information", "for", "key", "in", "bucket", "AWS", "Error",
+                                "during", "HeadObject", "operation:", "curlCode:", "6,", "NETWORK_CONNECTION",
+                                "YOUR-BUCKET.s3.amazonaws.com;", "'ckpts/m'", "'YOUR-BUCKET':"}
+
+
 def test_bounded_keeps_short_reasons_as_they_are():
     assert bounded("missing: audio file not found: s3://b/k.wav") == "missing: audio file not found: s3://b/k.wav"
 

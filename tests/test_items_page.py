@@ -148,6 +148,9 @@ def test_items_page_in_chromium(demo_run, tmp_path) -> None:
         assert int(page.eval("document.body.dataset.total")) == counts["items_in"] == 260
         assert page.eval("document.querySelectorAll('article.item').length") == PAGE
         assert page.eval("document.querySelectorAll('article.item table.conds tbody tr').length") >= PAGE
+        # it opens on answers: the demo's four broken clips (bad0001…, first by id) come after their dataset's items
+        first = page.eval("[...document.querySelectorAll('article.item > header > code')].map(c => c.textContent)")
+        assert len(first) == PAGE and not [i for i in first if i.startswith("bad")], first
         scroll, client = page.widths()
         assert scroll <= client  # no sideways overflow
 

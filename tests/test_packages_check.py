@@ -153,3 +153,41 @@ def test_an_interpreter_with_vllm_but_without_evalcore_is_named(tmp_path) -> Non
     (line,) = _problems(res)
     assert line.startswith(f"models.0.kind: model 'qwen' (vllm_audio_lm) needs evalcore in {python} too"), line
     assert "pip install -e" in line and "PYTHONPATH" in line
+
+
+def test_without_torch_the_mmau_pro_judge_is_named_by_validate_and_run(tmp_path) -> None:
+    """MMAU-Pro's published judge embeds with NV-Embed-v2 (torch): without torch, validate names the judge and the
+    command, and run stops there before Ray (it was a whole benchmark of error rows, exit 0); with the bag-of-words
+    stand-in it needs nothing."""
+    cfg = {"name": "pkgs", "storage": {"root": str(tmp_path / "run")},
+           "datasets": [{"name": "synth", "kind": "synthetic", "params": {"n_clips": 2}}],
+           "models": [{"name": "listener", "kind": "dsp_listener"}],
+           "protocols": [{"name": "mcq", "judge": {"kind": "mcq_mmau_pro"}}]}
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    line = ("protocols.0.judge.kind: judge of protocol 'mcq' (mcq_mmau_pro) needs torch, which do not import here; "
+            + INSTALL_MODELS)
+    for command in ("validate", "run"):
+        res = _cli(command, str(path), script=WITHOUT_TORCH)
+        assert res.returncode == ExitCode.USAGE and _problems(res) == [line], res.stderr[-3000:]
+        assert "the run started" not in res.stderr
+    cfg["protocols"][0]["judge"]["params"] = {"embedder": "bag-of-words"}
+    path.write_text(yaml.safe_dump(cfg))
+    res = _cli("validate", str(path), script=WITHOUT_TORCH)
+    assert res.returncode == ExitCode.OK, res.stderr[-3000:]
+
+
+def test_a_mir_protocol_needs_its_rules_libraries(tmp_path, monkeypatch) -> None:
+    """The released rules' libraries (mir_eval, jiwer, …) are checked as a model's packages are."""
+    from evalcore import preflight
+    from evalcore.config import parse_config
+
+    cfg = parse_config({"name": "mir", "datasets": [{"name": "cmi", "kind": "cmi_bench",
+                                                     "params": {"root": str(tmp_path), "tasks": ["GS_key"]}}],
+                        "models": [{"name": "listener", "kind": "dsp_listener"}],
+                        "protocols": [{"name": "cmi", "kind": "mir"}]})
+    found = packages.importable
+    monkeypatch.setattr(packages, "importable", lambda m: m != "mir_eval" and found(m))
+    assert preflight.package_problems(cfg) == [
+        f"protocols.0.kind: the released rules of protocol 'cmi' need mir_eval, which do not import here; install: "
+        f"{packages.CORE}"]

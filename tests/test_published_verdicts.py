@@ -154,12 +154,12 @@ def test_the_model_card_shows_both_figures_and_the_count(run) -> None:
     _, rows = model_card.cells(run["summary"])
     mmar = next(r for r in rows if r[0].startswith("mmar-music (mmar)"))
     models, _ = model_card.cells(run["summary"])
-    hedger = mmar[2 + models.index("hedger")]
+    hedger = mmar[3 + models.index("hedger")]  # benchmark, task, metric, then the models
     href = verdicts_href("mmar", "mmar-music", "hedger", "default", "correct")
     assert hedger.startswith("1.000") and f" · strict 0.667 · [10 differ]({href})" in hedger
-    assert mmar[2 + models.index("plain")].endswith(" · strict 0.667 · 0 differ")  # equal, no link
+    assert mmar[3 + models.index("plain")].endswith(" · strict 0.667 · 0 differ")  # equal, no link
     own = next(r for r in rows if r[0].startswith("mmar-music (strict-mcq)"))
-    assert all("strict" not in c for c in own[2:])
+    assert all("strict" not in c for c in own[3:])
 
 
 def test_the_browser_selects_exactly_the_items_that_differ(run) -> None:

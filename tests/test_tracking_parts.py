@@ -121,6 +121,23 @@ def test_a_warning_carries_no_credentials(monkeypatch) -> None:
     assert "https://mlflow.example.org:5000" in text and "/api/2.0" not in text
 
 
+def test_evalcore_track_says_each_result_once(tmp_path, caplog) -> None:
+    """``evalcore track`` prints one stdout line per sink and model; the sinks' log line of the same result is left
+    out there (it printed each result twice: that line on stderr, then the same on stdout)."""
+    from typer.testing import CliRunner
+
+    from evalcore.cli import app
+    from tracking_helpers import handmade_run
+
+    handmade_run(tmp_path / "run", 20)
+    with caplog.at_level(logging.INFO, logger="evalcore"):
+        res = CliRunner().invoke(app, ["track", str(tmp_path / "run"), "--track", f"lm_eval={tmp_path / 'lm'}"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines() == [f"lm_eval: m: 1 task(s) → {tmp_path / 'lm' / 'm'}"]
+    assert not [r for r in caplog.records if "lm_eval" in r.getMessage()]
+    assert not logging.getLogger("evalcore").filters  # the command's filter is gone with it
+
+
 def test_mlflow_logs_thousands_of_cells_in_batches_within_its_limits(tmp_path, caplog) -> None:
     pytest.importorskip("mlflow")
     from tracking_helpers import fresh_mlflow_uri, handmade_run, mlflow_runs
@@ -147,9 +164,34 @@ def test_validate_names_a_sink_whose_package_is_missing_with_its_install_command
     monkeypatch.setitem(sys.modules, "wandb", None)  # W&B not installed
     res = CliRunner().invoke(app, ["validate", str(path)])
     assert res.exit_code == 2, res.output
-    assert 'tracking.1.kind: the wandb sink needs wandb, which does not import here; install: pip install -e ".[tracking]"' \
-        in res.stderr
+    from evalcore.packages import install
+
+    hint = install("tracking")  # absolute: it runs from any directory (a relative ".[tracking]" fails outside the clone)
+    assert f"{sys.executable} -m pip install -e {REPO}[tracking]" == hint.replace("'", "")
+    assert f"tracking.1.kind: the wandb sink needs wandb, which does not import here; install: {hint}" in res.stderr
     assert CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)]).exit_code == 0
     path.write_text(yaml.safe_dump(_cfg([{"kind": "mlflow", "uri": "http://[::1"}])))
     res = CliRunner().invoke(app, ["validate", "--no-check-paths", str(path)])
     assert res.exit_code == 2 and "tracking.0.mlflow.uri: cannot be parsed as a URI" in res.stderr
+
+
+def test_lm_eval_samples_carry_the_options_as_each_request_presented_them(tmp_path) -> None:
+    """A multiple-choice sample's ``doc`` and ``arg_0`` hold the options in the order that request showed them (its
+    option order), with the right one's index among them — not the bare question (the samples kept only that)."""
+    import pandas as pd
+
+    from evalcore.tracking.lm_eval_files import samples
+    from tracking_helpers import handmade_run
+
+    handmade_run(tmp_path / "run", 3)
+    canonical = ["violin", "piano", "drums"]
+    rows = [{"request_id": f"r{k}", "dataset": "d0", "item_id": "i1", "protocol": "mcq", "model": "m",
+             "condition": "correct", "variant": "default", "option_order": k, "text": "(A)", "correct": 1.0,
+             "options": shown, "correct_index": shown.index("piano")}
+            for k, shown in enumerate((canonical, ["drums", "piano", "violin"]))]
+    pd.DataFrame(rows).to_parquet(tmp_path / "run" / "tables" / "per_item.parquet", index=False)
+    lines = samples(FinishedRun(str(tmp_path / "run")), "m")["mcq_d0"]
+    assert [x["doc"]["options"] for x in lines] == [canonical, ["drums", "piano", "violin"]]
+    assert [x["doc"]["correct_option"] for x in lines] == [1, 1] and [x["target"] for x in lines] == ["piano"] * 2
+    assert lines[1]["arguments"]["gen_args_0"]["arg_0"] == "q?\n(A) drums\n(B) piano\n(C) violin"
+    assert lines[0]["doc"]["question"] == "q?" and lines[0]["prompt_hash"] != lines[1]["prompt_hash"]

@@ -199,7 +199,9 @@ def test_a_replay_adds_nothing_and_failing_sinks_are_one_warning_each(logged, tm
     mlflow_line = next(w for w in warnings if "mlflow sink failed" in w)
     assert "MlflowException" in mlflow_line and f"evalcore track {cfg.root}" in mlflow_line
     wandb_line = next(w for w in warnings if "wandb sink skipped" in w)
-    assert 'pip install -e ".[tracking]"' in wandb_line
+    from evalcore.packages import install
+
+    assert install("tracking") in wandb_line
     assert before == {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(cfg.root).rglob("*") if p.is_file()}
 
 
@@ -220,3 +222,96 @@ def _closed_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _mlflow_ui() -> Path:
+    """The ``mlflow`` of MLflow's UI venv (``EVALCORE_MLFLOW_UI``, else ``.venv-mlflow-ui/bin/mlflow``, which
+    scripts/build_mlflow_ui_venv.sh builds); skips without one, except under CI=true (.ci/run builds it)."""
+    import os
+
+    found = Path(os.environ.get("EVALCORE_MLFLOW_UI") or REPO / ".venv-mlflow-ui" / "bin" / "mlflow")
+    if not found.is_file():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"MLflow's UI is missing at {found} (.ci/run builds it: scripts/build_mlflow_ui_venv.sh)")
+        pytest.skip(f"MLflow's UI not installed here ({found}): bash scripts/build_mlflow_ui_venv.sh")
+    return found
+
+
+def _get(url: str, body: dict | None = None, timeout: float = 30.0) -> tuple[int, bytes]:
+    import urllib.request
+
+    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="GET" if body is None else "POST")
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, r.read()
+
+
+@pytest.mark.e2e
+def test_the_documented_mlflow_ui_serves_the_store_the_run_wrote(logged, tmp_path) -> None:
+    """docs/tracking.md's ``mlflow ui`` command, run as written in the folder of the store the demo's run wrote (a free
+    loopback port and one worker added), serves MLflow's page and its script, and the run's experiment and runs:
+    the UI is the version of the client that wrote the store (the tracking extra's pin), so it opens it."""
+    import os
+    import re
+    import shlex
+    import shutil
+    import signal
+    import time
+    import tomllib
+
+    from ports import free_ports
+    from readme import readme_block
+
+    cfg, tmp, uri, _ = logged
+    pins = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["tracking"]
+    (pin,) = [p.split("==")[1] for p in pins if p.startswith("mlflow-skinny==")]  # pinned, not a range
+    assert mlflow.__version__ == pin  # the client that wrote the store
+    block = readme_block("mlflow-ui", REPO / "docs" / "tracking.md")
+    (line,) = [ln.split("#")[0] for ln in block.splitlines() if " ui " in ln]
+    argv = shlex.split(line)
+    assert argv[0].endswith(".venv-mlflow-ui/bin/mlflow") and argv[1:] == ["ui", "--backend-store-uri",
+                                                                         "sqlite:///mlflow.db"]
+    assert f"mlflow {pin}" in block
+    ui = _mlflow_ui()
+    version = subprocess.run([str(ui.parent / "python"), "-c", "import mlflow; print(mlflow.__version__)"],
+                             capture_output=True, text=True, timeout=120).stdout.strip()
+    assert version == pin
+    shutil.copy(uri.removeprefix("sqlite:///"), tmp_path / "mlflow.db")  # the folder holding the store
+    (port,) = free_ports(1)
+    log = open(tmp_path / "ui.log", "wb")
+    proc = subprocess.Popen([str(ui), *argv[1:], "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300  # a busy 2-core machine: the server takes from seconds to minutes
+        while True:
+            assert proc.poll() is None, (tmp_path / "ui.log").read_text()[-2000:]
+            try:
+                if _get(f"{base}/health", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "mlflow ui did not answer within 300 s"
+            time.sleep(1)
+        status, page = _get(base + "/")
+        assert status == 200 and b'<div id="root"' in page
+        script = re.search(rb'<script[^>]+src="\.?/?([^"]+\.js)"', page)
+        assert script and _get(f"{base}/{script.group(1).decode()}")[0] == 200  # the UI itself, not a stub page
+        exps = json.loads(_get(f"{base}/ajax-api/2.0/mlflow/experiments/search", {"max_results": 100})[1])
+        (exp,) = [e for e in exps["experiments"] if e["name"] == "demo"]
+        runs = json.loads(_get(f"{base}/ajax-api/2.0/mlflow/runs/search",
+                               {"experiment_ids": [exp["experiment_id"]]})[1])["runs"]
+        assert {r["info"]["run_name"] for r in runs} == {"listener", "text-prior"}
+        assert all(r["info"]["status"] == "FINISHED" and len(r["data"]["metrics"]) > 150 for r in runs)
+        assert b"out-of-date database schema" not in (tmp_path / "ui.log").read_bytes()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and its worker: the group this test started
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        log.close()

@@ -10,8 +10,12 @@ accuracy is the share whose chosen choice text equals the answer. So every respo
 Params: ``embedder`` — ``nv-embed-v2``, the published scorer (``model``: a local checkpoint folder or the hub
 id ``nvidia/NV-Embed-v2``, loaded with transformers and ``trust_remote_code``; ``device`` as torch names it,
 default cuda when there is one), or ``bag-of-words``, a weight-free stand-in that is **not** the published
-scorer (cosine of lowercased word counts, words as MMAU's rule cuts them) for offline runs and tests. The
-judge's version names the embedder, so the judged rows say which one decided.
+scorer (cosine of lowercased word counts, words as MMAU's rule cuts them) for offline runs and tests. Or
+``similarity`` — another embedder by config, ``{kind: sentence_transformers | transformers_mean, path: <folder>}``
+(:mod:`evalcore.embedders`: a response encoded without a prompt, as NV-Embed's ``instruction=""``), in place of
+``embedder``. The judge's version names the embedder, so the judged rows say which one decided; what it needs to
+import is checked by ``evalcore validate`` (:meth:`McqMmauProJudge.packages_problem`: NV-Embed-v2 needs torch and
+transformers), so a run without them is refused before any model runs, not a benchmark of error rows.
 
 Two verdicts per response (:class:`~evalcore.judges.base.PublishedRule`), from one set of similarities:
 
@@ -33,14 +37,17 @@ for a preference, neither the released first-on-a-tie nor the strict "unanswered
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from typing import Callable, Literal, Sequence
 
 import numpy as np
 
+from evalcore.embedders import KINDS, EmbedderSpec, load, spec_of
 from evalcore.judges.base import JUDGES, Judgment, PublishedRule
 from evalcore.judges.parser import ParserJudge, named
+from evalcore.packages import METRICS_EXTRA, MODELS_EXTRA, missing
 
 __all__ = ["TIE_RTOL", "nearest", "nearest_choice", "first_nearest", "bag_of_words", "McqMmauProJudge", "RULE"]
 
@@ -107,6 +114,18 @@ class _NVEmbed:
         return emb.float().cpu().numpy()
 
 
+class _Configured:
+    """A configured embedder (:mod:`evalcore.embedders`) as the released rule uses one: each row L2-normalised."""
+
+    def __init__(self, spec: EmbedderSpec) -> None:
+        self.embedder = load(spec)
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        emb = np.asarray(self.embedder.encode(texts), dtype=np.float64)
+        norms = np.linalg.norm(emb, axis=1, keepdims=True)
+        return np.divide(emb, norms, out=np.zeros_like(emb), where=norms > 0)
+
+
 @JUDGES.register("mcq_mmau_pro")
 class McqMmauProJudge(ParserJudge):
     """MCQ judge: the nearest choice by embedding similarity (module docstring)."""
@@ -116,15 +135,49 @@ class McqMmauProJudge(ParserJudge):
 
     def __init__(self, embedder: Literal["nv-embed-v2", "bag-of-words"] = "nv-embed-v2",
                  model: str = "nvidia/NV-Embed-v2", device: str | None = None,
-                 empty_is_unanswered: bool = True) -> None:
-        self.embedder, self.model, self.device = embedder, model, device
+                 empty_is_unanswered: bool = True, similarity: EmbedderSpec | None = None) -> None:
+        self.check_params({"embedder": embedder, "similarity": similarity})
+        spec = spec_of(similarity)
+        self.embedder, self.model, self.device, self.similarity = embedder, model, device, spec
         self.empty_is_unanswered = empty_is_unanswered
-        self.version = f"2-{embedder}"  # 2: the published verdict (credited) beside the strict one
-        self._embed: Embed | None = bag_of_words if embedder == "bag-of-words" else None
+        # 2: the published verdict (credited) beside the strict one; then the embedder that decided
+        self.version = f"2-{embedder}" if spec is None else f"2-{spec.kind}:{os.path.basename(spec.path.rstrip('/'))}"
+        self._embed: Embed | None = bag_of_words if embedder == "bag-of-words" and spec is None else None
+
+    @staticmethod
+    def check_params(params: dict) -> None:
+        """``similarity`` takes the place of ``embedder``: both set is a mistake (the config says so at once)."""
+        if params.get("similarity") is not None and params.get("embedder", "nv-embed-v2") != "nv-embed-v2":
+            raise ValueError(f"params.similarity: give either embedder ({params['embedder']!r}) or similarity, not "
+                             "both")
+
+    @staticmethod
+    def packages_problem(params: dict) -> str | None:
+        """What the configured embedder needs that does not import here, and the command that installs it (checked
+        by ``evalcore validate`` before anything runs), else None: NV-Embed-v2 torch and transformers, a configured
+        ``similarity`` its kind's modules, the stand-in nothing."""
+        spec = params.get("similarity")
+        if spec is not None:
+            kind = spec.get("kind") if isinstance(spec, dict) else getattr(spec, "kind", None)
+            needs, hint = KINDS.get(str(kind), ()), METRICS_EXTRA
+        elif params.get("embedder", "nv-embed-v2") == "nv-embed-v2":
+            needs, hint = ("torch", "transformers"), MODELS_EXTRA
+        else:
+            return None
+        gone = missing(needs)
+        return f"needs {', '.join(gone)}, which do not import here; install: {hint}" if gone else None
+
+    @staticmethod
+    def stand_in(params: dict) -> str | None:
+        """What stands in for the published scorer's NV-Embed-v2 with ``params`` (the model card says so), else
+        None."""
+        if params.get("similarity") is None and params.get("embedder") == "bag-of-words":
+            return "bag-of-words stand-in for NV-Embed-v2 (not the published scorer's embedder)"
+        return None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._embed is None:
-            self._embed = _NVEmbed(self.model, self.device)
+            self._embed = _NVEmbed(self.model, self.device) if self.similarity is None else _Configured(self.similarity)
         return self._embed(texts)
 
     def _vectors(self, text: str, options: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

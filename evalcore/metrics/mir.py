@@ -20,11 +20,12 @@ function on the same row, so the same values.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
 
+from evalcore.embedders import EmbedderSpec, spec_of
 from evalcore.metrics.base import Aggregate, Scorer
 from evalcore.metrics.cmi import tagging as cmi_tagging
 from evalcore.metrics.cmi.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
@@ -33,6 +34,9 @@ __all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]
 
 #: the key marking a row's ``scores`` as the mir rules' columns (the free-form metrics' JSON has "profile")
 STREAM_KEY = "mir_rule"
+#: the libraries the released rules compute with (each rule imports its own when it first scores): ``evalcore
+#: validate`` checks they import, as it checks a model's packages
+REQUIRES = ("mir_eval", "jiwer", "num2words", "pretty_midi", "sklearn", "scipy")
 
 
 def _union(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -42,8 +46,9 @@ def _union(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
     return tuple(seen)
 
 
-def _all_rules() -> list[Rule]:
-    return [RULES.build(n) for n in RULES.names()]
+def _all_rules(similarity: EmbedderSpec | None = None) -> list[Rule]:
+    """Every rule; the tagging rule with the protocol's configured embedder (its ``similarity``), if any."""
+    return [cmi_tagging.configured(similarity) if n == "cmi_tagging" else RULES.build(n) for n in RULES.names()]
 
 
 #: each rule's primary figure (higher is better), the one the listening verdict and the model card read
@@ -75,8 +80,8 @@ class MirScorer(Scorer):
     #: the tagging rule's per-item vectors, which its AUC rows read (:func:`evalcore.metrics.cmi.tagging.auc_rows`)
     summary_columns = ("tag_vectors",)
 
-    def __init__(self) -> None:
-        self.rules = {r.name: r for r in _all_rules()}
+    def __init__(self, similarity: Mapping[str, Any] | EmbedderSpec | None = None) -> None:
+        self.rules = {r.name: r for r in _all_rules(spec_of(similarity))}
         self._used: set[str] = set()
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,13 +156,21 @@ def _stored(scores: Any, name: str) -> dict[str, Any] | None:
     return {k: v for k, v in got.items() if k != STREAM_KEY}
 
 
-_SCORER: MirScorer | None = None  # one per worker process: its rules' libraries load once
+_SCORERS: dict[str, MirScorer] = {}  # per configured similarity, one per worker process: libraries load once
 
 
-def score_batch(batch: pa.Table, protocols: Sequence[str]) -> pa.Table:
+def _scorer(similarity: Mapping[str, Any] | None) -> MirScorer:
+    key = json.dumps(similarity, sort_keys=True)
+    if key not in _SCORERS:
+        _SCORERS[key] = MirScorer(similarity)
+    return _SCORERS[key]
+
+
+def score_batch(batch: pa.Table, protocols: Sequence[str],
+                similarity: Mapping[str, Mapping[str, Any] | None] | None = None) -> pa.Table:
     """``batch`` (judged rows) with ``scores`` set, for the rows of the ``mir`` protocol instances ``protocols``
-    that are whole requests without error, to their rule's columns (or the rule's error) as JSON."""
-    global _SCORER
+    that are whole requests without error, to their rule's columns (or the rule's error) as JSON; ``similarity``:
+    protocol → its configured embedder (the tagging rule's), where one is."""
     if not protocols or batch.num_rows == 0:
         return batch
     cols = {k: batch.column(k).to_pylist() for k in ("protocol", "n_chunks", "error")}
@@ -165,12 +178,12 @@ def score_batch(batch: pa.Table, protocols: Sequence[str]) -> pa.Table:
             and int(cols["n_chunks"][i] or 1) == 1]
     if not todo:
         return batch
-    _SCORER = _SCORER or MirScorer()
     rows = batch.take(todo).select(["category", "text", "reference", "metadata", "task"]).to_pylist()
     scores = batch.column("scores").to_pylist()
     for i, r in zip(todo, rows):
         name = rule_of(r)
         if name is not None:
-            scores[i] = json.dumps({STREAM_KEY: name, **_SCORER.score_one(name, r)})
+            scorer = _scorer((similarity or {}).get(cols["protocol"][i]))
+            scores[i] = json.dumps({STREAM_KEY: name, **scorer.score_one(name, r)})
     return batch.set_column(batch.schema.get_field_index("scores"), batch.schema.field("scores"),
                             pa.array(scores, pa.string()))

@@ -136,10 +136,13 @@ def compare(
     seed: int = typer.Option(0, "--seed"),
     min_effect: float = typer.Option(0.05, "--min-effect", min=0.0),
     alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0),
+    quiet: bool = typer.Option(False, "--quiet"),
 ) -> None:
     """Compare two finished runs item by item (RUN_B − RUN_A): paired differences, bootstrap CIs (clips resampled
     where questions share one), Holm-adjusted p-values (McNemar's exact test for 0/1 accuracy, else a paired
-    t-test), flagged drops; the same tables as the nightly. Exit 2 when a run is not a finished run."""
+    t-test), flagged drops; the same tables as the nightly, written to ``out``; on the terminal, plain lines: how
+    many were flagged, each flagged one, where the tables are (:func:`said`). Exit 2 when a run is not a finished
+    run."""
     try:
         fa, fb = cmp.suite_fingerprint(run_a), cmp.suite_fingerprint(run_b)
         cur, ref = cmp.load_scores(run_b), cmp.load_scores(run_a)
@@ -166,4 +169,29 @@ def compare(
     storage.write_text(storage.join(out, "compare.html"), page(f"{run_b} vs {run_a}",
                                                                markdown_html(head) + table_html(shown)))
     storage.write_parquet(pa.Table.from_pandas(rows, preserve_index=False), storage.join(out, "compare.parquet"))
-    typer.echo(md)
+    for line in said(shown, rows, alpha, min_effect, out, quiet):
+        typer.echo(line)
+
+
+#: the most flagged comparisons ``evalcore compare`` names on the terminal (compare.md holds them all)
+FLAGGED_SHOWN = 10
+
+
+def said(shown: list[dict[str, str]], rows, alpha: float, min_effect: float, out: str, quiet: bool = False
+         ) -> list[str]:
+    """What ``evalcore compare`` prints, as plain text (the Markdown is in compare.md): the count line, one line per
+    flagged comparison (the first :data:`FLAGGED_SHOWN`), and the files (``quiet``: the flagged lines only)."""
+    flagged = [r for r in shown if r["_class"] == "flag"]
+    lines = [] if quiet else [f"compare: {len(flagged)} of {len(rows)} comparisons flagged, "
+                              f"{int(rows['improved'].sum()) if len(rows) else 0} improved (Holm-adjusted p-values, "
+                              f"alpha {alpha}, minimum effect {min_effect})"]
+    for r in flagged[:FLAGGED_SHOWN]:
+        who = f"{r['model']} · " if "model" in r else ""
+        lines.append(f"flagged: {who}{r['protocol']} · {r['condition']} · {r['metric']}: {r['difference [CI]']}, "
+                     f"n={r['n']}, p (Holm) {r['p (Holm)']}")
+    if len(flagged) > FLAGGED_SHOWN:
+        lines.append(f"flagged: … and {len(flagged) - FLAGGED_SHOWN} more (compare.md)")
+    if not quiet:
+        where = out if storage.is_s3(out) else str(Path(out).resolve())
+        lines += [storage.join(where, name) for name in ("compare.md", "compare.html", "compare.parquet")]
+    return lines

@@ -62,7 +62,7 @@ VERSION = 4
 
 
 def _shown(v: object, width: int = 40) -> str:
-    text = json.dumps(v, sort_keys=True, default=str)
+    text = json.dumps(v, sort_keys=True, default=str, ensure_ascii=False)  # "−" as printed, not as an escape
     return text if len(text) <= width else text[:width - 1] + "…"
 
 

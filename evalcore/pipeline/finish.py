@@ -19,6 +19,7 @@ from evalcore.config import RunConfig
 from evalcore.errors import bounded
 from evalcore.metrics.freeform import rewrite_roles, uses_ray
 from evalcore.pipeline import commit
+from evalcore.pipeline.benchmarks import benchmarks
 from evalcore.pipeline.browse import items_page
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
@@ -36,21 +37,26 @@ log = logging.getLogger("evalcore")
 
 def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """protocol instance → scorer keyword arguments: the free-form metrics config, the run's S3 options (for
-    s3:// model files) and which models are reference-rewrite systems (by their recorded model_info)."""
+    s3:// model files) and which models are reference-rewrite systems (by their recorded model_info); a mir
+    protocol's configured embedder."""
     params: dict[str, dict[str, Any]] = {}
     for p in cfg.protocols:
         if p.kind == "freeform":
             params[p.name] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
                               "s3": cfg.storage.s3_options()}
+        elif p.kind == "mir" and p.similarity is not None:  # the tagging rule's embedder
+            params[p.name] = {"similarity": p.similarity.model_dump()}
     return params
 
 
 def card_meta(cfg: RunConfig) -> dict[str, Any] | None:
-    """The model card's settings and published values for run.json (the report reads them there), or None."""
+    """The model card's settings, published values and columns (each entry's model: ``models[].model``) for run.json
+    (the report reads them there), or None."""
     if cfg.model_card is None:
         return None
     path = cfg.model_card.published
-    return {"published": path, "values": model_card.read_published(storage.read_text(path)) if path else []}
+    return {"published": path, "values": model_card.read_published(storage.read_text(path)) if path else [],
+            "columns": {m.name: m.model or m.name for m in cfg.models}}
 
 
 def protocols_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
@@ -82,7 +88,8 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
             "resamples": cfg.stats.bootstrap_resamples, "confidence": cfg.stats.confidence,
             "seed": cfg.seeds.bootstrap, "min_items": cfg.stats.min_items, "models": models,
             "protocols": protocols_meta(cfg), "warnings": list(warnings or []), "reproduces": cfg.reproduces,
-            "model_card": card_meta(cfg)}
+            "model_card": card_meta(cfg),
+            "benchmarks": benchmarks(cfg, reduced.per_item, reduced.errors, reduced.requests_by_benchmark)}
     record = {"counts": c, "attempt": attempt or {}, "scoring": reduced.provenance}
     with profile.driver("report") as rows:  # the report shows the stages before its own (run.json has it too)
         meta["profile"] = profile.as_json()
@@ -100,7 +107,8 @@ def finish(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list[
         log.info("%s", line)
     result = RunResult(root=root, counts=c, report=report, verdicts=verdicts, attempt=attempt or {})
     check_scored(result, reduced.errors, item_errors)  # after the tables and report are written
-    check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors)
+    check_error_budget(result, reduced.errors, cfg.max_error_rate, item_errors=item_errors,
+                       benchmarks=meta["benchmarks"])
     return result
 
 
@@ -177,7 +185,8 @@ def write_reports(write_text: Callable[[str, str], None], root: str, meta: dict[
     write_text(storage.join(root, "report.md"), report)
     min_items, rewrites = int(meta.get("min_items") or verdict.MIN_ITEMS), markdown.rewrite_models(meta)
     write_text(storage.join(root, "report.html"), report_html.render(report, markdown.with_kinds(summary), min_items,
-                                                                     rewrites))
+                                                                     rewrites, meta.get("model_card"),
+                                                                     meta.get("benchmarks") or []))
     return report, verdict.verdict_lines(summary, min_items, rewrites)
 
 

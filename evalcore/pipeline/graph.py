@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
@@ -50,6 +50,8 @@ class GraphSettings:
     metric_actors: int
     metric_gpus: float  #: GPUs the model-based metric actors hold (:func:`evalcore.pipeline.resources.metric_gpus`)
     actor_restarts: int = 0  #: restarts of a dead scoring or metric actor (``ray.max_restarts``)
+    #: mir protocol instance → its configured embedder (the tagging rule's similarity), where one is
+    mir_similarity: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, cfg: RunConfig, judges: dict[str, tuple[str, str]]) -> GraphSettings:
@@ -60,7 +62,9 @@ class GraphSettings:
                    s3=cfg.storage.s3_options(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
                    metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg),
-                   actor_restarts=cfg.ray.max_restarts)
+                   actor_restarts=cfg.ray.max_restarts,
+                   mir_similarity={p.name: p.similarity.model_dump() for p in cfg.protocols
+                                   if p.kind == "mir" and p.similarity is not None})
 
 
 def _blocks(table: pa.Table) -> list[pa.Table]:
@@ -252,8 +256,8 @@ def scored(settings: GraphSettings, ds, pool: bool = False):
                          batch_format="pyarrow", num_cpus=0.5,
                          compute=ray.data.ActorPoolStrategy(min_size=1, max_size=settings.score_actors))
     if settings.mir:  # the mir rules (mir_eval, jiwer, …) on the workers' batches, overlapping the models
-        ds = ds.map_batches(mir_rules, fn_kwargs={"protocols": settings.mir}, batch_size=64, batch_format="pyarrow",
-                            num_cpus=0.5)
+        ds = ds.map_batches(mir_rules, fn_kwargs={"protocols": settings.mir, "similarity": settings.mir_similarity},
+                            batch_size=64, batch_format="pyarrow", num_cpus=0.5)
     models = model_plan(freeform)
     if models:  # BERTScore, CLAPText: actors holding their models, on GPUs where a metric's device is cuda
         gpus = settings.metric_gpus

@@ -39,18 +39,28 @@ class RunUnscored(RuntimeError):
 
 
 class ErrorBudgetExceeded(RunUnscored):
-    """More requests (or items, or one model's requests) errored than ``max_error_rate`` allows, or a protocol was
-    left without any valid item while a budget is set. ``model``: the model whose requests exceeded it."""
+    """More requests (or items, or one model's or one benchmark's requests) errored than ``max_error_rate`` allows,
+    or a protocol was left without any valid item while a budget is set. ``model``: the model whose requests
+    exceeded it; ``benchmark``: the (protocol instance, dataset) whose requests did."""
 
     model: str | None = None
+    benchmark: tuple[str, str] | None = None
 
     def __init__(self, rate: float, limit: float, reasons: list[tuple[str, int]], result: RunResult,
                  what: str = "requests", problems: list[str] | None = None,
-                 examples: dict[str, str] | None = None, model: str | None = None) -> None:
+                 examples: dict[str, str] | None = None, model: str | None = None,
+                 benchmark: dict[str, Any] | None = None) -> None:
         top = top_text(reasons, examples)
         c = result.counts
+        self.benchmark = None if benchmark is None else (benchmark["protocol"], benchmark["dataset"])
         if problems:
             msg = f"error budget exceeded: {'; '.join(problems)}"
+        elif benchmark is not None:
+            b = benchmark
+            dead = " (every one of its requests: it has no score)" if b["requests_errored"] == b["requests_in"] else ""
+            msg = (f"error budget exceeded: benchmark {b['protocol']} · {b['dataset']} errored on "
+                   f"{b['requests_errored']} of {b['requests_in']} of its requests{dead} ({rate:.1%}) > max_error_rate "
+                   f"{limit:.1%}; top reasons: {top}")
         elif model is not None:
             m = c["models"][model]
             dead = " (every one of its requests)" if m["requests_errored"] == m["requests_in"] else ""
@@ -117,10 +127,11 @@ def model_shares(counts: dict[str, Any]) -> list[tuple[str, int, int, float]]:
 
 
 def check_error_budget(result: RunResult, rows: list[dict], limit: float | None, top: int = 3,
-                       item_errors: list[dict] | None = None) -> None:
+                       item_errors: list[dict] | None = None, benchmarks: list[dict[str, Any]] | None = None) -> None:
     """Raise :class:`ErrorBudgetExceeded` when errored items / items in, errored requests / requests in of any one
-    model (the worst first, naming it; a model with every request errored is always above a budget below 1), or
-    of the whole run is above ``limit``, or (with a limit) a configured protocol was left without a valid item."""
+    model or of any one benchmark (a protocol instance on one dataset: :mod:`evalcore.pipeline.benchmarks`; the
+    worst first, naming it; one with every request errored is always above a budget below 1), or of the whole run
+    is above ``limit``, or (with a limit) a configured protocol was left without a valid item."""
     c = result.counts
     if limit is None:
         return
@@ -133,6 +144,12 @@ def check_error_budget(result: RunResult, rows: list[dict], limit: float | None,
             mine = [r for r in rows if str(r.get("model")) == model]
             reasons = _top(mine, top)
             raise ErrorBudgetExceeded(errored / n, limit, reasons, result, examples=examples(mine, reasons), model=model)
+    shares = [(b["requests_errored"] / b["requests_in"], b) for b in benchmarks or [] if b.get("requests_in")]
+    for share, b in sorted(shares, key=lambda sb: (-sb[0], sb[1]["protocol"], sb[1]["dataset"])):
+        if share > limit:
+            mine = [r for r in rows if (str(r.get("protocol")), str(r.get("dataset"))) == (b["protocol"], b["dataset"])]
+            reasons = _top(mine, top)
+            raise ErrorBudgetExceeded(share, limit, reasons, result, examples=examples(mine, reasons), benchmark=b)
     if c["requests_in"] and c["requests_errored"] / c["requests_in"] > limit:
         reasons = _top(rows, top)
         raise ErrorBudgetExceeded(c["requests_errored"] / c["requests_in"], limit, reasons, result,

@@ -60,6 +60,8 @@ class Reduced:
     labels_dropped: int | None = None
     rows: list[dict] | None = None  # the merged request rows, when asked for (``keep_rows``)
     requests_by_model: dict[str, int] = field(default_factory=dict)  # model → its requests
+    #: (protocol instance, dataset) → its requests: a benchmark's share of errors (the error budget, the card)
+    requests_by_benchmark: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def counts(self, items_in: int, items_errored: int) -> dict[str, Any]:
         """Reconciliation figures: in = scored + errored, for items and for requests, and per model."""
@@ -75,6 +77,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     compact, parts, errors, kept = [], [], [], []
     n_in, dropped = 0, None
     by_model: Counter[str] = Counter()
+    by_benchmark: Counter[tuple[str, str]] = Counter()
     provenance: dict[str, dict[str, Any]] = {}
     tmp = tempfile.mkdtemp(prefix="evalcore-per-item-")
     try:
@@ -83,6 +86,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
             del rows
             n_in += len(scored.rows)
             by_model.update(str(r.get("model")) for r in scored.rows)
+            by_benchmark.update((str(r.get("protocol")), str(r.get("dataset"))) for r in scored.rows)
             bad = [r for r in scored.rows if r.get("error") is not None]
             errors += bad
             provenance.update(scored.provenance)
@@ -103,7 +107,8 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
     per_item = (_concat(frames) if len(frames) > 1 else frames[0] if frames
                 else (compact[0] if compact else pd.DataFrame(columns=SCORE_KEY)))
     return Reduced(per_item=per_item, errors=errors, requests_in=n_in, provenance=provenance,
-                   labels_dropped=dropped, rows=kept if keep_rows else None, requests_by_model=dict(by_model))
+                   labels_dropped=dropped, rows=kept if keep_rows else None, requests_by_model=dict(by_model),
+                   requests_by_benchmark=dict(by_benchmark))
 
 
 def _summary_columns(part: pd.DataFrame, scorers: dict[str, Any]) -> list[str]:

@@ -151,7 +151,7 @@ class ModelMetricsActor:
 ModelMetricsActor.__name__ = "score_models"  # (its qualified name stays ModelMetricsActor)
 
 
-def mir_rules(batch: pa.Table, protocols: Any) -> pa.Table:
+def mir_rules(batch: pa.Table, protocols: Any, similarity: Any = None) -> pa.Table:
     """The mir protocols' released rules on a judged batch (:func:`evalcore.metrics.mir.score_batch`) as Ray tasks,
-    under the name Ray Data shows: ``mir_rules``."""
-    return mir_batch(batch, protocols)
+    under the name Ray Data shows: ``mir_rules`` (``similarity``: protocol → its configured embedder)."""
+    return mir_batch(batch, protocols, similarity)

@@ -79,7 +79,11 @@ def _order(values: pd.Series, first: Iterable[str] = ()) -> list[str]:
 
 
 def item_table(req: pd.DataFrame, items: pd.DataFrame, item_errors: list[dict]) -> pd.DataFrame:
-    """One row per (protocol instance, dataset, item) in page order, with the item's own fields and ``ordinal``."""
+    """One row per (protocol instance, dataset, item) in page order, with the item's own fields and ``ordinal``.
+    Page order: by protocol instance and dataset, and within them the items with an answer under the correct audio
+    before those without (every such request errored — a clip that does not decode —, or the item did not load),
+    each part by item id: the page opens on answers to compare, not on a run's broken clips (the demo's four, first
+    by id, were answered only without audio)."""
     keys = req[["protocol", "protocol_kind", "dataset", "item_id", "task", "question"]].drop_duplicates(
         ["protocol", "dataset", "item_id"])
     info = items.drop_duplicates(["dataset", "item_id"]).drop(columns=["protocol"], errors="ignore")
@@ -94,7 +98,12 @@ def item_table(req: pd.DataFrame, items: pd.DataFrame, item_errors: list[dict]) 
                              "item_error": [e.get("error_stage"), e.get("error_class"), e.get("error")]}
                             for e in item_errors])
         out = pd.concat([out, bad], ignore_index=True)
-    out = out.sort_values(["protocol", "dataset", "item_id"], kind="stable").reset_index(drop=True)
+    answered = req.loc[req["error"].isna() & (req["condition"] == "correct"),
+                       ["protocol", "dataset", "item_id"]].drop_duplicates()
+    out = out.merge(answered.assign(_unanswered=False), on=["protocol", "dataset", "item_id"], how="left")
+    out["_unanswered"] = out["_unanswered"].isna()
+    out = out.sort_values(["protocol", "dataset", "_unanswered", "item_id"], kind="stable").drop(
+        columns="_unanswered").reset_index(drop=True)
     out["ordinal"] = np.arange(len(out), dtype=np.int64)
     return out
 

@@ -53,7 +53,8 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
                f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
     out += verdict.section(summary, conf, min_items, rewrite_models(meta))
-    out += model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta))
+    out += model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta),
+                              meta.get("benchmarks") or [])
     out += readings.section(summary)  # a published rule's figure and the strict reading's, what rests on quirks
     out += ["", "## Counts", ""]
     out.append(_md_table(["", "in", "scored / valid", "errored"], [
@@ -68,6 +69,12 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
         out += ["", "Errored requests by model: " + ", ".join(
             f"{m} {v['requests_errored']} of {v['requests_in']} ({float(v['error_share']):.1%})" for m, v in shares)
             + "."]
+    dead = [b for b in meta.get("benchmarks") or [] if b.get("requests_errored")]
+    if dead:  # each benchmark's errored share, the worst first
+        dead.sort(key=lambda b: (-b["requests_errored"] / max(b["requests_in"], 1), b["protocol"], b["dataset"]))
+        out += ["", "Errored requests by benchmark: " + ", ".join(
+            f"{b['protocol']} · {b['dataset']} {b['requests_errored']} of {b['requests_in']} "
+            f"({b['requests_errored'] / max(b['requests_in'], 1):.1%})" for b in dead) + "."]
     if counts.get("labels_dropped") is not None:
         out += ["", f"Out-of-vocabulary labels dropped by the label extractor (never scored): "
                     f"{counts['labels_dropped']} (column `dropped` of per_item)."]
@@ -96,10 +103,14 @@ def _warnings(meta: dict[str, Any], counts: dict[str, Any]) -> list[str]:
     """What a reader would otherwise miss: a configured protocol left with no valid item (loud, first), then
     data that is probably wrong (the items were kept)."""
     lost, data = counts.get("protocols_without_items") or [], meta.get("warnings") or []
+    dead = [b for b in meta.get("benchmarks") or [] if b.get("requests_in") and
+            b.get("requests_errored") == b["requests_in"]]
+    lost = lost + [f"benchmark {b['protocol']} · {b['dataset']}: every one of its {b['requests_in']} requests "
+                   f"errored ({', '.join(f'{r} ×{n}' for r, n in b.get('top_reasons') or [])})" for b in dead]
     if not lost and not data:
         return []
     out = ["", "## Warnings", ""]
-    out += [f"* ⚠ **{w}**: its results are missing from this report; see the item errors below." for w in lost]
+    out += [f"* ⚠ **{w}**: its results are missing from this report; see the errors below." for w in lost]
     if data:
         out += [""] * bool(lost) + ["Data that is probably wrong (the items were kept):", ""]
         out += [f"* {w}" for w in data]

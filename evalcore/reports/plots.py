@@ -5,7 +5,10 @@ several runs' summaries with the same columns) and returns a matplotlib :class:`
 (drawn off-screen with the Agg renderer; no pyplot state), or ``None`` when the rows hold nothing to draw.
 Embed with :func:`evalcore.reports.html.figure_html`.
 
-* :func:`forest` — paired differences correct − control with their CIs, one line each (does it listen?);
+* :func:`forest` — paired differences correct − control with their CIs, one line each (does it listen?), each
+  naming its protocol instance, dataset and task;
+* :func:`listening_map` — the same summarised per model and benchmark: one cell each, its listening mark and the
+  deciding difference (the model card's rows);
 * :func:`attention_bars` — multiple-choice accuracy per audio condition and model (the audio-attention test);
 * :func:`breakdown_bars` — multiple-choice accuracy per category (or task, …) and model, correct audio.
 """
@@ -20,7 +23,7 @@ from matplotlib.figure import Figure
 
 from evalcore.reports.verdict import MIN_ITEMS
 
-__all__ = ["forest", "attention_bars", "breakdown_bars"]
+__all__ = ["forest", "listening_map", "attention_bars", "breakdown_bars"]
 
 _CONDITIONS = ("correct", "noise", "silence", "random", "text_only")
 #: font sizes (points): at the page's 110 dpi, 10 pt is 15 px (figures are at most 8 in wide: never scaled down)
@@ -38,9 +41,12 @@ def _colors(names: list[str]) -> dict[str, Any]:
     return {n: cmap(i % 10) for i, n in enumerate(names)}
 
 
-def forest(diffs: pd.DataFrame, min_items: int = MIN_ITEMS, title: str = "Does it listen?") -> Figure | None:
+def forest(diffs: pd.DataFrame, min_items: int = MIN_ITEMS, title: str = "Does it listen?",
+           tasks: dict[tuple[str, str], str] | None = None) -> Figure | None:
     """A forest plot of paired differences (summary rows of kind ``paired_diff``): point and CI per row, a
-    line at 0, one colour per model; rows over fewer than ``min_items`` items are drawn hollow and marked."""
+    line at 0, one colour per model; rows over fewer than ``min_items`` items are drawn hollow and marked. Each
+    label names the protocol instance and, where it is not the protocol's name, the dataset, and the task of
+    ``tasks`` ((protocol, dataset) → task), so CMI-Bench's many ``cmi`` rows say which task each is."""
     d = diffs.dropna(subset=["value"]) if len(diffs) else diffs
     if d.empty:
         return None
@@ -58,7 +64,9 @@ def forest(diffs: pd.DataFrame, min_items: int = MIN_ITEMS, title: str = "Does i
         ax.plot([lo, hi], [y, y], color=c, lw=2, alpha=0.5 if few else 1.0)
         ax.plot([r.value], [y], "o", color=c, mfc="white" if few else c, ms=6)
         variant = "" if r.variant in (None, "", "default") else f" ({r.variant})"
-        what = f"{r.protocol} · {r.metric} {str(r.condition).replace('-', '−', 1)}" + (
+        task = (tasks or {}).get((r.protocol, r.dataset))
+        where = r.protocol + ("" if r.dataset == r.protocol else f" · {r.dataset}") + (f" · {task}" if task else "")
+        what = f"{where} · {r.metric} {str(r.condition).replace('-', '−', 1)}" + (
             f"  [n={int(r.n or 0)} < {min_items}]" if few else f"  [n={int(r.n or 0)}]")
         who = f"{r.model}{variant}"
         labels.append((y, f"{who} · {what}" if len(who) + len(what) <= LABEL_CHARS else f"{who}\n{what}"))
@@ -70,6 +78,43 @@ def forest(diffs: pd.DataFrame, min_items: int = MIN_ITEMS, title: str = "Does i
     ax.set_title(title, fontsize=FONT["title"])
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()  # the labels inside the figure's width: the plot narrows, the page never scales it down
+    return fig
+
+
+#: a listening mark's colour in :func:`listening_map` (✓ listens, ✗ no benefit at this n, ? too few items)
+MARK_COLORS = {"✓": "#b7e1b0", "✗": "#f2b8b5", "?": "#e6e6e6", "": "#ffffff"}
+
+
+def listening_map(labels: list[str], models: list[str], marks: list[list[str]], deciding: list[list[Any]],
+                  title: str = "Does it listen? By model and benchmark") -> Figure | None:
+    """The listening verdict summarised: one row per benchmark (``labels``), one column per model, each cell
+    coloured by its mark (``marks[row][model]``: ✓ / ✗ / ?, "" none) and showing its deciding difference (a
+    summary row, ``deciding[row][model]``, or None) with its n. ``None`` without rows."""
+    if not labels or not models:
+        return None
+    from matplotlib.patches import Rectangle
+
+    label_w = min(4.5, 0.075 * max(len(t) for t in labels) + 0.3)
+    fig = Figure(figsize=(min(FOREST_WIDTH_IN, label_w + 1.5 * len(models)), 0.9 + 0.3 * len(labels)))
+    ax = fig.add_subplot()
+    for y, (row_marks, row_diffs) in enumerate(zip(marks, deciding)):
+        for x, (mark, d) in enumerate(zip(row_marks, row_diffs)):
+            ax.add_patch(Rectangle((x, y), 1, 1, facecolor=MARK_COLORS.get(mark, "#ffffff"), edgecolor="white", lw=2))
+            if d is not None and mark:
+                text = f"{mark} {d.value:+.2f}  n={int(d.n or 0)}"
+            else:
+                text = "—"
+            ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=FONT["tick"])
+    ax.set_xlim(0, len(models))
+    ax.set_ylim(len(labels), 0)
+    ax.set_xticks([x + 0.5 for x in range(len(models))], models, fontsize=FONT["tick"])
+    ax.xaxis.tick_top()
+    ax.set_yticks([y + 0.5 for y in range(len(labels))], labels, fontsize=FONT["tick"])
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(title, fontsize=FONT["title"], pad=24)
+    fig.tight_layout()
     return fig
 
 

@@ -126,7 +126,8 @@ def score_files(files: list[str], model: str | None, resamples: int, seed: int
     for f in files:
         task = task_of_file(f)
         if task is None:
-            skipped.append(f"{f}: not a CMI-Bench task file (<model>_<task>.jsonl)")
+            skipped.append(f"{f}: not a CMI-Bench task file (<model>_<task>.jsonl): its name ends in no task's name; "
+                           f"tasks: {', '.join(TASKS)}")
             continue
         stem = Path(f).name.rsplit(".", 1)[0]
         who = model or (stem[: -len(task) - 1] if stem.endswith(f"_{task}") and len(stem) > len(task) + 1 else "model")
@@ -186,6 +187,8 @@ def score_cmi(
     if not files:
         fail("cmi", f"no output files under {', '.join(inputs)}")
     per_item, summary, errors, skipped = score_files(files, model, resamples, seed)
+    for s in skipped:  # a problem, not progress: said even with --quiet
+        typer.echo(f"evalcore score cmi: skipped {s}", err=True)
     if not files or len(skipped) == len(files):
         fail("cmi", "no CMI-Bench output file could be read: " + "; ".join(skipped[:3]))
     n_ok = len(per_item)

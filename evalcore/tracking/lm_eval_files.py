@@ -12,7 +12,11 @@ The layout and field names are lm-eval's own (EleutherAI/lm-evaluation-harness a
   ``model_name``, ``model_name_sanitized``, ``task_hashes``, ``total_evaluation_time_seconds``;
 * ``<out>/<model, sanitized>/samples_<task>_<datetime>.jsonl`` — one line per request: ``doc_id``, ``doc``,
   ``target``, ``arguments`` (``{"gen_args_0": {"arg_0": prompt, "arg_1": {}}}``), ``resps``, ``filtered_resps``,
-  ``filter``, ``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and the request's scores.
+  ``filter``, ``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and the request's scores. A
+  multiple-choice request's ``doc`` holds its ``options`` in the order *that request* presented them (the option
+  order it was asked in: shuffled orders differ) and the right one's index among them, ``correct_option``; its
+  ``arg_0`` is the question followed by those options, lettered as presented (``(A) …``), not the bare question. The
+  prompt template around them is the protocol's (the run's ``config.yaml``); the per-item table keeps no prompt.
 
 ``<datetime>`` is ``datetime.now().isoformat()`` with ``:`` as ``-`` (lm-eval's ``date_id``); model names are
 sanitized as ``sanitize_model_name`` does (``"<>:/|\\?*[]`` runs → ``__``).
@@ -141,12 +145,16 @@ def samples(run: FinishedRun, model: str) -> dict[str, list[dict]]:
         task = task_name(r["protocol"], r["dataset"], r.get("variant"))
         ids = doc_ids.setdefault(task, {})
         doc_id = ids.setdefault(r["item_id"], len(ids))
-        prompt = questions.get((r["dataset"], r["item_id"]), "")
+        question = questions.get((r["dataset"], r["item_id"]), "")
+        shown = _presented(r)
+        prompt = question + "".join(f"\n({LETTERS[i]}) {o}" for i, o in enumerate(shown or []))
         target = r.get("reference") if isinstance(r.get("reference"), str) else _target(r)
         scores = {SCORE_METRIC.get(c, c): float(r[c]) for c in ITEM_SCORES
                   if c in r and r[c] is not None and not (isinstance(r[c], float) and math.isnan(r[c]))}
         doc = {"item_id": r["item_id"], "request_id": r["request_id"], "dataset": r["dataset"],
-               "question": prompt, "condition": r["condition"], "option_order": r.get("option_order")}
+               "question": question, "condition": r["condition"], "option_order": r.get("option_order")}
+        if shown is not None:  # as this request presented them, and the right one among them
+            doc.update(options=shown, correct_option=_int(r.get("correct_index")))
         answer = r.get("text") if isinstance(r.get("text"), str) else ""
         out.setdefault(task, []).append({
             "doc_id": doc_id, "doc": doc, "target": str(target), "arguments": {"gen_args_0": {"arg_0": prompt,
@@ -155,6 +163,21 @@ def samples(run: FinishedRun, model: str) -> dict[str, list[dict]]:
             "doc_hash": _sha(json.dumps(doc, sort_keys=True, default=str)), "prompt_hash": _sha(prompt),
             "target_hash": _sha(target), **scores})
     return out
+
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _presented(r: dict) -> list[str] | None:
+    """A multiple-choice request's options in the order it presented them (per_item's ``options``), else None."""
+    options = r.get("options")
+    if options is None or (isinstance(options, float) and math.isnan(options)) or not len(options):
+        return None
+    return [str(o) for o in list(options)[:len(LETTERS)]]
+
+
+def _int(v: object) -> int | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)  # type: ignore[arg-type]
 
 
 def _target(r: dict) -> object:

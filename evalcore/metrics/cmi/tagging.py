@@ -8,9 +8,11 @@ task's tag vocabulary (:data:`VOCABULARIES`: the released sets, MTT's ``data/MTT
 1. Truth: a tag is true when it occurs **as a substring** of the lower-cased answer ("rock" is true for "poprock").
 2. Scores: the similarity of the response (lower-cased, stripped) to each tag — released: GTE-Qwen2-7B-instruct
    (``encode(response, prompt_name="query") @ encode(tags).T × 100``) and, printed beside it, BERTScore recall.
-   Their weights are not available here: evalcore's default embedder is a **bag-of-words stand-in** (the MMAU-Pro
-   judge's, :func:`evalcore.judges.mmau_pro.bag_of_words`), named as such in every definition; the rule takes any
-   similarity (``TaggingRule(similarity=…)``) and a test holds it to the released function run with fixed vectors.
+   A run names its embedder in the ``mir`` protocol's ``similarity`` (``{kind: sentence_transformers, path: …}``,
+   :mod:`evalcore.embedders`; :func:`configured`), computed as released and named (library, version, folder, config
+   hash) in every definition; a test holds the AUCs to the released function on a tiny sentence-embedding model.
+   Where none is configured the rule uses a **bag-of-words stand-in** (the MMAU-Pro judge's,
+   :func:`evalcore.judges.mmau_pro.bag_of_words`), named as such in every definition and on the model card.
 
 **String-match rule** (``multi_label_classification``, kept in the released file, figures ``*_exact``;
 :func:`exact_vectors`): truth = the tag is one of the answer's comma-separated parts, each normalised
@@ -35,12 +37,14 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from evalcore.embedders import EmbedderSpec, describe, load
 from evalcore.judges.mmau_pro import bag_of_words
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise, reference_of
 from evalcore.seeding import derive_seed
 
-__all__ = ["VOCABULARIES", "MAX_RESAMPLES", "exact_vectors", "embedding_truth", "stand_in", "TaggingRule", "auc_rows"]
+__all__ = ["VOCABULARIES", "MAX_RESAMPLES", "FIGURES", "exact_vectors", "embedding_truth", "stand_in", "TaggingRule",
+           "configured", "auc_rows"]
 
 _G = ("60s 70s 80s 90s acidjazz alternative alternativerock ambient atmospheric blues bluesrock bossanova breakbeat "
       "celtic chanson chillout choir classical classicrock club contemporary country dance darkambient darkwave "
@@ -75,7 +79,8 @@ VOCABULARIES: dict[str, tuple[str, ...]] = {
 MAX_RESAMPLES = 200
 #: (response, tags) → one similarity per tag (released: GTE's query-document dot product × 100)
 Similarity = Callable[[str, Sequence[str]], np.ndarray]
-STAND_IN = "bag-of-words stand-in for GTE-Qwen2-7B-instruct (its weights are not available here)"
+STAND_IN = ("bag-of-words stand-in for GTE-Qwen2-7B-instruct (no embedder configured: the mir protocol's similarity "
+            "names one)")
 
 
 def exact_vectors(response: str, reference: Any, tags: Sequence[str]) -> tuple[list[int], list[int]]:
@@ -98,6 +103,28 @@ def stand_in(response: str, tags: Sequence[str]) -> np.ndarray:
     """The bag-of-words stand-in's similarities (× 100, as the released GTE scores)."""
     vecs = bag_of_words([response, *tags])
     return (vecs[1:] @ vecs[0]) * 100
+
+
+class _Configured:
+    """A configured embedder's similarity, loaded on first use (once per process: :func:`evalcore.embedders.load`)."""
+
+    def __init__(self, spec: EmbedderSpec) -> None:
+        self.spec = spec
+
+    def __call__(self, response: str, tags: Sequence[str]) -> np.ndarray:
+        return load(self.spec).similarity(response, tags)
+
+
+def configured(spec: EmbedderSpec | None, vocabularies: Mapping[str, Sequence[str]] | None = None) -> "TaggingRule":
+    """The tagging rule with ``spec``'s embedder as its similarity, named in its definitions; the stand-in without.
+
+    As released (``multi_label_bert``, ``embed="gte"``): ``encode([response], prompt_name="query") @
+    encode(tags).T × 100`` in the model's float32. The released line appends that 1 × n result whole
+    (``y_pred.append(scores.tolist())``), which scikit-learn refuses as a 3-d array ("Found array with dim 3"): the
+    released figures must have read each response's one row, and so does evalcore."""
+    if spec is None:
+        return TaggingRule(vocabularies=vocabularies)
+    return TaggingRule(similarity=_Configured(spec), embedder=describe(spec), vocabularies=vocabularies)
 
 
 @RULES.register("cmi_tagging")
@@ -144,6 +171,8 @@ def _auc(truth: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
 
 _FIGURES = (("roc_auc", "truth", "scores"), ("pr_auc", "truth", "scores"),
             ("roc_auc_exact", "truth_exact", "pred_exact"), ("pr_auc_exact", "truth_exact", "pred_exact"))
+#: the figures the rule reports (summary rows of :func:`auc_rows`, not aggregates of item means): ROC-AUC first
+FIGURES = tuple(name for name, _, _ in _FIGURES)
 _DEFINITIONS = {
     "roc_auc": "CMI-Bench tagging macro ROC-AUC (evaluate.py multi_label_bert @ 4c15f410, scikit-learn) of response-"
                "tag similarities against tags found as substrings of the answer; similarity: {embedder}",

@@ -413,8 +413,10 @@ def _boto3_client(settings: StorageSettings, keys: str) -> Any:  # ``keys``: a d
         endpoint = f"{options.scheme or 'https'}://{endpoint}"
     cfg = Config(connect_timeout=timeout_s, read_timeout=timeout_s, retries={"max_attempts": 3, "mode": "standard"},
                  s3={"addressing_style": "path" if endpoint else "auto"})
-    # no keys passed: boto3 reads the standard AWS chain, as pyarrow does
-    return boto3.client("s3", endpoint_url=endpoint, region_name=options.region, config=cfg)
+    # no keys passed: boto3 reads the standard AWS chain, as pyarrow does; a session of its own, since boto3's
+    # default session resolves the chain once and hands those keys to every client it builds after
+    session = boto3.session.Session()
+    return session.client("s3", endpoint_url=endpoint, region_name=options.region, config=cfg)
 
 
 def write_text(uri: str, text: str) -> None:

@@ -14,6 +14,9 @@ Every error row (an item that fails validation, a request that fails in any stag
   (``finish_reason: "length"``) or stopped by a content filter. Never cached, never parsed.
 * ``model``      — the Music LM raised (or answered unusably) on valid input.
 * ``judge``      — a judge raised on a valid response.
+* ``output``     — the model's answer is one no rule, judge or metric can read: a rule or judge raised on that
+  answer alone (a recursion, an overflow, text that is not UTF-8), or an answer over its rule family's cap
+  (docs/bad_inputs.md, "Bad answers"). The answer is what failed: retrying gives the same answer.
 
 Reasons are stored bounded (:data:`MAX_REASON_CHARS`, the original length noted), on one line, with
 long encoded payloads (base64 audio an endpoint echoed back) elided and bearer tokens masked: an error
@@ -36,13 +39,14 @@ INPUT = "input"
 INCOMPLETE = "incomplete"
 MODEL = "model"
 JUDGE = "judge"
-CLASSES = (TRANSIENT, INPUT, INCOMPLETE, MODEL, JUDGE)
+OUTPUT = "output"
+CLASSES = (TRANSIENT, INPUT, INCOMPLETE, MODEL, JUDGE, OUTPUT)
 #: the classes ``evalcore run --resume`` retries unless ``--retry-errors`` says otherwise
 RETRY_BY_DEFAULT = (TRANSIENT,)
 
 #: the class of an error whose site did not say, by its stage
 STAGE_CLASS = {"load": INPUT, "expand": INPUT, "decode": INPUT, "model": MODEL, "judge": JUDGE,
-               "score": MODEL, "pipeline": TRANSIENT}
+               "score": OUTPUT, "pipeline": TRANSIENT}
 
 MAX_REASON_CHARS = 2048
 

@@ -243,7 +243,7 @@ def test_rules_scored_in_the_stream_are_what_the_run_scorer_takes() -> None:
     table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in JUDGED} for r in rows], schema=JUDGED)
     out = score_batch(table, ["cmi"]).to_pylist()
     assert [r["scores"] is not None for r in out] == [True, True, True, False, False]
-    assert json.loads(out[0]["scores"]) == {"mir_rule": "cmi_key", "key_score": 0.5, "answered": 1.0}
+    assert json.loads(out[0]["scores"]) == {"mir_rule": "cmi_key", "key_score": 0.5, "answered": 1.0, "truncated": 0}
     assert "released scorer stops" in json.loads(out[2]["scores"])["error"]
     scorer = MirScorer()
     streamed = scorer.score([{**r, "text": "x"} for r in out[:3]])  # the stored values win over the text

@@ -64,7 +64,8 @@ def test_class_defaults_by_stage_and_given_class_wins():
     assert class_of("pipeline") == "transient"
     assert class_of("judge", "transient") == "transient"
     assert class_of("judge", "nonsense") == "judge"
-    assert set(CLASSES) == {"transient", "input", "incomplete", "model", "judge"}
+    assert class_of("score") == "output"  # a score-stage failure is the answer's: no rule can read it
+    assert set(CLASSES) == {"transient", "input", "incomplete", "model", "judge", "output"}
 
 
 def test_schemas_carry_the_class():

@@ -8,7 +8,9 @@ mixing tasks of one rule (GTZAN and VocalSet accuracy) reports them pooled over 
 
 A response a rule cannot score the released way (the released scorer would stop on it, or evalcore will not
 evaluate what it would) becomes an error row of the ``score`` stage with the reason — counted in ``errored``,
-never guessed.
+never guessed. Every rule is called through the scoring guard (:mod:`evalcore.guard`): an exception no rule
+expects (a ``RecursionError``, an ``OverflowError``) is that row's error, class ``output``, never the run's; and
+each answer is cut to its family's cap before parsing (:mod:`evalcore.metrics.cmi.caps`; per-item ``truncated``).
 
 In a run the rules score in the stream, on the workers' judged batches (:func:`score_batch`, a stage after the
 judge, as the free-form lexical metrics do): each whole request's columns go into its row's ``scores`` (JSON) and
@@ -26,8 +28,11 @@ import pandas as pd
 import pyarrow as pa
 
 from evalcore.embedders import EmbedderSpec, spec_of
+from evalcore.errors import INPUT, OUTPUT
+from evalcore.guard import guarded
 from evalcore.metrics.base import Aggregate, Scorer
 from evalcore.metrics.cmi import tagging as cmi_tagging
+from evalcore.metrics.cmi.caps import cut
 from evalcore.metrics.cmi.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
 
 __all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]
@@ -75,7 +80,7 @@ class MirScorer(Scorer):
     """Scores ``mir`` requests by their rule; each group reports its rules' figures."""
 
     protocol = "mir"
-    columns = _union([r.columns for r in _all_rules()])
+    columns = _union([r.columns for r in _all_rules()] + [("truncated",)])
     aggregates = tuple({a.name: a for r in _all_rules() for a in r.aggregates}.values())
     #: the tagging rule's per-item vectors, which its AUC rows read (:func:`evalcore.metrics.cmi.tagging.auc_rows`)
     summary_columns = ("tag_vectors",)
@@ -101,10 +106,24 @@ class MirScorer(Scorer):
         return out
 
     def score_one(self, name: str, r: dict[str, Any]) -> dict[str, Any]:
-        """One row's columns by rule ``name`` (or its ``error``)."""
+        """One row's columns by rule ``name`` (or its ``error`` and ``error_class``), with ``truncated``: the
+        characters of the answer over the family's cap (:mod:`evalcore.metrics.cmi.caps`), cut before parsing.
+        The rule is called through the scoring guard (:func:`evalcore.guard.guarded`): whatever it raises on this
+        answer is this row's error, never the run's."""
+        text, truncated = cut(name, str(r.get("text") or ""))
+        reference = r.get("reference")
+        if isinstance(reference, str) and cut(name, reference)[1]:
+            return {"error": f"{name}: the reference is over the {name} cap ({len(reference)} characters): "
+                             "not scored", "error_class": INPUT}
+        got, why = guarded(name, self._score, name, text, reference, r)
+        if why is not None:
+            return {"error": why, "error_class": OUTPUT}
+        return {**got, "truncated": truncated}
+
+    def _score(self, name: str, text: str, reference: Any, r: dict[str, Any]) -> dict[str, Any]:
         try:
             meta = {**_meta(r), "task": r.get("task")}
-            return self.rules[name].score(r.get("text") or "", r.get("reference"), meta)
+            return self.rules[name].score(text, reference, meta)
         except (PublishedStops, Unreproducible) as e:
             return {"error": f"{name}: {e}"}
         except (ValueError, TypeError) as e:  # e.g. a reference the released code cannot read either

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from evalcore import audio, storage
 from evalcore.errors import bounded, class_of, exception_class
+from evalcore.guard import Reason, one_by_one
 from evalcore.judges.base import JUDGMENT_FIELDS, Judge, build_judge
 from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
@@ -186,13 +187,15 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
             continue
         label = f"{kind}@{judge.version}"
         # what the judge declares it reads besides texts and options: each row's task, each request's question
-        tasks = [rows[i]["task"] for i in idx] if judge.uses_tasks else None
-        questions = [rows[i].get("question") for i in idx] if judge.uses_questions else None
-        try:
-            results = judge.judge([rows[i]["text"] for i in idx], [rows[i]["options"] for i in idx],
-                                  tasks=tasks, questions=questions)
-        except Exception as e:  # noqa: BLE001
-            results = [{"error": f"{type(e).__name__}: {e}", "error_class": exception_class(e)}] * len(idx)
+        def call(ix: list[int], judge: Judge = judge) -> list[dict]:
+            return judge.judge([rows[i]["text"] for i in ix], [rows[i]["options"] for i in ix],
+                               tasks=[rows[i]["task"] for i in ix] if judge.uses_tasks else None,
+                               questions=[rows[i].get("question") for i in ix] if judge.uses_questions else None)
+
+        # the scoring guard (evalcore/guard.py): a judge that raises on the batch judges each answer alone; an
+        # answer it still raises on is that row's error (class output, or transient where the exception says so)
+        results = [{"error": r, "error_class": r.error_class} if isinstance(r, Reason) else r
+                   for r in one_by_one(label, call, idx)]
         for i, res in zip(idx, results):
             rows[i]["judge"] = label
             if res.get("error"):

@@ -11,7 +11,8 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from evalcore.errors import bounded, class_of
+from evalcore.errors import OUTPUT, bounded, class_of
+from evalcore.guard import one_by_one
 from evalcore.metrics.base import Scorer
 from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
@@ -97,13 +98,14 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
                    scorers: dict[str, Scorer] | None = None) -> Scored:
     """Score every protocol's requests (each protocol's rows in one call to its scorer).
 
-    A scorer may return an ``error`` per row (e.g. a free-form answer over the metrics' length limit):
-    that request leaves the per-item table and becomes an error row with ``error_stage = "score"``,
-    so requests in = scored + errored still holds. ``scorers``: protocol instance → its scorer, built here
+    A scorer may return an ``error`` per row (e.g. a free-form answer over the metrics' length limit), with its
+    ``error_class`` where it knows it: that request leaves the per-item table and becomes an error row with
+    ``error_stage = "score"`` (class ``output`` unless the scorer said otherwise), so requests in = scored +
+    errored still holds. Each scorer is called through the scoring guard (:func:`evalcore.guard.one_by_one`). ``scorers``: protocol instance → its scorer, built here
     when missing (a caller scoring groups of rows passes the same dict to build each scorer once)."""
     scorers = {} if scorers is None else scorers
     frames = []
-    failed: dict[int, str] = {}
+    failed: dict[int, tuple[str, str | None]] = {}
     provenance: dict[str, dict[str, Any]] = {}
     for proto, rows in _by(merged, "protocol").items():
         scored = [r for r in rows if r.get("error") is None]
@@ -115,24 +117,29 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
         if proto not in scorers:
             scorers[proto] = build_scorer(kind, params, proto)
         scorer = scorers[proto]
-        metrics = scorer.score(scored)
+        # the scoring guard: a scorer that raises on the protocol's rows scores each row alone, and a row it still
+        # raises on is that row's error (class output), never the run's (evalcore/guard.py)
+        metrics = one_by_one(f"{kind} scorer", scorer.score, scored)
         if scorer.provenance():
             provenance[proto] = scorer.provenance()
         keep = []
         for r, m in zip(scored, metrics):
+            if isinstance(m, str):
+                m = {"error": m, "error_class": OUTPUT}
             err = m.pop("error", None)
+            given = m.pop("error_class", None)
             if err is None:
                 keep.append((r, m))
             else:
-                failed[id(r)] = str(err)
+                failed[id(r)] = (str(err), given)
         if not keep:
             continue
         df = pd.DataFrame([{**{k: r.get(k) for k in SCORE_KEY},
                             **{k: r.get(k) for k in PER_ITEM_FIELDS}}
                            for r, _ in keep])
         frames.append(pd.concat([df, pd.DataFrame([m for _, m in keep])], axis=1))
-    out = [{**r, "error": bounded(failed[id(r)]), "error_stage": "score", "error_class": class_of("score")}
-           if id(r) in failed else r for r in merged]
+    out = [{**r, "error": bounded(failed[id(r)][0]), "error_stage": "score",
+            "error_class": class_of("score", failed[id(r)][1])} if id(r) in failed else r for r in merged]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
     return Scored(table, out, provenance)
 

@@ -68,6 +68,11 @@ class MulticlassRule(Rule):
         if not isinstance(labels, list) or not labels:
             raise PublishedStops("no label_set in the item's metadata (the task's correct answers)")
         labels = label_set(labels)
-        right = correct(response, reference, labels)
-        answered = right or any(correct(response, lab, labels) for lab in labels)
+        # :func:`correct` for the answer and for every label, with the response normalised and searched once per
+        # label (not once per pair of labels: quadratic in the label set over a long answer)
+        said = normalise(response)
+        present = {lab for lab in labels if lab in said}
+        target = normalise(str(reference[0] if isinstance(reference, list) and reference else reference))
+        right = target in said and not (present - {target})
+        answered = right or len(present) == 1
         return {"correct": float(right), "answered": float(answered)}

@@ -111,7 +111,13 @@ def literal(text: str) -> Any:
     """``eval(text)`` for the literals a response may hold, without evaluating anything (module docstring).
 
     Raises ``SyntaxError`` (CPython's own message), ``NameError`` or ``TypeError`` where ``eval`` raises them,
-    and :class:`Unreproducible` where ``eval`` would compute something."""
-    tree = ast.parse(text.strip(" \t"), mode="eval")  # eval() strips leading spaces and tabs as well
-    _check(tree)
-    return ast.literal_eval(tree)
+    :class:`Unreproducible` where ``eval`` would compute something, and :class:`PublishedStops` where CPython's
+    parser gives up on the nesting (``"-" * 3000 + "1"``, ``"1+" * 3000``: ``RecursionError`` or ``MemoryError``
+    — ``eval`` raises the same there, uncaught by the released scorer)."""
+    try:
+        tree = ast.parse(text.strip(" \t"), mode="eval")  # eval() strips leading spaces and tabs as well
+        _check(tree)
+        return ast.literal_eval(tree)
+    except (RecursionError, MemoryError) as e:
+        raise PublishedStops(f"the text is nested too deeply for Python's parser ({type(e).__name__}): eval "
+                             "stops there, and the released scorer with it") from None

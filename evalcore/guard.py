@@ -1,0 +1,74 @@
+"""The scoring boundary no answer crosses: every rule, judge and metric call on a model's answer goes through
+:func:`guarded`, which turns **any** exception the call raises (``RecursionError``, ``MemoryError``,
+``OverflowError``, ``UnicodeError``, a library's own) into a bounded one-line reason, so the answer becomes an error
+row (stage ``score`` or ``judge``, class ``output``: :data:`evalcore.errors.OUTPUT`) and the run goes on.
+
+A rule that raises is a defect to fix where it raises (the released rule's own stops are
+:class:`~evalcore.metrics.cmi.rules.PublishedStops` with their reasons); the guard is what keeps such a defect from
+costing a run, or every ``--resume`` of it (the answer is cached and replayed). ``KeyboardInterrupt`` and
+``SystemExit`` pass: they are the operator's, not the answer's.
+
+:func:`one_by_one` is the batch form: a call over a batch that raises is made again for each item alone, so one
+answer fails alone and its neighbours are scored (the model stage's retry does the same for ``generate``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, TypeVar
+
+from evalcore.errors import OUTPUT, bounded, exception_class
+
+__all__ = ["guarded", "reason_of", "one_by_one", "Reason", "REASON_CHARS"]
+
+T = TypeVar("T")
+#: the longest reason the guard writes (an exception's message may quote the whole answer)
+REASON_CHARS = 300
+
+
+class Reason(str):
+    """A guarded call's failure: its one-line reason, and ``error_class`` — what the exception itself tells
+    (:func:`evalcore.errors.exception_class`: transient for a connection failure or a dead worker), else
+    ``output``: the call raised on this answer."""
+
+    error_class: str = OUTPUT
+
+
+def reason_of(label: str, exc: BaseException) -> Reason:
+    """``label: ExceptionName: message``, on one line, at most :data:`REASON_CHARS` characters."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - an exception whose str() fails (a surrogate in its text) still has a type
+        message = "(message not printable)"
+    out = Reason(bounded(f"{label}: {type(exc).__name__}: {message[:REASON_CHARS]}", REASON_CHARS))
+    out.error_class = exception_class(exc) or OUTPUT
+    return out
+
+
+def guarded(label: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, Reason | None]:
+    """``(fn(*args, **kwargs), None)``, or ``(None, reason)`` when it raises anything but an interrupt."""
+    try:
+        return fn(*args, **kwargs), None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - the boundary: whatever an answer makes a rule raise
+        return None, reason_of(label, e)
+
+
+def one_by_one(label: str, fn: Callable[[list[Any]], Sequence[T]], items: list[Any]) -> list[T | Reason]:
+    """``fn(items)``; where that raises (or returns a wrong count), ``fn([item])`` for each item alone: each item's
+    result, or its :class:`Reason` where the item alone raises. A batch failure that is transient (a connection
+    refused: :func:`evalcore.errors.exception_class`) is every item's reason, not tried item by item (an endpoint
+    that is down would be called once per item)."""
+    got, why = guarded(label, fn, items)
+    if why is None and got is not None and len(got) == len(items):
+        return list(got)
+    if why is not None and why.error_class != OUTPUT:
+        return [why] * len(items)
+    out: list[T | Reason] = []
+    for item in items:
+        one, why = guarded(label, fn, [item])
+        if why is None and (one is None or len(one) != 1):
+            why = Reason(bounded(f"{label}: returned {0 if one is None else len(one)} results for one answer",
+                                 REASON_CHARS))
+        out.append(why if why is not None else one[0])  # type: ignore[index]
+    return out

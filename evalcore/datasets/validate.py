@@ -29,7 +29,7 @@ MAX_TEXT_CHARS = 65_536  # question, reference, each label and option, metadata,
 MAX_METADATA_DEPTH = 32  # nesting of the metadata object
 
 
-def _text_problem(field: str, v: str) -> str | None:
+def text_problem(field: str, v: str) -> str | None:
     """Why the text ``v`` of ``field`` cannot be used (too long, not encodable as UTF-8), or None."""
     limit = MAX_ID_CHARS if field in ("item_id", "audio_uri") else MAX_TEXT_CHARS
     if len(v) > limit:
@@ -39,6 +39,9 @@ def _text_problem(field: str, v: str) -> str | None:
     except UnicodeEncodeError as e:
         return f"field {field!r} is not valid UTF-8 text ({e.reason} at character {e.start})"
     return None
+
+
+_text_problem = text_problem
 
 
 def _shown(v: Any) -> str:

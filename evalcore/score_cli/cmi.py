@@ -13,7 +13,9 @@ differences correct − control.
 Outputs under ``--out``: ``per_item.parquet``, ``summary.parquet``, ``errors.parquet`` and ``report.md`` with each
 figure beside the line the released ``evaluate.py`` prints for it (``BEAT_TRACKING F1: 7.50``; GuZheng's two F1s
 under their swapped released names). A row that cannot be scored (no response, not an object, a response the
-released scorer would stop on) is an error row, counted: rows in = scored + errored.
+released scorer would stop on) is an error row, counted: rows in = scored + errored. Text is checked as the items
+loader checks it (a lone surrogate, an ``item_id`` over 1,024 characters: an error row); a record whose request
+(model, task, ``item_id``, condition) came before is an error row of its own, never merged into the first.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pandas as pd
 import typer
@@ -29,13 +31,14 @@ import typer
 from evalcore import storage
 from evalcore.datasets.cmi_bench import TASKS, label_set_of, task_of_file
 from evalcore.datasets.released_mcq import read_records, record_problem
+from evalcore.datasets.validate import text_problem
 from evalcore.errors import INPUT
 from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.reports.tables_html import fmt
 from evalcore.schema import ERRORS, conform
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, arrow_safe, exit_if_unscored, fail,
-                                   quiet_mode, say, write_outputs)
+                                   quiet_mode, say, unencodable, write_outputs)
 from evalcore.scoring.requests import error_rows, merge_chunks, score_requests
 from evalcore.scoring.summary import summary_table
 from evalcore.seeding import stable_id
@@ -93,12 +96,19 @@ def judged_rows(records: list[Any], task: str, model: str) -> tuple[list[dict], 
     for i, rec in enumerate(records):
         cond = rec.get("condition", "correct") if isinstance(rec, dict) else "correct"
         item = rec.get("item_id") if isinstance(rec, dict) and isinstance(rec.get("item_id"), str) else None
+        # an id or a condition the items loader would refuse (too long, not UTF-8) is not kept as a key
+        id_problem = next((f"{f}: {why}" for f, v in (("item_id", item), ("condition", cond))
+                           if isinstance(v, str) and (why := text_problem("item_id", v))), None)
+        if id_problem is not None:
+            item, cond = None, "correct"
         base = {"dataset": task, "item_id": item or f"{task}-{i:05d}", "protocol": proto, "protocol_kind": kind,
                 "task": task, "model": model, "condition": cond if isinstance(cond, str) else "correct",
                 "variant": "default", "option_order": 0}
         base["request_id"] = stable_id(*(base[k] for k in ("dataset", "item_id", "protocol", "model", "condition")))
         bad = record_problem("CMI-Bench output", rec)
-        problem = bad.reason if bad is not None else None
+        problem = bad.reason if bad is not None else id_problem
+        if problem is None and (col := unencodable(rec)) is not None:  # a lone surrogate, as the items loader checks
+            problem = f"column {col} is not valid UTF-8 text"
         if problem is None and not isinstance(rec.get("response"), str):
             problem = "no response (text)"
         if problem is None and _answer(rec.get("correct_answer")) is None:
@@ -119,15 +129,36 @@ def _files(inputs: list[str]) -> list[str]:
     return out
 
 
-def score_files(files: list[str], model: str | None, resamples: int, seed: int
+def _first_of_each(rows: list[dict], seen: dict[str, int], errors: list[dict]) -> list[dict]:
+    """``rows`` but those whose request (model, task, item_id, condition) came before, in this file or an earlier
+    one: each such duplicate becomes an error row of its own (its request id suffixed), never merged into the
+    first (merged, their texts would be joined and scored as one answer)."""
+    kept = []
+    for r in rows:
+        n = seen.get(r["request_id"], 0)
+        seen[r["request_id"]] = n + 1
+        if n == 0:
+            kept.append(r)
+            continue
+        errors.append({**r, "request_id": f"{r['request_id']}#{n}", "error_stage": "input", "error_class": INPUT,
+                       "error": f"item_id {r['item_id'][:80]!r} (condition {r['condition'][:40]!r}) appears again: "
+                                f"duplicate {n} of its request, not scored (the first is)"})
+    return kept
+
+
+def score_files(files: list[str], model: str | None, resamples: int, seed: int,
+                on_skip: Callable[[str], None] = lambda line: None
                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict], list[str]]:
-    """(per-item table, summary, error rows, files skipped with why) of released output files."""
+    """(per-item table, summary, error rows, files skipped with why) of released output files; ``on_skip`` is
+    told each skipped file as it is skipped (the command prints it at once: a later failure cannot hide it)."""
     judged, bad, skipped = [], [], []
+    seen: dict[str, int] = {}
     for f in files:
         task = task_of_file(f)
         if task is None:
             skipped.append(f"{f}: not a CMI-Bench task file (<model>_<task>.jsonl): its name ends in no task's name; "
                            f"tasks: {', '.join(TASKS)}")
+            on_skip(skipped[-1])
             continue
         stem = Path(f).name.rsplit(".", 1)[0]
         who = model or (stem[: -len(task) - 1] if stem.endswith(f"_{task}") and len(stem) > len(task) + 1 else "model")
@@ -135,9 +166,10 @@ def score_files(files: list[str], model: str | None, resamples: int, seed: int
             records = list(read_records(f))
         except (ValueError, OSError) as e:
             skipped.append(f"{f}: {str(e)[:120]}")
+            on_skip(skipped[-1])
             continue
         rows, errs = judged_rows(records, task, who)
-        judged += rows
+        judged += _first_of_each(rows, seen, errs)
         bad += errs
     params = {CAPTIONS: {"metrics": caption_metrics()}}
     scored = score_requests(merge_chunks(judged), params)
@@ -186,9 +218,9 @@ def score_cmi(
     files = _files(inputs)
     if not files:
         fail("cmi", f"no output files under {', '.join(inputs)}")
-    per_item, summary, errors, skipped = score_files(files, model, resamples, seed)
-    for s in skipped:  # a problem, not progress: said even with --quiet
-        typer.echo(f"evalcore score cmi: skipped {s}", err=True)
+    # a skipped file is a problem, not progress: said even with --quiet, and as it is skipped
+    per_item, summary, errors, skipped = score_files(
+        files, model, resamples, seed, on_skip=lambda s: typer.echo(f"evalcore score cmi: skipped {s}", err=True))
     if not files or len(skipped) == len(files):
         fail("cmi", "no CMI-Bench output file could be read: " + "; ".join(skipped[:3]))
     n_ok = len(per_item)

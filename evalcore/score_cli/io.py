@@ -104,7 +104,7 @@ def exit_if_unscored(command: str, errors: Iterable[Any], n_scored: int, top: in
          code=ExitCode.UNSCORED)
 
 
-def _unencodable(row: dict[str, Any]) -> str | None:
+def unencodable(row: dict[str, Any]) -> str | None:
     """The column of ``row`` holding text that cannot be UTF-8 (a lone surrogate from a ``\\ud800`` escape), or None."""
     for key, value in row.items():
         stack = [key, value]
@@ -135,7 +135,7 @@ def _json_row(line: str, n: int) -> dict[str, Any]:
         return {"_input_error": f"line {n}: invalid JSON ({str(e).split(':')[0]})"}
     if not isinstance(row, dict):
         return {"_input_error": f"line {n}: not a JSON object"}
-    if (col := _unencodable(row)) is not None:
+    if (col := unencodable(row)) is not None:
         return {"_input_error": f"line {n}: column {col} is not valid UTF-8 text"}
     return row
 

@@ -28,9 +28,10 @@ REASON_CHARS = 300
 class Reason(str):
     """A guarded call's failure: its one-line reason, and ``error_class`` — what the exception itself tells
     (:func:`evalcore.errors.exception_class`: transient for a connection failure or a dead worker), else
-    ``output``: the call raised on this answer."""
+    ``output``: the call raised on this answer; None where the callee fails whatever the answer (the stage's
+    class)."""
 
-    error_class: str = OUTPUT
+    error_class: str | None = OUTPUT
 
 
 def reason_of(label: str, exc: BaseException) -> Reason:
@@ -59,16 +60,21 @@ def one_by_one(label: str, fn: Callable[[list[Any]], Sequence[T]], items: list[A
     result, or its :class:`Reason` where the item alone raises. A batch failure that is transient (a connection
     refused: :func:`evalcore.errors.exception_class`) is every item's reason, not tried item by item (an endpoint
     that is down would be called once per item)."""
-    got, why = guarded(label, fn, items)
-    if why is None and got is not None and len(got) == len(items):
+    got, batch_why = guarded(label, fn, items)
+    if batch_why is None and got is not None and len(got) == len(items):
         return list(got)
-    if why is not None and why.error_class != OUTPUT:
-        return [why] * len(items)
+    if batch_why is not None and batch_why.error_class != OUTPUT:
+        return [batch_why] * len(items)
     out: list[T | Reason] = []
-    for item in items:
+    for n, item in enumerate(items):
         one, why = guarded(label, fn, [item])
         if why is None and (one is None or len(one) != 1):
             why = Reason(bounded(f"{label}: returned {0 if one is None else len(one)} results for one answer",
                                  REASON_CHARS))
+        if n == 0 and why is not None and batch_why is not None and why == batch_why and len(items) > 1:
+            # the first answer alone fails as the batch did: the callee fails (a model that does not load), not
+            # the answers; every item gets the reason, class unsaid (the stage's own), and nothing is called again
+            batch_why.error_class = None  # type: ignore[assignment]
+            return [batch_why] * len(items)
         out.append(why if why is not None else one[0])  # type: ignore[index]
     return out

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from evalcore import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
-from evalcore.datasets.records import leaves_root
+from evalcore.datasets.records import outside_root
 from evalcore.datasets.tabular import check_table, read_rows, seconds, string_list, text, undecodable
 
 #: the columns the loader reads (the released Parquet and CSV have them all)
@@ -76,7 +76,7 @@ class HumMusQA(Dataset):
         jamendo = text(row.get("jamendo_id"))
         if self.audio_root and jamendo:
             name = self.audio_pattern.format(jamendo_id=jamendo)
-            if leaves_root(name):
+            if outside_root(self.audio_root, name):
                 return f"outside: audio path {name[:120]!r} leaves audio_root (never opened)"
             return storage.join(self.audio_root, name)
         return None

@@ -37,7 +37,7 @@ from pydantic import Field
 
 from evalcore import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
-from evalcore.datasets.records import leaves_root
+from evalcore.datasets.records import outside_root
 from evalcore.datasets.tabular import check_table, read_rows, read_table, string_list, text, undecodable
 from evalcore.params import PathStr
 
@@ -109,8 +109,11 @@ class _ReleasedAudio:
                 tid = int(ident)
             except ValueError:
                 return None, f"Song Describer id {ident!r} is not a track id"
-            path = self.sdd_paths.get(str(tid)) or f"{tid % 100:02d}/{tid}.mp3"
-            return storage.join(self.root, "sdd", "audio", path.replace(".mp3", ".2min.mp3")), None
+            path = (self.sdd_paths.get(str(tid)) or f"{tid % 100:02d}/{tid}.mp3").replace(".mp3", ".2min.mp3")
+            folder = storage.join(self.root, "sdd", "audio")
+            if outside_root(folder, path):
+                return None, f"audio path {path[:120]!r} leaves audio_root (never opened)"
+            return storage.join(folder, path), None
         if dataset == "musiccaps":
             if ident in self.musiccaps_files:
                 return self.musiccaps_files[ident], None
@@ -163,7 +166,7 @@ class MuChoMusic(Dataset):
             return None, "no dataset or dataset_identifier"
         if released is None:
             name = str(self.audio_pattern).format(dataset=source, dataset_identifier=ident, audio_id=aid)
-            if leaves_root(name):
+            if outside_root(self.audio_root, name):
                 return None, f"audio path {name[:120]!r} leaves audio_root (never opened)"
             return storage.join(self.audio_root, name), None
         return released.locate(source, aid)

@@ -172,3 +172,15 @@ def leaves_root(relative: str) -> bool:
     """Whether a released relative path climbs out of the folder it is relative to (``../x``, ``a/../../x``)."""
     p = posixpath.normpath(relative.replace("\\", "/").lstrip("/"))
     return p == ".." or p.startswith("../")
+
+
+def outside_root(root: str, relative: str) -> bool:
+    """Whether ``relative`` under ``root`` leaves it: by its text (:func:`leaves_root`), or — on a local disk — by
+    a symlink inside the root that leads out (the joined path resolved, symlinks and all, then checked against the
+    resolved root: :func:`evalcore.storage.within`). Object-store keys have no symlinks: their text decides."""
+    if leaves_root(relative):
+        return True
+    if storage.is_s3(root) or "://" in root and not root.startswith("file://"):
+        return False
+    return not storage.within(storage.join(root, relative.replace("\\", "/").lstrip("/")), root)
+

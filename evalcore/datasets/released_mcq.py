@@ -19,8 +19,7 @@ from typing import Any, Iterator
 
 from evalcore import storage
 from evalcore.datasets.base import BadItem
-from evalcore.datasets.records import (FileUnreadable, check_json, json_records, jsonl_records,
-                                       leaves_root)
+from evalcore.datasets.records import FileUnreadable, check_json, json_records, jsonl_records, outside_root
 
 
 def record_problem(bench: str, rec: Any) -> BadItem | None:
@@ -68,13 +67,14 @@ class AudioOutside(str):
 
 def audio_uri(root: str, relative: Any) -> str | AudioOutside | None:
     """``relative`` (a released path such as ``./test-mini-audios/<id>.wav``) under ``root``; None if not text;
-    :class:`AudioOutside` when it climbs out of ``root``."""
+    :class:`AudioOutside` when it leaves ``root``: by its text (``../``) or through a symlink inside the root that
+    leads out (checked on the resolved path: :func:`~evalcore.datasets.records.outside_root`)."""
     if not isinstance(relative, str) or not relative.strip():
         return None
     rel = relative.strip()
     while rel.startswith("./"):
         rel = rel[2:]
-    if leaves_root(rel):
+    if outside_root(root, rel):
         return AudioOutside(f"audio path {relative[:120]!r} leaves audio_root (never opened)")
     return storage.join(root, rel.lstrip("/"))
 

@@ -194,7 +194,7 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
 
         # the scoring guard (evalcore/guard.py): a judge that raises on the batch judges each answer alone; an
         # answer it still raises on is that row's error (class output, or transient where the exception says so)
-        results = [{"error": r, "error_class": r.error_class} if isinstance(r, Reason) else r
+        results = [{"error": str(r), "error_class": r.error_class} if isinstance(r, Reason) else r
                    for r in one_by_one(label, call, idx)]
         for i, res in zip(idx, results):
             rows[i]["judge"] = label

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from evalcore.errors import OUTPUT, bounded, class_of
-from evalcore.guard import one_by_one
+from evalcore.guard import Reason, one_by_one
 from evalcore.metrics.base import Scorer
 from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
@@ -108,7 +108,12 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
     failed: dict[int, tuple[str, str | None]] = {}
     provenance: dict[str, dict[str, Any]] = {}
     for proto, rows in _by(merged, "protocol").items():
-        scored = [r for r in rows if r.get("error") is None]
+        scored = []
+        for r in rows:
+            if r.get("error") is None and (why := _unreadable_text(r.get("text"))) is not None:
+                failed[id(r)] = (why, OUTPUT)
+            elif r.get("error") is None:
+                scored.append(r)
         if not scored:
             continue
         kind = protocol_kind(scored[0])
@@ -124,8 +129,8 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
             provenance[proto] = scorer.provenance()
         keep = []
         for r, m in zip(scored, metrics):
-            if isinstance(m, str):
-                m = {"error": m, "error_class": OUTPUT}
+            if isinstance(m, Reason):
+                m = {"error": str(m), "error_class": m.error_class}
             err = m.pop("error", None)
             given = m.pop("error_class", None)
             if err is None:
@@ -142,6 +147,17 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
             "error_class": class_of("score", failed[id(r)][1])} if id(r) in failed else r for r in merged]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
     return Scored(table, out, provenance)
+
+
+def _unreadable_text(text: Any) -> str | None:
+    """Why an answer cannot be scored before any rule reads it (text that is not UTF-8: a lone surrogate no table
+    can hold), or None."""
+    if isinstance(text, str):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return f"the answer is not valid UTF-8 text ({e.reason} at character {e.start})"
+    return None
 
 
 def per_item_table(merged: list[dict], params: ScorerParams | None = None) -> pd.DataFrame:

@@ -135,7 +135,9 @@ def test_any_exception_of_a_rule_is_that_rows_error_in_the_stage_and_in_the_stre
         out = score_batch(table, ["cmi"]).to_pylist()
     finally:
         mir._SCORERS.clear()
-    assert all(json.loads(r["scores"])["error_class"] == "output" for r in out)
+    assert all("error" in json.loads(r["scores"]) for r in out)  # stored in the row, not raised out of the stage
+    rescored = score_requests([{**r, "protocol_kind": "mir"} for r in out], scorers={"cmi": scorer})
+    assert [e["error_class"] for e in _reconciled(rows, rescored)] == ["output", "output"]
 
 
 def test_one_by_one_isolates_the_answer_that_raises() -> None:

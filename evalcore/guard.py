@@ -32,6 +32,8 @@ class Reason(str):
     class)."""
 
     error_class: str | None = OUTPUT
+    #: the exception cannot come of an answer's text (a file or module missing: ``OSError``, ``ImportError``)
+    systematic: bool = False
 
 
 def reason_of(label: str, exc: BaseException) -> Reason:
@@ -42,6 +44,7 @@ def reason_of(label: str, exc: BaseException) -> Reason:
         message = "(message not printable)"
     out = Reason(bounded(f"{label}: {type(exc).__name__}: {message[:REASON_CHARS]}", REASON_CHARS))
     out.error_class = exception_class(exc) or OUTPUT
+    out.systematic = isinstance(exc, (OSError, ImportError))
     return out
 
 
@@ -63,7 +66,9 @@ def one_by_one(label: str, fn: Callable[[list[Any]], Sequence[T]], items: list[A
     got, batch_why = guarded(label, fn, items)
     if batch_why is None and got is not None and len(got) == len(items):
         return list(got)
-    if batch_why is not None and batch_why.error_class != OUTPUT:
+    if batch_why is not None and (batch_why.error_class != OUTPUT or batch_why.systematic):
+        if batch_why.systematic and batch_why.error_class == OUTPUT:
+            batch_why.error_class = None  # type: ignore[assignment]  # the callee's failure: the stage's class
         return [batch_why] * len(items)
     out: list[T | Reason] = []
     for n, item in enumerate(items):

@@ -155,8 +155,16 @@ def test_one_by_one_isolates_the_answer_that_raises() -> None:
         calls.append(len(texts))
         raise OSError("weights not found")
 
-    got = one_by_one("j", broken, ["a", "b", "c", "d"])
-    assert calls == [4, 1] and all(g.error_class is None and "weights not found" in g for g in got)
+    got = one_by_one("j", broken, ["a", "b", "c", "d"])  # a file missing: no answer causes it, none is retried
+    assert calls == [4] and all(g.error_class is None and "weights not found" in g for g in got)
+
+    def broken_for_all(texts):  # fails whatever the answer, with an exception an answer could cause
+        calls.append(len(texts))
+        raise ValueError("the judge's table is empty")
+
+    calls.clear()
+    got = one_by_one("j", broken_for_all, ["a", "b", "c", "d"])
+    assert calls == [4, 1] and all(g.error_class is None for g in got)
 
 
 # the offline judges (the LLM judges call an endpoint: the same guard wraps them in the stage, not fuzzed here)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -181,19 +183,34 @@ def report(run_root: str = typer.Argument(..., metavar="RUN", help="A finished r
 def browse(run_root: str = typer.Argument(..., metavar="RUN_ROOT",
                                           help="A finished run's root (path, a copy of one, or s3:// URI)."),
            quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: the page's "
-                                      "address.")) -> None:
+                                      "address."),
+           deadline: float = typer.Option(600.0, "--deadline", min=1.0, help="Seconds the whole page may take: an "
+                                          "object store that does not answer ends the command with one line.")
+           ) -> None:
     """Write (or refresh) RUN_ROOT's item browser, items.html beside report.html: each item's answers under every
     audio condition side by side, with the clips as each model heard them (rebuilt from the run's items). Prints
     where it is."""
+    from evalcore.deadline import DeadlineExceeded, call_within
     from evalcore.pipeline.browse import write_browser  # heavy: pulls matplotlib (reports)
 
     console.setup(quiet=quiet)
 
-    try:
-        uri = write_browser(run_root)
+    try:  # an overall deadline: each read has its own, but a store that answers slowly could hold many of them
+        uri = call_within(deadline, storage.carried(lambda: write_browser(run_root)))
     except (FileNotFoundError, RunStateError) as e:
         typer.echo(f"not a finished run: {run_root} ({e})", err=True)
         raise typer.Exit(code=ExitCode.USAGE)
+    except DeadlineExceeded:
+        typer.echo(f"evalcore browse: {run_root} did not answer within {deadline:g} s (--deadline); nothing "
+                   "written", err=True)
+        # the abandoned read holds an S3 request that cannot be interrupted, and pyarrow's S3 finalizer waits for it
+        # at exit: end the process here (nothing was written, nothing is left to close)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(ExitCode.FAILED))
+    except (OSError, ValueError) as e:  # an unreachable store, refused keys, a bucket that is not there
+        typer.echo(f"evalcore browse: cannot read {run_root}: {bounded(f'{type(e).__name__}: {e}', 300)}", err=True)
+        raise typer.Exit(code=ExitCode.FAILED)
     typer.echo(uri if storage.is_s3(uri) else Path(uri).resolve().as_uri())
 
 

@@ -291,3 +291,39 @@ def test_corpus_is_seeded() -> None:
     assert list(corpus("cmi_key", 50, seed=3)) == list(corpus("cmi_key", 50, seed=3))
     assert list(corpus("cmi_key", 50, seed=3)) != list(corpus("cmi_key", 50, seed=4))
     assert random.Random(0).random() == random.Random(0).random()
+
+
+# ------------------------------------------------------------------------------------- browse: stores that fail
+
+
+def _browse(root: str, endpoint: str, deadline: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AWS_ENDPOINT_URL_S3": endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+           "AWS_REGION": "us-east-1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, "-c", "from evalcore.cli import app; app()", "browse", root,
+                           "--deadline", deadline], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_browse_an_unreachable_or_silent_store_ends_in_one_line() -> None:
+    """Finding 7: ``evalcore browse s3://…`` on an endpoint nobody listens on ended in a 45-line traceback; on one
+    that accepts and never answers it hung. Now one line each, within the overall deadline."""
+    import socket
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nobody listens there
+    res = _browse("s3://bucket/run", f"http://127.0.0.1:{port}", "60")
+    assert res.returncode in (1, 2) and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts connections (the kernel's backlog), never answers
+    try:
+        res = _browse("s3://bucket/run", f"http://127.0.0.1:{silent.getsockname()[1]}", "3")
+    finally:
+        silent.close()
+    assert res.returncode == 1 and "did not answer within 3 s" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

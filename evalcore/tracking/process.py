@@ -44,8 +44,9 @@ from evalcore.tracking_config import Sinks
 log = logging.getLogger("evalcore")
 #: how much lower the process's CPU priority is than the run's (``os.nice``)
 NICE = 10
-#: seconds the run waits, after its report, for the process to answer before it stops it
-DEADLINE_S = 900.0
+#: seconds the run waits, after its report, for the process to answer before it stops it (docs/tracking.md: a
+#: tracker that does not answer costs the run at most this; a responsive one is done in a fraction of a second)
+DEADLINE_S = 120.0
 
 
 class Beside:

@@ -242,3 +242,43 @@ def test_browse_a_copied_run_and_one_on_s3(demo_run, tmp_path) -> None:
         for rel in ("meta.js", "data/00000.js", "items.js"):
             assert storage.read_bytes(f"{uri}/browser/{rel}") == (root / "browser" / rel).read_bytes(), rel
         assert storage.read_text(f"{uri}/items.html") == (root / "items.html").read_text()
+
+
+def test_the_page_is_written_whatever_the_runs_error_rows(demo_run, tmp_path) -> None:
+    """items.html for a run with error rows of every stage: an item that did not load (a row without its question:
+    listed with its reason; its options were a NaN and len() of it stopped the page), the demo's clips that do not
+    decode, a model's failure and an answer no rule can read (score, output)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "run"
+    shutil.copytree(Path(demo_run.cfg.root), copy, ignore=shutil.ignore_patterns("browser", "items.html"))
+    bad = pq.read_table(copy / "item_errors" / "part-00000.parquet")
+    dataset = pq.read_table(copy / "items" / "part-00000.parquet").column("dataset")[0].as_py()
+    row = {"table": "items", "request_id": None, "dataset": dataset, "item_id": "no-question", "model": None,
+           "condition": None, "error_stage": "load", "error_class": "input",
+           "error": "field 'question' is missing (a row without its question)"}
+    pq.write_table(pa.concat_tables([bad, pa.Table.from_pylist([row], schema=bad.schema)]),
+                   copy / "item_errors" / "part-00000.parquet")
+    marker = json.loads((copy / "_commits" / "items.json").read_text())
+    marker.update(errors=marker["errors"] + 1, items_in=marker["items_in"] + 1)
+    (copy / "_commits" / "items.json").write_text(json.dumps(marker, sort_keys=True))
+    errors = pq.read_table(copy / "tables" / "errors.parquet").to_pandas()
+    per_item = pq.read_table(copy / "tables" / "per_item.parquet").to_pandas()
+    model_err, score_err = per_item["request_id"].iloc[0], per_item["request_id"].iloc[1]
+    added = pd.DataFrame([{**per_item.iloc[i][["request_id", "dataset", "item_id", "model", "condition"]].to_dict(),
+                           "table": "requests", "error_stage": stage, "error_class": cls, "error": why}
+                          for i, (stage, cls, why) in enumerate([("model", "model", "RuntimeError: CUDA out of memory"),
+                                                                 ("score", "output", "cmi_melody: RecursionError")])])
+    pq.write_table(pa.Table.from_pandas(pd.concat([errors, added], ignore_index=True)[errors.columns],
+                                        preserve_index=False), copy / "tables" / "errors.parquet")
+    res = CliRunner().invoke(app, ["browse", str(copy)])
+    assert res.exit_code == 0, res.output
+    assert (copy / "items.html").exists()
+    items = [it for p in sorted((copy / "browser" / "data").glob("*.js")) for it in _js(p)[1]]
+    (lost,) = [it for it in items if it["id"] == "no-question"]
+    assert lost["err"] == ["load", "input", row["error"]] and lost["g"] == [] and "o" not in lost
+    cells = _cells(copy)
+    assert cells[model_err][0]["e"][:2] == ["model", "model"]
+    assert cells[score_err][0]["e"] == ["score", "output", "cmi_melody: RecursionError"]
+    assert any(c["e"][0] == "decode" for c, _, _ in cells.values() if "e" in c)

@@ -23,6 +23,8 @@ __all__ = ["guarded", "reason_of", "one_by_one", "Reason", "REASON_CHARS"]
 T = TypeVar("T")
 #: the longest reason the guard writes (an exception's message may quote the whole answer)
 REASON_CHARS = 300
+#: a batch whose first answers, each alone, all fail with the batch's own reason is the callee's failure
+SAME_FAILURES = 3
 
 
 class Reason(str):
@@ -61,8 +63,9 @@ def guarded(label: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tupl
 def one_by_one(label: str, fn: Callable[[list[Any]], Sequence[T]], items: list[Any]) -> list[T | Reason]:
     """``fn(items)``; where that raises (or returns a wrong count), ``fn([item])`` for each item alone: each item's
     result, or its :class:`Reason` where the item alone raises. A batch failure that is transient (a connection
-    refused: :func:`evalcore.errors.exception_class`) is every item's reason, not tried item by item (an endpoint
-    that is down would be called once per item)."""
+    refused: :func:`evalcore.errors.exception_class`) or that no answer can cause (a file or module missing) is every
+    item's reason, not tried item by item (an endpoint that is down would be called once per item); so is one that
+    the first :data:`SAME_FAILURES` items alone each repeat word for word (the callee fails, whatever the answer)."""
     got, batch_why = guarded(label, fn, items)
     if batch_why is None and got is not None and len(got) == len(items):
         return list(got)
@@ -76,10 +79,10 @@ def one_by_one(label: str, fn: Callable[[list[Any]], Sequence[T]], items: list[A
         if why is None and (one is None or len(one) != 1):
             why = Reason(bounded(f"{label}: returned {0 if one is None else len(one)} results for one answer",
                                  REASON_CHARS))
-        if n == 0 and why is not None and batch_why is not None and why == batch_why and len(items) > 1:
-            # the first answer alone fails as the batch did: the callee fails (a model that does not load), not
-            # the answers; every item gets the reason, class unsaid (the stage's own), and nothing is called again
+        out.append(why if why is not None else one[0])  # type: ignore[index]
+        if n + 1 == SAME_FAILURES < len(items) and batch_why is not None and all(o == batch_why for o in out):
+            # the first answers alone each fail as the batch did: the callee fails (a model that does not load),
+            # not the answers; every item gets the reason, class unsaid (the stage's own), nothing called again
             batch_why.error_class = None  # type: ignore[assignment]
             return [batch_why] * len(items)
-        out.append(why if why is not None else one[0])  # type: ignore[index]
     return out

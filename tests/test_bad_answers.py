@@ -163,8 +163,10 @@ def test_one_by_one_isolates_the_answer_that_raises() -> None:
         raise ValueError("the judge's table is empty")
 
     calls.clear()
-    got = one_by_one("j", broken_for_all, ["a", "b", "c", "d"])
-    assert calls == [4, 1] and all(g.error_class is None for g in got)
+    got = one_by_one("j", broken_for_all, ["a", "b", "c", "d", "e"])
+    assert calls == [5, 1, 1, 1] and all(g.error_class is None for g in got)
+    got = one_by_one("j", judge, ["bad", "a", "bad", "ccc"])  # the bad answer first: the others still judged
+    assert got[1] == 1 and got[3] == 3 and got[0].error_class == got[2].error_class == "output"
 
 
 # the offline judges (the LLM judges call an endpoint: the same guard wraps them in the stage, not fuzzed here)

@@ -19,6 +19,7 @@ import typer
 
 from evalcore import cluster, console, preflight, storage
 from evalcore.config import ConfigError, demo_config_path, load_config, read_yaml
+from evalcore.deadline import DeadlineExceeded, call_within
 from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, bounded, parse_classes
 from evalcore.input_schemas import schema as named_schema
 from evalcore.models.tiny import FAMILIES, build_tiny
@@ -190,7 +191,6 @@ def browse(run_root: str = typer.Argument(..., metavar="RUN_ROOT",
     """Write (or refresh) RUN_ROOT's item browser, items.html beside report.html: each item's answers under every
     audio condition side by side, with the clips as each model heard them (rebuilt from the run's items). Prints
     where it is."""
-    from evalcore.deadline import DeadlineExceeded, call_within
     from evalcore.pipeline.browse import write_browser  # heavy: pulls matplotlib (reports)
 
     console.setup(quiet=quiet)

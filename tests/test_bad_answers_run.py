@@ -21,7 +21,7 @@ from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
 
 install_test_key()  # at import, before any Ray worker starts, so workers inherit it
 
-CMI = Path(__file__).parent / "fixtures" / "cmi_bench" / "data"
+CMI = Path(__file__).parent / "fixtures" / "cmi_bench"
 #: the CMI-Bench tasks with fixture files, one or more per released rule (the captioning task left out)
 TASKS = ("GTZAN", "GS_key", "gtzan_beat", "DSing", "MedleyDB", "Guzheng_Tech", "EMO_arousal", "MTG_genre")
 #: what the endpoint answers from: every family's named bad answers and a few generated ones of each kind
@@ -73,7 +73,7 @@ def test_a_run_answered_with_bad_answers_finishes_and_resumes_to_nothing(tmp_pat
                            "judge": {"kind": "lexicon", "params": {"vocabulary": "instrument"}}},
                           {"name": "freeform", "datasets": ["items"], "conditions": ["correct"]},
                           {"name": "cmi", "kind": "mir", "datasets": cmi, "conditions": ["correct"]}],
-            "storage": {"root": str(tmp_path / "run")}, "stats": {"bootstrap_resamples": 20},
+            "storage": {"root": str(tmp_path / "run")}, "stats": {"bootstrap_resamples": 100},
             "ray": {"progress_bars": False, "decode_num_cpus": 0.25},
         })
         try:

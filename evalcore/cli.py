@@ -71,7 +71,7 @@ def run(
                                        help="Commit finished rows to the run root at least this often."),
     retry_errors: str = typer.Option(",".join(RETRY_BY_DEFAULT), "--retry-errors", metavar="CLASS,…",
                                      help="With --resume: run again the committed error rows of these failure "
-                                     "classes (transient, input, incomplete, model, judge; '' = none)."),
+                                     "classes (transient, input, incomplete, model, judge, output; '' = none)."),
     quiet: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP + " Still printed: where the report is, "
                                "the verdicts, and the counts line when something errored."),
     verbose: bool = typer.Option(False, "--verbose", help="Print the report at the end, and Ray's and the "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any, Mapping
 
@@ -115,7 +116,9 @@ def literal(text: str) -> Any:
     parser gives up on the nesting (``"-" * 3000 + "1"``, ``"1+" * 3000``: ``RecursionError`` or ``MemoryError``
     — ``eval`` raises the same there, uncaught by the released scorer)."""
     try:
-        tree = ast.parse(text.strip(" \t"), mode="eval")  # eval() strips leading spaces and tabs as well
+        with warnings.catch_warnings():  # "invalid decimal literal" and the like: one line a bad answer, not a log's
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text.strip(" \t"), mode="eval")  # eval() strips leading spaces and tabs as well
         _check(tree)
         return ast.literal_eval(tree)
     except (RecursionError, MemoryError) as e:

@@ -136,7 +136,8 @@ def run_corpus(scorer: MirScorer, n: int, max_chars: int) -> None:
         for start in range(0, n, 256):
             part = answers[start:start + 256]
             rows = [{"request_id": f"r{i}", "protocol": "p", "task": "instrument", "question": "Which?", "text": a,
-                     "options": ["guitar", "piano", "drums", "vocals"], "error": None, "n_chunks": 1}
+                     "options": ["guitar", "piano"] if kind == "binary_choice" else ["guitar", "piano", "drums", "vocals"],
+                     "error": None, "n_chunks": 1}
                     for i, a in enumerate(part)]
             table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in JUDGED} for r in rows], schema=JUDGED)
             dt, out = _time(judge_batch, table, {"p": (kind, params)})

@@ -170,6 +170,8 @@ def test_one_by_one_isolates_the_answer_that_raises() -> None:
 
 
 # the offline judges (the LLM judges call an endpoint: the same guard wraps them in the stage, not fuzzed here)
+#: the options a judge reads (binary choice: two)
+OPTIONS = {"binary_choice": ["guitar", "piano"]}
 JUDGES = {"mcq_string": "mcq", "mcq_mmau": "mcq", "mcq_mmar": "mcq", "mcq_mmau_pro": "mcq", "mcq_muchomusic": "mcq",
           "mcq_rul": "mcq", "true_false": "mcq", "binary_choice": "mcq", "lexicon": "factual"}
 
@@ -183,14 +185,14 @@ def test_a_thousand_hostile_answers_per_judge(kind: str) -> None:
     family = JUDGES[kind]
     answers = [a.encode("utf-8", "replace").decode("utf-8") for a in corpus(family, N, seed=1)]  # Arrow: UTF-8
     rows = [{"request_id": f"r{i}", "protocol": "p", "task": "instrument", "question": "Which?", "text": a,
-             "options": ["guitar", "piano", "drums", "vocals"], "error": None, "n_chunks": 1}
-            for i, a in enumerate(answers)]
+             "options": OPTIONS.get(kind, ["guitar", "piano", "drums", "vocals"]), "error": None, "n_chunks": 1} for i, a in enumerate(answers)]
     table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in JUDGED} for r in rows], schema=JUDGED)
     params = {"embedder": "bag-of-words"} if kind == "mcq_mmau_pro" else {}  # NV-Embed's weights: not offline
     out = judge_batch(table, {"p": (kind, json.dumps(params))}).to_pylist()
     assert len(out) == len(rows)
     for r in out:
         assert r["error"] is None or (r["error_stage"] == "judge" and len(r["error"]) <= MAX_REASON_CHARS)
+    assert sum(r["error"] is None for r in out) > len(out) // 2  # judged, not refused wholesale
 
 
 def test_a_thousand_hostile_free_form_answers() -> None:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from evalcore.errors import OUTPUT, bounded, exception_class
 
-__all__ = ["guarded", "reason_of", "one_by_one", "Reason", "REASON_CHARS"]
+__all__ = ["guarded", "reason_of", "one_by_one", "judged", "Reason", "REASON_CHARS"]
 
 T = TypeVar("T")
 #: the longest reason the guard writes (an exception's message may quote the whole answer)
@@ -86,3 +86,10 @@ def one_by_one(label: str, fn: Callable[[list[Any]], Sequence[T]], items: list[A
             batch_why.error_class = None  # type: ignore[assignment]
             return [batch_why] * len(items)
     return out
+
+
+def judged(label: str, fn: Callable[[list[Any]], Sequence[dict]], items: list[Any]) -> list[dict]:
+    """:func:`one_by_one` for a judge: each item's result, an ``{"error", "error_class"}`` result where it raises."""
+    return [{"error": str(r), "error_class": r.error_class} if isinstance(r, Reason) else r
+            for r in one_by_one(label, fn, items)]
+

@@ -114,8 +114,8 @@ class _Crashing(Rule):
         raise self.exc
 
 
-@pytest.mark.parametrize("exc", [RecursionError("deep"), MemoryError(), OverflowError("big"),
-                                 UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed"), KeyError("x")])
+@pytest.mark.parametrize("exc", [RecursionError("deep"), MemoryError(), OverflowError("big"), KeyError("x"),
+                                 UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")])
 def test_any_exception_of_a_rule_is_that_rows_error_in_the_stage_and_in_the_stream(exc: BaseException) -> None:
     """The guard: a rule that raises anything costs its row, class output — never the run (the stream's stage
     and the scoring stage alike)."""
@@ -185,7 +185,8 @@ def test_a_thousand_hostile_answers_per_judge(kind: str) -> None:
     family = JUDGES[kind]
     answers = [a.encode("utf-8", "replace").decode("utf-8") for a in corpus(family, N, seed=1)]  # Arrow: UTF-8
     rows = [{"request_id": f"r{i}", "protocol": "p", "task": "instrument", "question": "Which?", "text": a,
-             "options": OPTIONS.get(kind, ["guitar", "piano", "drums", "vocals"]), "error": None, "n_chunks": 1} for i, a in enumerate(answers)]
+             "options": OPTIONS.get(kind, ["guitar", "piano", "drums", "vocals"]), "error": None, "n_chunks": 1}
+            for i, a in enumerate(answers)]
     table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in JUDGED} for r in rows], schema=JUDGED)
     params = {"embedder": "bag-of-words"} if kind == "mcq_mmau_pro" else {}  # NV-Embed's weights: not offline
     out = judge_batch(table, {"p": (kind, json.dumps(params))}).to_pylist()

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from evalcore import audio, storage
 from evalcore.errors import OUTPUT, bounded, class_of, exception_class
-from evalcore.guard import Reason, one_by_one
+from evalcore.guard import judged
 from evalcore.judges.base import JUDGMENT_FIELDS, Judge, build_judge
 from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
@@ -205,8 +205,7 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
 
         # the scoring guard (evalcore/guard.py): a judge that raises on the batch judges each answer alone; an
         # answer it still raises on is that row's error (class output, or transient where the exception says so)
-        results = [{"error": str(r), "error_class": r.error_class} if isinstance(r, Reason) else r
-                   for r in one_by_one(label, call, idx)]
+        results = judged(label, call, idx)
         for i, res in zip(idx, results):
             rows[i]["judge"] = label
             if res.get("error"):

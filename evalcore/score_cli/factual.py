@@ -44,6 +44,7 @@ import pyarrow as pa
 import typer
 
 from evalcore import storage
+from evalcore.guard import judged as guarded_judge
 from evalcore.metrics import factual_agreement as _agreement
 from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
@@ -100,7 +101,9 @@ def llm_extract(df: pd.DataFrame, judge: Any) -> list[dict | None]:
     """The LLM judge's result per row (None for rows that are invalid anyway); one batched judge call."""
     rows = df.to_dict("records")
     todo = [i for i, row in enumerate(rows) if row_error(row) is None]
-    results = judge.judge([rows[i]["response"] for i in todo], [None] * len(todo)) if todo else []
+    # the scoring guard: an answer the judge raises on is that row's error
+    results = guarded_judge("llm extractor", lambda ix: judge.judge([rows[todo[k]]["response"] for k in ix],
+                                                                    [None] * len(ix)), list(range(len(todo))))
     out: list[dict | None] = [None] * len(rows)
     for i, r in zip(todo, results):
         out[i] = r

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import typer
 
+from evalcore.guard import judged as guarded_judge
 from evalcore.judges.yes_no import BinaryChoiceJudge, TrueFalseJudge
 from evalcore.metrics.aggregate import aggregate
 from evalcore.metrics.factual_formats import chunk_answers
@@ -197,9 +198,11 @@ def judge_rows(records: list[dict[str, Any]], questions: list[dict | None], erro
     a judge error becomes the row's error (``errors`` updated)."""
     todo = [i for i, e in enumerate(errors) if e is None]
     options = [spec.judge_options(questions[i]) for i in todo]  # type: ignore[arg-type]
-    judged = spec.judge(lexicon_name(task)).judge([records[i]["response"] for i in todo], options)
+    judge = spec.judge(lexicon_name(task))
+    results = guarded_judge(f"{spec.kind} judge", lambda ix: judge.judge(  # the scoring guard
+        [records[todo[k]]["response"] for k in ix], [options[k] for k in ix]), list(range(len(todo))))
     out: list[dict | None] = [None] * len(records)
-    for i, result in zip(todo, judged):
+    for i, result in zip(todo, results):
         if result.get("error") is not None:
             errors[i] = f"judge: {result['error']}"
         else:

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import typer
 
+from evalcore.guard import judged as guarded_judge
 from evalcore.judges.mcq_muchomusic import McqMuchomusicJudge, parse_muchomusic
 from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
 from evalcore.judges.mmar import McqMmarJudge
@@ -109,8 +110,10 @@ def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame
     # the llm matcher is shown the optional input column "question"
     questions = ([q if isinstance(q := records[i].get("question"), str) else None for i in todo]
                  if parser == "llm" and "question" in df.columns else None)
-    results = judge.judge([records[i]["response"] for i in todo], [_options(records[i]["options"]) for i in todo],
-                          questions=questions)
+    # the scoring guard: an answer the judge raises on is that row's error
+    results = guarded_judge(f"{parser} parser", lambda ix: judge.judge(
+        [records[todo[k]]["response"] for k in ix], [_options(records[todo[k]]["options"]) for k in ix],
+        questions=[questions[k] for k in ix] if questions is not None else None), list(range(len(todo))))
     for i, r in zip(todo, results):
         if r.get("error") is not None or r.get("parsed_index") is None:
             errors[i] = f"{parser} parser: {r.get('error') or 'no result'}"

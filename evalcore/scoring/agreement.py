@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.config import JudgeConfig, RunConfig
+from evalcore.guard import judged as guarded_judge
 from evalcore.judges.base import build_judge
 from evalcore.metrics import factual_agreement
 from evalcore.metrics.aggregate import aggregate
@@ -49,10 +50,11 @@ def second_labels(judge_cfg: JudgeConfig, chunks: list[dict]) -> dict[str, list[
         return {}
     judge = build_judge(judge_cfg.kind, **judge_cfg.params)
     tasks = [r.get("task") for r in todo] if judge.uses_tasks else None
-    try:  # a second judge reads no questions (it measures agreement of labels)
-        results = judge.judge([r["text"] for r in todo], [r.get("options") for r in todo], tasks=tasks)
-    except Exception as e:  # noqa: BLE001 - a failing second judge leaves the run's own results intact
-        results = [{"error": f"{type(e).__name__}: {e}"}] * len(todo)
+    # a second judge reads no questions (it measures agreement of labels); through the scoring guard: a failing
+    # second judge leaves the run's own results intact, and an answer it raises on is that answer's alone
+    results = guarded_judge(f"agreement judge {judge_cfg.kind}", lambda ix: judge.judge(
+        [todo[i]["text"] for i in ix], [todo[i].get("options") for i in ix],
+        tasks=[tasks[i] for i in ix] if tasks is not None else None), list(range(len(todo))))
     parts: dict[str, list[tuple[int, list[str] | None]]] = defaultdict(list)
     for r, res in zip(todo, results):
         parts[r["request_id"]].append((r.get("chunk_index") or 0, _labels(res, r.get("options"))))

@@ -101,7 +101,8 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
     A scorer may return an ``error`` per row (e.g. a free-form answer over the metrics' length limit), with its
     ``error_class`` where it knows it: that request leaves the per-item table and becomes an error row with
     ``error_stage = "score"`` (class ``output`` unless the scorer said otherwise), so requests in = scored +
-    errored still holds. Each scorer is called through the scoring guard (:func:`evalcore.guard.one_by_one`). ``scorers``: protocol instance → its scorer, built here
+    errored still holds. Each scorer is called through the scoring guard (:func:`evalcore.guard.one_by_one`).
+    ``scorers``: protocol instance → its scorer, built here
     when missing (a caller scoring groups of rows passes the same dict to build each scorer once)."""
     scorers = {} if scorers is None else scorers
     frames = []

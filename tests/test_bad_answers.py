@@ -312,6 +312,7 @@ def _browse(root: str, endpoint: str, deadline: str) -> "subprocess.CompletedPro
                            "--deadline", deadline], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.e2e  # the CLI in a subprocess (an abandoned S3 read ends it)
 def test_browse_an_unreachable_or_silent_store_ends_in_one_line() -> None:
     """Finding 7: ``evalcore browse s3://…`` on an endpoint nobody listens on ended in a 45-line traceback; on one
     that accepts and never answers it hung. Now one line each, within the overall deadline."""

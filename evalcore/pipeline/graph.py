@@ -21,7 +21,7 @@ from evalcore.metrics.stream_values import lexical_plan, model_plan
 from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
-                                         decode_memory, metric_gpus, model_groups, uses_audio)
+                                         decode_memory, decode_seconds, metric_gpus, model_groups, uses_audio)
 from evalcore.pipeline.committer import Committer
 from evalcore.pipeline.placement import NodeWatch, elsewhere
 from evalcore.pipeline.profile import Profile
@@ -72,10 +72,15 @@ def _blocks(table: pa.Table) -> list[pa.Table]:
 
 
 def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, driver_node: str | None = None,
-           **kwargs) -> pa.Table:
+           extra_s: float = 0.0, **kwargs) -> pa.Table:
     """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
     deadline, which a worker process would not otherwise see: the driver's scope covers its own process only.
-    Keys come from the worker's environment / AWS chain, as on the driver."""
+    Keys come from the worker's environment / AWS chain, as on the driver. ``extra_s``: seconds the task spends
+    beyond decoding (a simulated model's costly input preparation, :func:`resources.decode_seconds`)."""
+    if extra_s > 0:
+        import time
+
+        time.sleep(extra_s)
     with storage.using(storage.StorageSettings.of(s3, read_timeout_s)):
         out = decode_batch(batch, **kwargs)
     return out if driver_node is None else elsewhere(out, driver_node)
@@ -105,7 +110,7 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     reads = uses_audio(model)
     ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
                                            "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s,
-                                           "driver_node": driver_node},
+                                           "driver_node": driver_node, "extra_s": decode_seconds(model)},
                         batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=decode_cpus,
                         memory=decode_memory(model.resources.batch_size if reads else 0, sr, chunk_s))
     r = model.resources
@@ -292,7 +297,7 @@ def init_ray(ray_cfg: RayConfig) -> None:
     driver, even on ``kill -9`` (:mod:`evalcore.cluster`)."""
     from ray.data import DataContext
 
-    from evalcore.pipeline import backpressure  # heavy: imports ray at its top; `evalcore --help` imports this module
+    from evalcore.pipeline import backpressure, starvation  # heavy: import ray; `evalcore --help` imports this module
 
     cluster.start(ray_cfg.address, log_to_driver=False, configure_logging=False)
     spend_restart_warning()
@@ -301,3 +306,4 @@ def init_ray(ray_cfg: RayConfig) -> None:
     console.quiet_ray_data()
     ctx.print_on_execution_start = False
     backpressure.install(ctx, ray_cfg.max_queued_blocks)
+    starvation.install(ctx)

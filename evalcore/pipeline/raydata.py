@@ -40,6 +40,10 @@ class Operator:
     held_s: float = 0.0  #: time a backpressure policy held its task submission back (it had input waiting)
     spans: list[tuple[str, float, float]] = field(default_factory=list)  #: (node, start, end) per output block
     tasks: int = 0
+    #: actor-seconds its actors waited for input while work remained upstream (:mod:`evalcore.pipeline.starvation`)
+    starved_s: float = 0.0
+    starved_by: dict[str, float] = field(default_factory=dict)  #: upstream operator's name → seconds it held
+    starved_held: dict[str, float] = field(default_factory=dict)  #: "<operator> by <policy>" → seconds held back
 
 
 class Stream:
@@ -93,6 +97,13 @@ class Stream:
             out.append(op)
 
         walk(self._executor.get_stats())
+        from evalcore.pipeline.starvation import tallies  # heavy: imports ray.data at its top
+
+        starved = tallies(self._executor)
+        for op in out:
+            t = starved.get(op.name)
+            if t is not None:
+                op.starved_s, op.starved_by, op.starved_held = t.seconds, dict(t.by), dict(t.held)
         return out
 
 

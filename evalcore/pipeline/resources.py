@@ -28,6 +28,13 @@ def uses_audio(model: ModelConfig) -> bool:
     return bool(getattr(MODELS.get(model.kind), "uses_audio", True))
 
 
+def decode_seconds(model: ModelConfig) -> float:
+    """Seconds a decode task of the model's requests spends beyond decoding: a simulated model's
+    ``decode_seconds_per_batch`` (:meth:`evalcore.models.simulated.SimulatedGPU.decode_seconds`), else 0."""
+    hook = getattr(MODELS.get(model.kind), "decode_seconds", None)
+    return float(hook(dict(model.params))) if callable(hook) else 0.0
+
+
 def model_groups(models: list[ModelConfig], cpus: float, gpus: float,
                  custom: dict[str, float] | None = None) -> list[list[ModelConfig]]:
     """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks);

@@ -8,7 +8,8 @@ were (busy ÷ (wall × actors)) and answers (rows, one per chunk) per second; an
 waiting for input while work remained upstream (actor-seconds, and as a fraction of wall × actors), with the
 upstream stage that held it (``starved_by``: stage → seconds, the most first) and the seconds that stage was itself
 held back meanwhile, by a backpressure policy or for want of a CPU (``starved_held``: "<stage> by <policy>" →
-seconds; :mod:`evalcore.pipeline.starvation`). And when the first shard was committed, after the model stage
+seconds; :mod:`evalcore.pipeline.starvation`); and ``output_held_s``, its tasks' seconds with answers ready that Ray
+Data did not read, for want of budget in the stages after it (held by downstream, not starved). And when the first shard was committed, after the model stage
 started.
 
 Stages in order: ``items`` (read, validate and commit the items), ``requests`` (the driver's one counting pass),
@@ -162,6 +163,7 @@ class Profile:
                     by = {k: by.get(k, 0.0) + old["starved_by"].get(k, 0.0) for k in {*by, *old["starved_by"]}}
                     held = {k: held.get(k, 0.0) + old["starved_held"].get(k, 0.0)
                             for k in {*held, *old["starved_held"]}}
+                out_held = sum(op.output_held_s for op in ops) + (old or {}).get("output_held_s", 0.0)
                 whole = next(s for s in self.stages if s.stage == name)
                 starved = whole.starved_s or 0.0
                 self.models[model] = {
@@ -170,7 +172,8 @@ class Profile:
                     "answers": whole.rows_out, "answers_per_s": round((whole.rows_out or 0) / whole.wall_s, 2),
                     "starved_s": round(starved, 3),
                     "starved_fraction": round(min(1.0, starved / (whole.wall_s * n)), 3),
-                    "starved_by": _most_first(by), "starved_held": _most_first(held)}
+                    "starved_by": _most_first(by), "starved_held": _most_first(held),
+                    "output_held_s": round(out_held, 3)}
 
     def add_commit(self, c: CommitStage, rows_out: int) -> None:
         """The commit stage (:class:`committer.CommitStage`); ``rows_out``: the rows committed in all (the tasks'

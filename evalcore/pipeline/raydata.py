@@ -38,6 +38,9 @@ class Operator:
     rows_out: int = 0
     busy_s: float = 0.0  #: the sum of its tasks' time per output block (an actor's or a task's)
     held_s: float = 0.0  #: time a backpressure policy held its task submission back (it had input waiting)
+    #: its tasks' time with output ready that the executor did not read (Ray Data's output backpressure: the budget
+    #: of the stages after it was spent), summed over tasks
+    output_held_s: float = 0.0
     spans: list[tuple[str, float, float]] = field(default_factory=list)  #: (node, start, end) per output block
     tasks: int = 0
     #: actor-seconds its actors waited for input while work remained upstream (:mod:`evalcore.pipeline.starvation`)
@@ -84,6 +87,7 @@ class Stream:
             op.rows_in = int(rows_in) if rows_in is not None else None
             op.held_s = float(extra.get("task_submission_backpressure_time") or 0.0)
             op.tasks = int(extra.get("num_tasks_finished") or 0)
+            op.output_held_s = float(extra.get("task_output_backpressure_time_s") or 0.0)
             for blocks in stats.metadata.values():
                 for b in blocks:
                     op.blocks += 1

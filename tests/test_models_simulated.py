@@ -118,3 +118,6 @@ def test_aligned_blocks_hold_whole_batches_and_enough_blocks_for_the_cpus():
     assert aligned_rows(8, 360, 32) == 8 and aligned_rows(64, 10, 2) == 64  # never less than one batch
     for bs, n, cpus in ((8, 3_600, 2), (64, 25_000, 4), (5, 1_234, 3), (100, 999, 1)):
         assert aligned_rows(bs, n, cpus) % bs == 0
+    # ray.audio_block_requests caps the blocks of a model that reads audio, still in whole batches
+    assert aligned_rows(8, 10_080, 2, most_requests=64) == 64 and aligned_rows(8, 10_080, 2, None) == 256
+    assert aligned_rows(64, 10_080, 2, most_requests=8) == 64 and aligned_rows(8, 100, 2, most_requests=64) == 8

@@ -50,6 +50,7 @@ class GraphSettings:
     metric_actors: int
     metric_gpus: float  #: GPUs the model-based metric actors hold (:func:`evalcore.pipeline.resources.metric_gpus`)
     actor_restarts: int = 0  #: restarts of a dead scoring or metric actor (``ray.max_restarts``)
+    audio_block_requests: int | None = None  #: requests per aligned block at most for a model reading audio
     #: mir protocol instance → its configured embedder (the tagging rule's similarity), where one is
     mir_similarity: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -62,7 +63,7 @@ class GraphSettings:
                    s3=cfg.storage.s3_options(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
                    metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg),
-                   actor_restarts=cfg.ray.max_restarts,
+                   actor_restarts=cfg.ray.max_restarts, audio_block_requests=cfg.ray.audio_block_requests,
                    mir_similarity={p.name: p.similarity.model_dump() for p in cfg.protocols
                                    if p.kind == "mir" and p.similarity is not None})
 
@@ -88,10 +89,11 @@ def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None
 
 def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
                  read_timeout_s: float | None = None, n_requests: int | None = None, cpus: float = 1.0,
-                 driver_node: str | None = None):
+                 driver_node: str | None = None, audio_block_requests: int | None = None):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool. ``requests``: its Ray
     Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows;
-    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks;
+    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks, and
+    ``audio_block_requests`` (``ray.audio_block_requests``) caps them for a model that reads audio;
     ``driver_node``: the driver's Ray node, which a decode error on another node names."""
     import ray.data
 
@@ -100,14 +102,15 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
         rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
         requests = ray.data.from_arrow(_blocks(requests_table(rows)))
         n_requests = len(rows) if n_requests is None else n_requests
-    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus))
+    reads = uses_audio(model)
+    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus,
+                                              audio_block_requests if reads else None))
     # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
     chunk_s = chunk_window(model, window)
     # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through, and its
     # decode tasks reserve a worker's memory only
-    reads = uses_audio(model)
     ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
                                            "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s,
                                            "driver_node": driver_node, "extra_s": decode_seconds(model)},
@@ -198,7 +201,7 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
         for group in model_groups(list(settings.models), res.get("CPU", 1.0), gpus, custom):
             branches = [model_branch(m, sources[m.name], settings.decode_num_cpus, settings.s3,
                                      settings.read_timeout_s, (ready or {}).get(m.name), res.get("CPU", 1.0),
-                                     driver_node)
+                                     driver_node, settings.audio_block_requests)
                         for m in group if m.name in sources]
             if not branches:
                 continue

@@ -30,7 +30,8 @@ from ray.data._internal.logical.operators import StreamingRepartition
 
 __all__ = ["ENABLED_BACKPRESSURE_POLICIES", "ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY", "BackpressurePolicy",
            "UnionOperator", "StreamingRepartition", "remote_args", "policy_context", "policy_topology",
-           "queued_output", "queued_input", "actor_counts", "held_by", "executor_policies", "set_repartition_cpus", "node_pids", "spend_restart_warning",
+           "queued_output", "queued_input", "actor_counts", "held_by", "executor_policies", "set_repartition_cpus",
+           "node_pids", "spend_restart_warning",
            "RESTART_WARNING"]
 
 

@@ -9,8 +9,8 @@ waiting for input while work remained upstream (actor-seconds, and as a fraction
 upstream stage that held it (``starved_by``: stage → seconds, the most first) and the seconds that stage was itself
 held back meanwhile, by a backpressure policy or for want of a CPU (``starved_held``: "<stage> by <policy>" →
 seconds; :mod:`evalcore.pipeline.starvation`); and ``output_held_s``, its tasks' seconds with answers ready that Ray
-Data did not read, for want of budget in the stages after it (held by downstream, not starved). And when the first shard was committed, after the model stage
-started.
+Data did not read, for want of budget in the stages after it (held by downstream, not starved). And when the first
+shard was committed, after the model stage started.
 
 Stages in order: ``items`` (read, validate and commit the items), ``requests`` (the driver's one counting pass),
 then on Ray ``read`` (read tasks expanding the items into requests), ``align`` (the batch alignment), ``decode``,

@@ -169,8 +169,9 @@ def _rows(n: int | None) -> str:
 
 def profile_lines(profile: dict) -> list[str]:
     """The closing lines of a run from its profile (run.json's ``profile``, :mod:`evalcore.pipeline.profile`): one
-    per stage (a model's with how busy its actors were and its answers/s), when the first shard was committed, the
-    run's wall."""
+    per stage (a model's with how busy its actors were, its answers/s and its starved seconds), a line per model
+    whose actors waited for input more than 5 % of its stage naming the stage that held it
+    (:func:`evalcore.reports.run_profile.starved_notes`), when the first shard was committed, the run's wall."""
     out = []
     models = profile.get("models") or {}
     for s in profile.get("stages") or []:
@@ -179,9 +180,12 @@ def profile_lines(profile: dict) -> list[str]:
         first = f", first output at {s['first_output_s']:.1f} s" if s.get("first_output_s") is not None else ""
         m = models.get(s["stage"][len("model:"):]) if s["stage"].startswith("model:") else None
         model = (f"; {m['busy_fraction']:.0%} busy over {m['actors']} actor(s), {m['answers_per_s']:.1f} answers/s"
-                 if m else "")
+                 + (f", starved {m['starved_s']:.1f} s" if m.get("starved_s") is not None else "") if m else "")
         out.append(f"profile {s['stage']}: {s['wall_s']:.1f} s{extra}, {_rows(s['rows_in'])} → "
                    f"{_rows(s['rows_out'])} rows{first}{model}")
+    from evalcore.reports.run_profile import starved_notes
+
+    out += [f"profile: {note}" for note in starved_notes(profile)]
     first = profile.get("first_commit")
     if first and first.get("after_model_start_s") is not None:
         out.append(f"profile: first shard committed {first['after_model_start_s']:.1f} s after the model stage "

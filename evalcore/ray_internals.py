@@ -9,6 +9,9 @@ private attribute of a Ray object.
   its setting, the union operator, an operator's remote args, and the topology's queued blocks.
 * The resources of a streaming repartition (:func:`set_repartition_cpus`): Ray 2.60's ``repartition`` takes no
   resource arguments; the operator at the head of the dataset's logical plan gets them.
+* What a starvation watch reads of the running topology (:mod:`evalcore.pipeline.starvation`): an actor pool's
+  running and working actors, whether an operator is held back by a backpressure policy and by which, and the
+  policies an executor ran with (:func:`executor_policies`), from which the run reads the watch's tallies.
 * The processes of the local node this driver started (:func:`node_pids`, :mod:`evalcore.cluster`).
 * One line of Ray's C++ log that every restartable Ray Data actor pool prints (:func:`spend_restart_warning`).
 """
@@ -27,7 +30,8 @@ from ray.data._internal.logical.operators import StreamingRepartition
 
 __all__ = ["ENABLED_BACKPRESSURE_POLICIES", "ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY", "BackpressurePolicy",
            "UnionOperator", "StreamingRepartition", "remote_args", "policy_context", "policy_topology",
-           "queued_output", "queued_input", "set_repartition_cpus", "node_pids", "spend_restart_warning",
+           "queued_output", "queued_input", "actor_counts", "held_by", "executor_policies", "set_repartition_cpus",
+           "node_pids", "spend_restart_warning",
            "RESTART_WARNING"]
 
 
@@ -54,6 +58,26 @@ def queued_output(topology: dict, op: Any) -> int:
 def queued_input(topology: dict, op: Any) -> int:
     """Blocks waiting in ``op``'s input queues."""
     return topology[op].total_enqueued_input_blocks()
+
+
+def actor_counts(op: Any) -> tuple[int, int] | None:
+    """(running actors, actors with a task in flight) of an actor-pool operator; None for a task operator."""
+    pools = op.get_autoscaling_actor_pools() if hasattr(op, "get_autoscaling_actor_pools") else []
+    if not pools:
+        return None
+    return (sum(p.num_running_actors() for p in pools), sum(p.num_active_actors() for p in pools))
+
+
+def held_by(op: Any) -> str | None:
+    """The backpressure policy holding ``op``'s task submission back now (its name), else None."""
+    if not getattr(op, "_in_task_submission_backpressure", False):
+        return None
+    return getattr(op, "_task_submission_backpressure_policy", None) or "backpressure"
+
+
+def executor_policies(executor: Any) -> list[Any]:
+    """The backpressure policies a streaming executor ran with (they outlive its execution)."""
+    return list(getattr(executor, "_backpressure_policies", None) or [])
 
 
 def set_repartition_cpus(ds: Any, num_cpus: float) -> Any:

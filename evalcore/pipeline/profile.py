@@ -4,8 +4,13 @@ For each stage: where it ran (driver or Ray), when it started and ended, and its
 the driver's clock; a Ray stage's wall is the union of its operators' spans), its busy time (a Ray stage: the sum of its
 tasks' time per output block; the driver's: its wall), rows in and out, when its first output came and, on Ray, how
 long a backpressure policy held its task submission back. Per model: the model stage's wall, how busy its actors
-were (busy ÷ (wall × actors)) and answers (rows, one per chunk) per second. And when the first shard was committed,
-after the model stage started.
+were (busy ÷ (wall × actors)) and answers (rows, one per chunk) per second; and how long its actors were *starved*,
+waiting for input while work remained upstream (actor-seconds, and as a fraction of wall × actors), with the
+upstream stage that held it (``starved_by``: stage → seconds, the most first) and the seconds that stage was itself
+held back meanwhile, by a backpressure policy or for want of a CPU (``starved_held``: "<stage> by <policy>" →
+seconds; :mod:`evalcore.pipeline.starvation`); and ``output_held_s``, its tasks' seconds with answers ready that Ray
+Data did not read, for want of budget in the stages after it (held by downstream, not starved). And when the first
+shard was committed, after the model stage started.
 
 Stages in order: ``items`` (read, validate and commit the items), ``requests`` (the driver's one counting pass),
 then on Ray ``read`` (read tasks expanding the items into requests), ``align`` (the batch alignment), ``decode``,
@@ -44,6 +49,7 @@ class Stage:
     held_s: float | None = None
     tasks: int | None = None
     end_s: float | None = None
+    starved_s: float | None = None  #: an actor pool's: actor-seconds waiting for input while work remained upstream
 
 
 def stage_name(ray_name: str) -> str | None:
@@ -62,6 +68,19 @@ def stage_name(ray_name: str) -> str | None:
         else:
             parts.append(part)
     return "+".join(parts) or None
+
+
+def _stage_of(op_name: str) -> str:
+    """The profile's stage of an upstream operator a model waited on (its Ray name when it is none)."""
+    return stage_name(op_name) or op_name
+
+
+def _add(into: dict[str, float], key: str, v: float) -> None:
+    into[key] = round(into.get(key, 0.0) + v, 3)
+
+
+def _most_first(d: dict[str, float]) -> dict[str, float]:
+    return dict(sorted(((k, round(v, 3)) for k, v in d.items()), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _union_length(spans: list[tuple[float, float]]) -> float:
@@ -121,18 +140,40 @@ class Profile:
                     ends.append(min(e for _, e in mine))
             # a read's inputs are its read tasks, not rows
             rows_in = [None if name.startswith("read") else op.rows_in for op in ops]
+            by: dict[str, float] = {}
+            held: dict[str, float] = {}
+            for op in ops:
+                for k, v in op.starved_by.items():
+                    _add(by, _stage_of(k), v)
+                for k, v in op.starved_held.items():
+                    up, _, policy = k.partition(" by ")
+                    _add(held, f"{_stage_of(up)} by {policy}", v)
             stage = Stage(name, "ray", self._at(min(s for s, _ in spans)) if spans else None,
                           round(_union_length(spans), 3), round(sum(op.busy_s for op in ops), 3),
                           sum(rows_in) if None not in rows_in else None, sum(op.rows_out for op in ops),
                           self._at(min(ends)) if ends else None, round(sum(op.held_s for op in ops), 3),
-                          sum(op.tasks for op in ops), self._at(max(e for _, e in spans)) if spans else None)
+                          sum(op.tasks for op in ops), self._at(max(e for _, e in spans)) if spans else None,
+                          round(sum(op.starved_s for op in ops), 3) if name.startswith("model:") else None)
             self._put(stage)
             if name.startswith("model:") and stage.wall_s > 0:
-                n = (actors or {}).get(name[len("model:"):], 1)
-                self.models[name[len("model:"):]] = {
-                    "wall_s": stage.wall_s, "busy_s": stage.busy_s, "actors": n,
-                    "busy_fraction": round(min(1.0, stage.busy_s / (stage.wall_s * n)), 3), "answers": stage.rows_out,
-                    "answers_per_s": round(stage.rows_out / stage.wall_s, 2)}
+                model = name[len("model:"):]
+                n = (actors or {}).get(model, 1)
+                old = self.models.get(model)  # another group's execution of the same model: add up
+                if old is not None:
+                    by = {k: by.get(k, 0.0) + old["starved_by"].get(k, 0.0) for k in {*by, *old["starved_by"]}}
+                    held = {k: held.get(k, 0.0) + old["starved_held"].get(k, 0.0)
+                            for k in {*held, *old["starved_held"]}}
+                out_held = sum(op.output_held_s for op in ops) + (old or {}).get("output_held_s", 0.0)
+                whole = next(s for s in self.stages if s.stage == name)
+                starved = whole.starved_s or 0.0
+                self.models[model] = {
+                    "wall_s": whole.wall_s, "busy_s": whole.busy_s, "actors": n,
+                    "busy_fraction": round(min(1.0, whole.busy_s / (whole.wall_s * n)), 3),
+                    "answers": whole.rows_out, "answers_per_s": round((whole.rows_out or 0) / whole.wall_s, 2),
+                    "starved_s": round(starved, 3),
+                    "starved_fraction": round(min(1.0, starved / (whole.wall_s * n)), 3),
+                    "starved_by": _most_first(by), "starved_held": _most_first(held),
+                    "output_held_s": round(out_held, 3)}
 
     def add_commit(self, c: CommitStage, rows_out: int) -> None:
         """The commit stage (:class:`committer.CommitStage`); ``rows_out``: the rows committed in all (the tasks'
@@ -164,6 +205,8 @@ class Profile:
         old.rows_out = None if old.rows_out is None or stage.rows_out is None else old.rows_out + stage.rows_out
         old.held_s = round((old.held_s or 0.0) + (stage.held_s or 0.0), 3)
         old.tasks = (old.tasks or 0) + (stage.tasks or 0)
+        if stage.starved_s is not None:
+            old.starved_s = round((old.starved_s or 0.0) + stage.starved_s, 3)
 
     def as_json(self) -> dict[str, Any]:
         """run.json's ``profile``."""

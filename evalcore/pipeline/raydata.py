@@ -38,8 +38,15 @@ class Operator:
     rows_out: int = 0
     busy_s: float = 0.0  #: the sum of its tasks' time per output block (an actor's or a task's)
     held_s: float = 0.0  #: time a backpressure policy held its task submission back (it had input waiting)
+    #: its tasks' time with output ready that the executor did not read (Ray Data's output backpressure: the budget
+    #: of the stages after it was spent), summed over tasks
+    output_held_s: float = 0.0
     spans: list[tuple[str, float, float]] = field(default_factory=list)  #: (node, start, end) per output block
     tasks: int = 0
+    #: actor-seconds its actors waited for input while work remained upstream (:mod:`evalcore.pipeline.starvation`)
+    starved_s: float = 0.0
+    starved_by: dict[str, float] = field(default_factory=dict)  #: upstream operator's name → seconds it held
+    starved_held: dict[str, float] = field(default_factory=dict)  #: "<operator> by <policy>" → seconds held back
 
 
 class Stream:
@@ -80,6 +87,7 @@ class Stream:
             op.rows_in = int(rows_in) if rows_in is not None else None
             op.held_s = float(extra.get("task_submission_backpressure_time") or 0.0)
             op.tasks = int(extra.get("num_tasks_finished") or 0)
+            op.output_held_s = float(extra.get("task_output_backpressure_time_s") or 0.0)
             for blocks in stats.metadata.values():
                 for b in blocks:
                     op.blocks += 1
@@ -93,6 +101,13 @@ class Stream:
             out.append(op)
 
         walk(self._executor.get_stats())
+        from evalcore.pipeline.starvation import tallies  # heavy: imports ray.data at its top
+
+        starved = tallies(self._executor)
+        for op in out:
+            t = starved.get(op.name)
+            if t is not None:
+                op.starved_s, op.starved_by, op.starved_held = t.seconds, dict(t.by), dict(t.held)
         return out
 
 

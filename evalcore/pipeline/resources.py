@@ -28,6 +28,13 @@ def uses_audio(model: ModelConfig) -> bool:
     return bool(getattr(MODELS.get(model.kind), "uses_audio", True))
 
 
+def decode_seconds(model: ModelConfig) -> float:
+    """Seconds a decode task of the model's requests spends beyond decoding: a simulated model's
+    ``decode_seconds_per_batch`` (:meth:`evalcore.models.simulated.SimulatedGPU.decode_seconds`), else 0."""
+    hook = getattr(MODELS.get(model.kind), "decode_seconds", None)
+    return float(hook(dict(model.params))) if callable(hook) else 0.0
+
+
 def model_groups(models: list[ModelConfig], cpus: float, gpus: float,
                  custom: dict[str, float] | None = None) -> list[list[ModelConfig]]:
     """Models whose actor pools fit on the cluster together (keeping one CPU for decode/judge tasks);
@@ -88,11 +95,12 @@ ALIGNED_BLOCK_REQUESTS = 256
 BLOCKS_PER_CPU = 4
 
 
-def aligned_rows(batch_size: int, n_requests: int | None = None, cpus: float = 1.0) -> int:
+def aligned_rows(batch_size: int, n_requests: int | None = None, cpus: float = 1.0,
+                 most_requests: int | None = None) -> int:
     """Rows per aligned block: a whole number of ``batch_size`` batches, one at least, at most about
-    :data:`ALIGNED_BLOCK_REQUESTS`, and few enough that ``n_requests`` make :data:`BLOCKS_PER_CPU` blocks per CPU
-    (unknown ``n_requests``: the most)."""
-    most = max(1, round(ALIGNED_BLOCK_REQUESTS / batch_size))
+    ``most_requests`` (None: :data:`ALIGNED_BLOCK_REQUESTS`), and few enough that ``n_requests`` make
+    :data:`BLOCKS_PER_CPU` blocks per CPU (unknown ``n_requests``: the most)."""
+    most = max(1, round((most_requests or ALIGNED_BLOCK_REQUESTS) / batch_size))
     if n_requests is None:
         return batch_size * most
     return batch_size * max(1, min(most, int(n_requests // (batch_size * max(1.0, cpus) * BLOCKS_PER_CPU))))

@@ -7,6 +7,29 @@ from __future__ import annotations
 
 from typing import Any
 
+#: a model whose actors waited for input longer than this share of its stage (wall × actors) gets a sentence
+STARVED_NOTE_FRACTION = 0.05
+
+
+def starved_notes(profile: dict[str, Any] | None) -> list[str]:
+    """One sentence per model whose actors waited for input while work remained more than
+    :data:`STARVED_NOTE_FRACTION` of its stage, naming the upstream stage(s) that held it; none otherwise."""
+    out = []
+    for name, m in ((profile or {}).get("models") or {}).items():
+        frac = m.get("starved_fraction")
+        if frac is None or frac <= STARVED_NOTE_FRACTION:
+            continue
+        by = [(k, v) for k, v in (m.get("starved_by") or {}).items() if v > 0]
+        held = [(k, v) for k, v in (m.get("starved_held") or {}).items() if v > 0]
+        why = ", ".join(f"{k} ({v:,.1f} s)" for k, v in by) or "an upstream stage not identified"
+        line = (f"Model {name} waited for input {m['starved_s']:,.1f} s ({frac:.0%} of its stage: "
+                f"{m['wall_s']:,.1f} s × {m['actors']} actor(s)) while work remained, held by {why}")
+        if held:
+            line += "; meanwhile " + ", ".join(f"{k.replace(' by ', ' was held back by ', 1)} {v:,.1f} s"
+                                               for k, v in held)
+        out.append(line + ".")
+    return out
+
 
 def _cell(v: Any, digits: int = 1) -> str:
     if v is None:
@@ -21,7 +44,8 @@ def section(profile: dict[str, Any] | None) -> list[str]:
     out = ["", "## Run", "",
            "Where the time went, stage by stage: seconds from the run's start on the driver's clock; the stages on Ray "
            "from Ray Data's operator stats (busy: the sum of their tasks' time; held back: time a backpressure "
-           "policy kept their input waiting). The report's own stage is in run.json (`profile`).", "",
+           "policy kept their input waiting; a model's starved: actor-seconds its actors waited for input while work "
+           "remained upstream). The report's own stage is in run.json (`profile`).", "",
            "| stage | where | start s | wall s | busy s | held back s | rows in | rows out | first output s |",
            "|---|---|---|---|---|---|---|---|---|"]
     for s in profile["stages"]:
@@ -32,9 +56,14 @@ def section(profile: dict[str, Any] | None) -> list[str]:
                    f"{_cell(s['rows_out'])} | {_cell(s['first_output_s'])} |")
     models = profile.get("models") or {}
     if models:
-        out += ["", "| model | wall s | actors | busy | answers | answers/s |", "|---|---|---|---|---|---|"]
-        out += [f"| {name} | {_cell(m['wall_s'])} | {m['actors']} | {m['busy_fraction']:.0%} | {_cell(m['answers'])} | "
-                f"{_cell(m['answers_per_s'])} |" for name, m in models.items()]
+        out += ["", "| model | wall s | actors | busy | starved s | answers | answers/s |",
+                "|---|---|---|---|---|---|---|"]
+        out += [f"| {name} | {_cell(m['wall_s'])} | {m['actors']} | {m['busy_fraction']:.0%} | "
+                f"{_cell(m.get('starved_s'))} | {_cell(m['answers'])} | {_cell(m['answers_per_s'])} |"
+                for name, m in models.items()]
+        notes = starved_notes(profile)
+        if notes:
+            out += [""] + notes
     first = profile.get("first_commit")
     if first and first.get("after_model_start_s") is not None:
         out += ["", f"The first shard was committed {first['after_model_start_s']:.1f} s after the model stage "

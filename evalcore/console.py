@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalcore import storage
+from evalcore.reports.run_profile import starved_notes
 
 log = logging.getLogger("evalcore")
 
@@ -183,8 +184,6 @@ def profile_lines(profile: dict) -> list[str]:
                  + (f", starved {m['starved_s']:.1f} s" if m.get("starved_s") is not None else "") if m else "")
         out.append(f"profile {s['stage']}: {s['wall_s']:.1f} s{extra}, {_rows(s['rows_in'])} → "
                    f"{_rows(s['rows_out'])} rows{first}{model}")
-    from evalcore.reports.run_profile import starved_notes
-
     out += [f"profile: {note}" for note in starved_notes(profile)]
     first = profile.get("first_commit")
     if first and first.get("after_model_start_s") is not None:

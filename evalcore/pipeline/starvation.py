@@ -26,8 +26,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.ray_internals import (BackpressurePolicy, actor_counts, held_by, policy_topology, queued_input,
-                                    queued_output)
+from evalcore.ray_internals import (ENABLED_BACKPRESSURE_POLICIES, ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
+                                    BackpressurePolicy, actor_counts, executor_policies, held_by, policy_topology,
+                                    queued_input, queued_output)
 
 
 @dataclass
@@ -120,8 +121,6 @@ def holder(topology: dict, op: Any) -> tuple[str | None, str | None]:
 
 def install(context: Any) -> None:
     """Enable :class:`StarvationWatch` on a Ray Data ``DataContext`` (every later execution gets one of its own)."""
-    from evalcore.ray_internals import ENABLED_BACKPRESSURE_POLICIES, ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY
-
     policies = list(context.get_config(ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY, None) or ENABLED_BACKPRESSURE_POLICIES)
     if StarvationWatch not in policies:
         policies.append(StarvationWatch)
@@ -130,8 +129,6 @@ def install(context: Any) -> None:
 
 def tallies(executor: Any) -> dict[str, Starved]:
     """Operator name → its :class:`Starved` tally, from the watch an executor ran with (none: empty)."""
-    from evalcore.ray_internals import executor_policies
-
     out: dict[str, Starved] = {}
     for p in executor_policies(executor):
         if isinstance(p, StarvationWatch):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,17 +49,26 @@ def _start_head(env: dict, temp: str, log_path: str) -> tuple[subprocess.Popen, 
                                  *ports,
                                  "--num-cpus", "2", "--include-dashboard", "true", "--disable-usage-stats",
                                  "--temp-dir", temp],
-                                stdout=log, stderr=subprocess.STDOUT, env=env)
+                                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     return head, dash
 
 
-def _stop(head: subprocess.Popen) -> None:
-    head.terminate()
-    try:
-        head.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        head.kill()
-        head.wait(timeout=30)
+def _stop(head: subprocess.Popen, grace: float = 2.0) -> None:
+    """SIGTERM to the head's process group (``ray start --block`` would drain it for 30 s), then SIGKILL to the
+    group, which holds this cluster's processes (its own session) and nothing else."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
+        try:
+            os.killpg(head.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            head.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # what is left of the group once its leader is gone (the raylet's workers)
+        os.killpg(head.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 @pytest.fixture

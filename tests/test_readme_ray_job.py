@@ -45,8 +45,9 @@ def _bash(block: str, cwd: Path, env: dict, timeout: float) -> subprocess.Comple
                           text=True, timeout=timeout)
 
 
-def _stop(marker: str, grace: float = 30.0) -> None:
-    """SIGTERM, then SIGKILL, every process started under this test's RAY_TMPDIR (only this head's)."""
+def _stop(marker: str, grace: float = 3.0) -> None:
+    """SIGTERM, then SIGKILL, every process started under this test's RAY_TMPDIR (only this head's); the grace is
+    short: a raylet drains for 30 s on SIGTERM, and nothing of this head is needed after its tests."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         for pid in processes_with(marker):
             try:

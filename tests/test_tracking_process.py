@@ -135,3 +135,28 @@ def test_a_process_that_cannot_start_leaves_the_logging_to_the_run(tmp_path, mon
     (r,) = mlflow_runs(uri, "handmade")
     assert r.info.status == "FINISHED" and len(r.data.metrics) == 500
     assert "report.html" in {a.path for a in mlflow.MlflowClient(tracking_uri=uri).list_artifacts(r.info.run_id)}
+
+
+def test_a_tracker_that_never_answers_costs_the_run_its_deadline_and_one_warning(tmp_path, monkeypatch,
+                                                                                 caplog) -> None:
+    """An MLflow server that takes connections and never answers (a socket that listens and reads nothing): the run
+    waits for the trackers' process no longer than DEADLINE_S (120 s, docs/tracking.md; 3 s here), stops it, and
+    says so once with the hint to log later."""
+    import socket
+
+    import evalcore.tracking.process as process
+
+    monkeypatch.setattr(process, "DEADLINE_S", 3.0)
+    root = tmp_path / "run"
+    handmade_run(root, 300)
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(16)  # connections complete in the kernel's backlog; nothing is ever read or answered
+        side = Beside([MlflowSink(kind="mlflow", uri=f"http://127.0.0.1:{hung.getsockname()[1]}")], str(root))
+        side.tables_written()
+        with caplog.at_level(logging.WARNING, logger="evalcore"):
+            (done,) = side.end(True)
+    assert not done.ok and "gave no answer within 3 s and was stopped" in done.said
+    assert f"`evalcore track {root}` logs it later" in done.said
+    assert [x.getMessage() for x in caplog.records] == [f"WARNING: tracking: {done.said}"]
+    assert side.proc.wait(timeout=30) is not None  # stopped, not left behind

@@ -183,14 +183,14 @@ class Cluster:
 
     def replace_worker(self, i: int, expect: int) -> None:
         """Stop what is left of worker node ``i`` and start it again; wait for ``expect`` live nodes."""
-        _stop(self.workers.pop(i, None))
+        stop_group(self.workers.pop(i, None))
         self.start_worker(i)
         self.wait_alive(expect)
 
     def stop(self) -> None:
         for proc in self.workers.values():
-            _stop(proc)
-        _stop(self.head)
+            stop_group(proc)
+        stop_group(self.head)
         shutil.rmtree(self.temp, ignore_errors=True)
 
 
@@ -260,7 +260,7 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def _stop(proc: subprocess.Popen | None, grace: float = 1.0) -> None:
+def stop_group(proc: subprocess.Popen | None, grace: float = 1.0) -> None:
     """End a node: SIGTERM to its process group (``ray start --block`` would drain it for 30 s), then SIGKILL to the
     group, which holds the node's processes (its session: none of them starts one of its own)."""
     if proc is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ import urllib.request
 
 import pytest
 
+from multinode import stop_group
 from ports import free_ports
 
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
@@ -53,22 +53,10 @@ def _start_head(env: dict, temp: str, log_path: str) -> tuple[subprocess.Popen, 
     return head, dash
 
 
-def _stop(head: subprocess.Popen, grace: float = 2.0) -> None:
-    """SIGTERM to the head's process group (``ray start --block`` would drain it for 30 s), then SIGKILL to the
-    group, which holds this cluster's processes (its own session) and nothing else."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
-        try:
-            os.killpg(head.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            head.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # what is left of the group once its leader is gone (the raylet's workers)
-        os.killpg(head.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _stop(head: subprocess.Popen) -> None:
+    """The head's process group ended: SIGTERM with a short grace (``ray start --block`` would drain it for 30 s),
+    then SIGKILL to the group, which holds this cluster's processes (its own session) and nothing else."""
+    stop_group(head, grace=2.0)
 
 
 @pytest.fixture

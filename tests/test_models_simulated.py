@@ -55,7 +55,9 @@ def test_models_are_grouped_so_their_custom_resources_fit():
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory, local_ray):
     """One run of two ``simulated_gpu_text`` models on 250 free-form questions (correct + random), batches of 64;
-    ``slow``'s decode tasks take 0.25 s more per batch (``decode_seconds_per_batch``), ``fast``'s none:
+    ``slow``'s decode tasks take 1 s more per batch (``decode_seconds_per_batch``), ``fast``'s none; a decode task
+    asks a whole CPU, so two run at once and the slow model's 8 batches take about 4 s, longer than its actor's
+    start (with many small decode tasks at once, all ended before the actor took its first batch):
     (its busy logs' directory, its root, its result)."""
     from evalcore.pipeline.run import run
 
@@ -67,13 +69,13 @@ def two_models(tmp_path_factory, local_ray):
     busy = tmp / "busy"
     models = [{"name": m, "kind": "simulated_gpu_text",
                "params": {"seconds_per_batch": 0.0, "busy_log": str(busy / m),
-                          **({"decode_seconds_per_batch": 0.25} if m == "slow" else {})},
+                          **({"decode_seconds_per_batch": 1.0} if m == "slow" else {})},
                "resources": {"num_cpus": 0.01, "concurrency": 1, "batch_size": 64}} for m in ("slow", "fast")]
     res = run(parse_config({"name": "full", "datasets": [{"name": "qa", "kind": "items_file",
                                                           "params": {"path": str(items)}}],
                             "models": models, "protocols": [{"name": "freeform", "conditions": ["correct", "random"]}],
                             "stats": {"bootstrap_resamples": 100}, "storage": {"root": str(tmp / "run")},
-                            "ray": {"progress_bars": False, "decode_num_cpus": 0.25}}))
+                            "ray": {"progress_bars": False, "decode_num_cpus": 1.0}}))
     return busy, tmp / "run", res
 
 
@@ -98,7 +100,7 @@ def test_a_model_whose_decode_is_slow_is_reported_starved_by_decode(two_models):
     _, root, res = two_models
     profile = json.loads((root / "run.json").read_text())["profile"]
     slow = profile["models"]["slow"]
-    assert slow["starved_fraction"] > 0.2 and slow["starved_s"] > 0, slow  # 8 batches, each 0.25 s to decode
+    assert slow["starved_fraction"] > 0.2 and slow["starved_s"] > 0, slow  # 8 batches, each 1 s to decode
     assert slow["starved_s"] + slow["busy_s"] <= slow["wall_s"] * slow["actors"] + 0.5, slow
     assert next(iter(slow["starved_by"])) == "decode", slow  # the most first
     stage = next(s for s in profile["stages"] if s["stage"] == "model:slow")

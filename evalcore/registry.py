@@ -2,12 +2,14 @@
 
 A component is one module in its package plus one ``@REGISTRY.register("name")`` line on its class; the config
 refers to it by that name, and the name is written nowhere else (the decorator sets the class's ``name``). The
-four registries live in their packages' base modules, beside the interface their components implement:
+five registries live in their packages, beside the interface their components implement:
 
 * ``DATASETS`` in :mod:`evalcore.datasets.base` (:class:`~evalcore.datasets.base.Dataset`),
 * ``MODELS`` in :mod:`evalcore.models.base` (:class:`~evalcore.models.base.MusicLM`),
 * ``JUDGES`` in :mod:`evalcore.judges.base` (the :class:`~evalcore.judges.base.Judge` protocol),
-* ``METRICS`` in :mod:`evalcore.metrics.freeform_metric` (:class:`~evalcore.metrics.freeform_metric.FreeformMetric`).
+* ``METRICS`` in :mod:`evalcore.metrics.freeform_metric` (:class:`~evalcore.metrics.freeform_metric.FreeformMetric`),
+* ``RULES`` in :mod:`evalcore.metrics.cmi.rules` (:class:`~evalcore.metrics.cmi.rules.Rule`: CMI-Bench's released
+  rules, loading ``evalcore/metrics/cmi/``).
 
 The first read of a registry (``get``, ``names``, ``in``) imports every module of its package once, so every
 registration has run (a module whose name starts with ``_`` is left out: the toys, ``_toy_*.py``, examples that

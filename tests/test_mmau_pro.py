@@ -29,7 +29,8 @@ import pytest
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.mmau_pro import MMAUPro
 from evalcore.datasets.validate import validate_items
-from evalcore.judges.mmau_pro import TIE_RTOL, McqMmauProJudge, bag_of_words, first_nearest, nearest, nearest_choice
+from evalcore.embedders import bag_of_words
+from evalcore.judges.mmau_pro import TIE_RTOL, McqMmauProJudge, first_nearest, nearest, nearest_choice
 from evalcore.metrics.mcq import MCQScorer
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "mmau_pro"

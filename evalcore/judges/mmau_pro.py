@@ -39,19 +39,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from evalcore.embedders import KINDS, EmbedderSpec, load, spec_of
+from evalcore.embedders import KINDS, EmbedderSpec, bag_of_words, load, spec_of
 from evalcore.judges.base import JUDGES, Judgment, PublishedRule
 from evalcore.judges.parser import ParserJudge, named
 from evalcore.packages import METRICS_EXTRA, MODELS_EXTRA, missing
 
-__all__ = ["TIE_RTOL", "nearest", "nearest_choice", "first_nearest", "bag_of_words", "McqMmauProJudge", "RULE"]
+__all__ = ["TIE_RTOL", "nearest", "nearest_choice", "first_nearest", "McqMmauProJudge", "RULE"]
 
-_WORD = re.compile(r"\b\w+\b")
 Embed = Callable[[Sequence[str]], np.ndarray]  # texts → one L2-normalised row per text
 #: two similarities tie when they differ by at most this share of the larger magnitude (float64)
 TIE_RTOL = 1e-9
@@ -81,19 +79,6 @@ def nearest_choice(response: np.ndarray, choices: np.ndarray) -> int:
 def first_nearest(response: np.ndarray, choices: np.ndarray) -> int:
     """The released reading: index of the choice row nearest ``response``, the first on a tie (``argmax``)."""
     return int(nearest(response, choices)[0])
-
-
-def bag_of_words(texts: Sequence[str]) -> np.ndarray:
-    """The stand-in embedder: L2-normalised word counts over the words of ``texts`` (a zero row for no words)."""
-    counts = [Counter(_WORD.findall(t.lower())) for t in texts]
-    vocab = sorted({w for c in counts for w in c})
-    index = {w: i for i, w in enumerate(vocab)}
-    out = np.zeros((len(texts), max(len(vocab), 1)))
-    for row, c in enumerate(counts):
-        for w, n in c.items():
-            out[row, index[w]] = n
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
 
 
 class _NVEmbed:

@@ -12,7 +12,7 @@ task's tag vocabulary (:data:`VOCABULARIES`: the released sets, MTT's ``data/MTT
    :mod:`evalcore.embedders`; :func:`configured`), computed as released and named (library, version, folder, config
    hash) in every definition; a test holds the AUCs to the released function on a tiny sentence-embedding model.
    Where none is configured the rule uses a **bag-of-words stand-in** (the MMAU-Pro judge's,
-   :func:`evalcore.judges.mmau_pro.bag_of_words`), named as such in every definition and on the model card.
+   :func:`evalcore.embedders.bag_of_words`), named as such in every definition and on the model card.
 
 **String-match rule** (``multi_label_classification``, kept in the released file, figures ``*_exact``;
 :func:`exact_vectors`): truth = the tag is one of the answer's comma-separated parts, each normalised
@@ -37,8 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.embedders import EmbedderSpec, describe, load
-from evalcore.judges.mmau_pro import bag_of_words
+from evalcore.embedders import EmbedderSpec, bag_of_words, describe, load
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise, reference_of
 from evalcore.seeding import derive_seed

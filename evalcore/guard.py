@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from evalcore.errors import OUTPUT, bounded, exception_class
 
-__all__ = ["guarded", "reason_of", "one_by_one", "judged", "Reason", "REASON_CHARS"]
+__all__ = ["guarded", "reason_of", "one_by_one", "judged", "Reason", "REASON_CHARS", "not_utf8"]
 
 T = TypeVar("T")
 #: the longest reason the guard writes (an exception's message may quote the whole answer)
@@ -93,3 +93,13 @@ def judged(label: str, fn: Callable[[list[Any]], Sequence[dict]], items: list[An
     return [{"error": str(r), "error_class": r.error_class} if isinstance(r, Reason) else r
             for r in one_by_one(label, fn, items)]
 
+
+def not_utf8(text: Any) -> str | None:
+    """Why a model's answer can be neither stored nor scored (text that is not UTF-8: a lone surrogate, which no
+    Arrow table holds), or None: checked by the model stage on each answer and by the scoring stage on each row."""
+    if isinstance(text, str):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return f"the answer is not valid UTF-8 text ({e.reason} at character {e.start})"
+    return None

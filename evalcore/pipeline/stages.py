@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from evalcore import audio, storage
 from evalcore.errors import OUTPUT, bounded, class_of, exception_class
-from evalcore.guard import judged
+from evalcore.guard import judged, not_utf8
 from evalcore.judges.base import JUDGMENT_FIELDS, Judge, build_judge
 from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
@@ -108,15 +108,6 @@ class Decoder:
 # --------------------------------------------------------------------------- model
 
 
-def _not_utf8(text: str) -> str | None:
-    """Why a model's answer cannot be stored (a lone surrogate: no Arrow table holds it), or None."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return f"the answer is not valid UTF-8 text ({e.reason} at character {e.start})"
-    return None
-
-
 class ModelRunner:
     """A Ray Data actor holding one loaded Music LM; generates one text per chunk row."""
 
@@ -148,7 +139,7 @@ class ModelRunner:
             rows[i]["model_info"] = self.info
             if isinstance(text, BaseException):
                 _fail(rows[i], "model", text)
-            elif (why := _not_utf8(text)) is not None:  # no table holds it: the answer, not the batch, fails
+            elif (why := not_utf8(text)) is not None:  # no table holds it: the answer, not the batch, fails
                 _fail(rows[i], "model", why, OUTPUT)
             else:
                 rows[i]["text"] = text

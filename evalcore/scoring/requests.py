@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from evalcore.errors import OUTPUT, bounded, class_of
-from evalcore.guard import Reason, one_by_one
+from evalcore.guard import Reason, not_utf8, one_by_one
 from evalcore.metrics.base import Scorer
 from evalcore.metrics.factual import FactualScorer
 from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
@@ -111,7 +111,7 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
     for proto, rows in _by(merged, "protocol").items():
         scored = []
         for r in rows:
-            if r.get("error") is None and (why := _unreadable_text(r.get("text"))) is not None:
+            if r.get("error") is None and (why := not_utf8(r.get("text"))) is not None:
                 failed[id(r)] = (why, OUTPUT)
             elif r.get("error") is None:
                 scored.append(r)
@@ -148,17 +148,6 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
             "error_class": class_of("score", failed[id(r)][1])} if id(r) in failed else r for r in merged]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_KEY)
     return Scored(table, out, provenance)
-
-
-def _unreadable_text(text: Any) -> str | None:
-    """Why an answer cannot be scored before any rule reads it (text that is not UTF-8: a lone surrogate no table
-    can hold), or None."""
-    if isinstance(text, str):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as e:
-            return f"the answer is not valid UTF-8 text ({e.reason} at character {e.start})"
-    return None
 
 
 def per_item_table(merged: list[dict], params: ScorerParams | None = None) -> pd.DataFrame:

@@ -24,7 +24,9 @@ from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.models.base import MODELS
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.registry import Registry
-from evalcore.schema import CONDITIONS, PROTOCOLS
+from evalcore.kinds.base import KINDS, config_mistake
+from evalcore.kinds.base import ProtocolKind as ProtocolKindSpec
+from evalcore.schema import CONDITIONS
 from evalcore.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 
@@ -164,20 +166,16 @@ class JudgeConfig(_Strict):
         return self
 
 
-ProtocolKind = Literal["freeform", "factual", "mcq", "true_false", "binary_choice", "mir"]
-assert set(PROTOCOLS) == set(ProtocolKind.__args__)  # type: ignore[attr-defined]
-
-
 class ProtocolConfig(_Strict):
     """One protocol instance: its own ``name`` (the key of its requests, tables and report sections) and its
     ``kind``. A run may hold several instances of one kind (e.g. ``muchomusic`` and ``hummusqa``, both
     ``mcq``); ``kind`` may be left out when the name is a kind (``name: factual``)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
-    kind: ProtocolKind
+    kind: str  #: a registered protocol kind (evalcore.kinds)
     conditions: list[Condition] = Field(default_factory=lambda: ["correct", "random"], min_length=1)
     #: prompt variants: name → template using {question}, {options}, {letters}, {vocabulary};
-    #: None = the protocol's default (evalcore.protocols.prompts.DEFAULT_VARIANTS)
+    #: None = the kind's default (evalcore.kinds: ProtocolKind.variants)
     variants: dict[str, str] | None = Field(None, min_length=1)
     #: None = the kind's default judge, fitted to the tasks of the protocol's datasets
     #: (evalcore.vocab_fit.default_judge)
@@ -220,9 +218,11 @@ class ProtocolConfig(_Strict):
     @classmethod
     def _kind_from_name(cls, data: Any) -> Any:
         """A protocol named after a kind (``name: mcq``) is of that kind; other names need ``kind``."""
-        if isinstance(data, dict) and data.get("kind") is None and data.get("name") in PROTOCOLS:
+        if isinstance(data, dict) and data.get("kind") is None and data.get("name") in KINDS:
             data = {**data, "kind": data["name"]}
         return data
+
+    _known = field_validator("kind")(classmethod(lambda cls, v: _registered(KINDS, v)))
 
     @field_validator("icl_examples")
     @classmethod
@@ -274,17 +274,16 @@ class ProtocolConfig(_Strict):
             raise ValueError("conditions must not repeat")
         if self.templates is not None and self.variants is not None:
             raise ValueError("give either variants or templates, not both")
-        if (self.templates is not None or any(self.icl_counts())) and self.kind != "mcq":
-            raise ValueError("templates and icl_examples apply to the mcq protocol only")
+        if (mistake := config_mistake(self.kind, {f: getattr(self, f) for f in type(self).model_fields})) is not None:
+            raise ValueError(mistake)
         if self.icl_pool == "released" and self.templates != "muchomusic":
             raise ValueError("icl_pool 'released' is MuChoMusic's released example and rule: templates muchomusic")
-        if self.metrics is not None and self.kind != "freeform":
-            raise ValueError("metrics applies to the freeform protocol only")
-        if self.similarity is not None and self.kind != "mir":
-            raise ValueError("similarity applies to the mir protocol only (an MCQ judge takes its own, in its params)")
-        if self.breakdown_min_share and self.kind != "mcq":
-            raise ValueError("breakdown_min_share applies to the mcq protocol only")
         return self
+
+    @property
+    def kind_spec(self) -> type[ProtocolKindSpec]:
+        """What this protocol's kind is (:mod:`evalcore.kinds`)."""
+        return KINDS.get(self.kind)
 
     def freeform_metrics(self) -> FreeformMetrics:
         """The free-form metrics configured, or the default."""
@@ -480,14 +479,14 @@ def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel
 
 
 def known_kinds(model: type[BaseModel] | None) -> list[str]:
-    """The values a config section's ``kind`` may take: its Literal's (protocols), else its registry's names."""
+    """The values a config section's ``kind`` may take: its Literal's, else its registry's names."""
     field = model.model_fields.get("kind") if model is not None else None
     if field is None:
         return []
     if typing.get_origin(field.annotation) is Literal:
         return [str(a) for a in typing.get_args(field.annotation)]
     sections: tuple[tuple[type, Registry[Any]], ...] = ((DatasetConfig, DATASETS), (ModelSpec, MODELS),
-                                                        (JudgeConfig, JUDGES))
+                                                        (JudgeConfig, JUDGES), (ProtocolConfig, KINDS))
     reg = next((r for cls, r in sections if issubclass(model, cls)), None)
     return [] if reg is None else list(reg.names())
 

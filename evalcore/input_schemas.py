@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.datasets.validate import ALIASES, FIELDS, MAX_ID_CHARS, MAX_TEXT_CHARS
-from evalcore.schema import MAX_EXCERPT_SECONDS, PROTOCOLS
+from evalcore.kinds.base import KINDS
+from evalcore.schema import MAX_EXCERPT_SECONDS
 
 _TEXT = {"type": "string", "maxLength": MAX_TEXT_CHARS}
 _TEXTS = {"type": "array", "items": _TEXT}
@@ -21,7 +22,7 @@ _SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_EXCERPT_SECONDS}
 ITEM_FIELDS: dict[str, tuple[dict[str, Any], str]] = {
     "item_id": ({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS},
                 "unique within the dataset; names the item in every table"),
-    "protocol": ({"enum": list(PROTOCOLS)}, "how the item is asked and scored"),
+    "protocol": ({"enum": KINDS.names()}, "how the item is asked and scored (its kind)"),
     "task": ({"type": ["string", "null"], "maxLength": MAX_TEXT_CHARS},
              "e.g. instrument, genre, composer, caption; factual items: picks the judge's vocabulary"),
     "audio_uri": ({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS},
@@ -48,21 +49,6 @@ ITEM_FIELDS: dict[str, tuple[dict[str, Any], str]] = {
 }
 assert tuple(ITEM_FIELDS) == FIELDS, "ITEM_FIELDS must follow evalcore.schema.ITEM"
 
-#: what each protocol needs beyond item_id, protocol, audio_uri and question
-PROTOCOL_NEEDS: dict[str, dict[str, Any]] = {
-    "freeform": {"required": ["reference"], "properties": {"reference": {"type": "string"}}},
-    "factual": {"required": ["labels"], "properties": {"labels": {"type": "array", "minItems": 1}}},
-    "true_false": {"required": ["labels", "options"],
-                   "properties": {"labels": {"enum": [["yes"], ["no"]]},
-                                  "options": {"type": "array", "minItems": 1, "maxItems": 1}}},
-    "binary_choice": {"required": ["options"],
-                      "properties": {"options": {"type": "array", "minItems": 2, "maxItems": 2}}},
-    "mcq": {"required": ["options"], "properties": {"options": {"type": "array", "minItems": 2, "maxItems": 26}}},
-    "mir": {"required": ["reference", "category"],
-            "properties": {"reference": {"type": "string"}, "category": {"type": "string"}}},
-}
-
-
 def items_schema() -> dict[str, Any]:
     """The JSON Schema of one item row."""
     props = {name: {**schema, "description": text} for name, (schema, text) in ITEM_FIELDS.items()}
@@ -71,8 +57,8 @@ def items_schema() -> dict[str, Any]:
     index_needed = {"anyOf": [{"required": ["correct_option"], "properties": {"correct_option": _INDEX}},
                               {"required": ["correct_index"], "properties": {"correct_index": _INDEX}}]}
     rules = [{"if": {"properties": {"protocol": {"const": p}}},
-              "then": {**need, **({"allOf": [index_needed]} if p in ("mcq", "binary_choice") else {})}}
-             for p, need in PROTOCOL_NEEDS.items()]
+              "then": {**kind.row_schema, **({"allOf": [index_needed]} if kind.needs_correct_option else {})}}
+             for p, kind in ((p, KINDS.get(p)) for p in KINDS.names()) if kind.row_schema or kind.needs_correct_option]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "evalcore item row",

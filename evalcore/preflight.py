@@ -38,7 +38,7 @@ from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
 from evalcore.registry import Registry
 from evalcore.reports import model_card, published
-from evalcore.vocab_fit import FACTUAL_KINDS, declared
+from evalcore.vocab_fit import declared
 from evalcore.vocab.tasks import misfit
 
 
@@ -114,7 +114,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     if not check_paths:
         return out
     out += key_problems(cfg) + card_problems(cfg) + embedder_problems(cfg)
-    out += [msg for i, p in enumerate(cfg.protocols) if p.kind == "freeform"
+    out += [msg for i, p in enumerate(cfg.protocols) if p.kind_spec.text_metrics
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
     for where, package, kind, params in _components(cfg):
@@ -184,7 +184,7 @@ def vocabulary_problems(cfg: RunConfig) -> list[str]:
     task's vocabulary). Datasets that declare nothing (``items_file``) are not checked."""
     out = []
     for i, proto in enumerate(cfg.protocols):
-        if proto.kind not in FACTUAL_KINDS:
+        if not proto.kind_spec.vocabulary:
             continue
         tasks = list(declared(cfg, proto))
         for path, value in _vocabularies(proto, i):
@@ -260,7 +260,7 @@ def package_problems(cfg: RunConfig) -> list[str]:
     protocol's similarity. A model with its own ``runtime_env`` brings its own packages."""
     out = []
     for i, p in enumerate(cfg.protocols):
-        if p.kind == "mir" and (gone := missing(MIR_REQUIRES)):
+        if p.kind_spec.released_rules and (gone := missing(MIR_REQUIRES)):
             out.append(f"protocols.{i}.kind: the released rules of protocol {p.name!r} need {', '.join(gone)}, which "
                        f"do not import here; install: {CORE}")
         if p.similarity is not None and (gone := missing(requires(p.similarity))):

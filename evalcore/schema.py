@@ -22,14 +22,13 @@ STRICT = "_strict"
 #: order); its definition ends with :data:`QUIRKS` and the quirks of the rule that credits them
 VERDICTS_DIFFER = "verdicts_differ"
 QUIRKS = "; credited by "
-PROTOCOLS = ("freeform", "factual", "mcq", "true_false", "binary_choice", "mir")
 CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
 
 ITEM = pa.schema(
     [
         pa.field("dataset", pa.string(), nullable=False),
         pa.field("item_id", pa.string(), nullable=False),
-        pa.field("protocol", pa.string(), nullable=False),  # one of PROTOCOLS
+        pa.field("protocol", pa.string(), nullable=False),  # a protocol kind (evalcore.kinds)
         pa.field("task", pa.string()),  # e.g. "instrument", "tempo", "caption"
         pa.field("audio_uri", pa.string()),  # local path or s3://bucket/key
         pa.field("excerpt_start", pa.float64()),  # seconds, null = from 0
@@ -56,7 +55,7 @@ REQUEST = pa.schema(
     [
         pa.field("request_id", pa.string(), nullable=False),
         # "protocol" is the protocol instance's name (config protocols[].name), "protocol_kind" its kind (one of
-        # PROTOCOLS: how it is judged and scored); null in shards of runs from before instances = the name
+        # evalcore.kinds: how it is judged and scored); null in shards of runs from before instances = the name
         *[ITEM.field(n) for n in ("dataset", "item_id", "protocol")],
         pa.field("protocol_kind", pa.string()),
         ITEM.field("task"),
@@ -126,7 +125,7 @@ SCORE_KEY = ["request_id", *REQUEST_KEY, "protocol_kind", "task", "category", "d
 SUMMARY = pa.schema(
     [
         pa.field("protocol", pa.string()),  # the protocol instance's name
-        pa.field("protocol_kind", pa.string()),  # its kind (one of PROTOCOLS)
+        pa.field("protocol_kind", pa.string()),  # its kind (evalcore.kinds)
         pa.field("dataset", pa.string()),
         pa.field("model", pa.string()),
         pa.field("condition", pa.string()),  # "correct-random" etc. for paired differences

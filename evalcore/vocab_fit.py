@@ -26,10 +26,7 @@ from evalcore.config import JudgeConfig, ProtocolConfig, RunConfig
 from evalcore.datasets.base import DATASETS
 from evalcore.vocab.labels import task_family
 
-__all__ = ["FACTUAL_KINDS", "declared", "default_judge"]
-
-#: protocol kinds whose answers are read into labels of a closed vocabulary
-FACTUAL_KINDS = ("factual", "true_false", "binary_choice")
+__all__ = ["declared", "default_judge"]
 
 
 def declared(cfg: RunConfig, proto: ProtocolConfig) -> Iterator[tuple[str, str, str, str | None]]:
@@ -49,13 +46,11 @@ def _undeclared(cfg: RunConfig, proto: ProtocolConfig) -> bool:
 
 
 def default_judge(cfg: RunConfig, proto: ProtocolConfig) -> JudgeConfig | None:
-    """The judge of a protocol whose config names none (None for free-form QA)."""
-    if proto.kind == "mcq":
-        return JudgeConfig(kind="mcq_string")
-    if proto.kind in ("true_false", "binary_choice"):
-        return JudgeConfig(kind=proto.kind)
-    if proto.kind != "factual":
-        return None
+    """The judge of a protocol whose config names none: its kind's (:attr:`ProtocolKind.judge`; None for free-form
+    QA), fitted to the tasks of the protocol's datasets where its kind reads labels of a fitted vocabulary."""
+    kind = proto.kind_spec
+    if kind.judge is None or not kind.labels_in_vocabulary:
+        return JudgeConfig(kind=kind.judge) if kind.judge is not None else None
     tasks: dict[str, str] = {}
     trees = []
     for _, task, lexicon, tree in declared(cfg, proto):
@@ -71,4 +66,4 @@ def default_judge(cfg: RunConfig, proto: ProtocolConfig) -> JudgeConfig | None:
         params["tasks"] = known
     if len(set(trees)) == 1:
         params["tree"] = trees[0]
-    return JudgeConfig(kind="lexicon", params=params)
+    return JudgeConfig(kind=kind.judge, params=params)

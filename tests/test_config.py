@@ -99,7 +99,7 @@ def test_a_missing_kind_lists_the_known_kinds():
         parse_config(data)
     lines = {ln.split(": ", 1)[0].strip(): ln.split(": ", 1)[1] for ln in str(e.value).splitlines()[1:]}
     prefix = "required field missing; known kinds: "
-    assert lines["protocols.0.kind"] == prefix + "freeform, factual, mcq, true_false, binary_choice, mir"
+    assert lines["protocols.0.kind"] == prefix + "binary_choice, factual, freeform, mcq, mir, true_false"
     for where, some in (("datasets.0.kind", "items_file"), ("models.0.kind", "hf_audio_lm"),
                         ("protocols.1.judge.kind", "mcq_string")):
         assert lines[where].startswith(prefix) and some in lines[where].split(", "), lines[where]

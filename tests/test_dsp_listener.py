@@ -11,7 +11,8 @@ from evalcore.models import AudioPrompt
 from evalcore.models.dsp_listener import Analysis, DSPListener, analyze, answer, parse_options
 from evalcore.models.null import NullModel
 from evalcore.models.text_prior import TextPrior
-from evalcore.protocols.prompts import DEFAULT_VARIANTS, render
+from evalcore.kinds.base import KINDS
+from evalcore.protocols.prompts import render
 from evalcore.models.base import MODELS
 
 SR = 22050
@@ -86,7 +87,7 @@ def prompts_for(spec: ClipSpec) -> tuple[dict[str, str], dict[str, int | None]]:
     """Rendered prompts and correct option indices of the clip's items, by task."""
     items = clip_items(spec, "u", {})
     prompts = {
-        r["task"]: render(DEFAULT_VARIANTS[r["protocol"]]["default"], r["question"], r.get("options"))
+        r["task"]: render(KINDS.get(r["protocol"]).variants["default"], r["question"], r.get("options"))
         for r in items
     }
     return prompts, {r["task"]: r.get("correct_option") for r in items}

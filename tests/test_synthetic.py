@@ -25,7 +25,8 @@ from evalcore.datasets.synthetic import (
     tempo_bucket,
 )
 from evalcore.datasets.synth_audio import karplus_strong
-from evalcore.schema import ITEM, PROTOCOLS, conform
+from evalcore.kinds.base import KINDS
+from evalcore.schema import ITEM, conform
 
 SR = 22050
 
@@ -116,7 +117,7 @@ def test_items_conform_and_are_well_formed(rows):
     assert "clip0003-factual-instrument" in ids
     for r in items:
         assert r["dataset"] == "synth"
-        assert r["protocol"] in PROTOCOLS
+        assert r["protocol"] in KINDS
         assert r["category"] == r["task"]
         assert r["excerpt_start"] == 0.0 and r["excerpt_end"] is None
         json.loads(r["metadata"])

@@ -14,7 +14,8 @@ from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
 from evalcore.judges.mmau import parse_mmau
 from evalcore.models.text_prior import MCQ_ANSWER, TextPrior
-from evalcore.protocols.prompts import DEFAULT_VARIANTS, render
+from evalcore.kinds.base import KINDS
+from evalcore.protocols.prompts import render
 from evalcore.protocols.templates import template_set
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -38,14 +39,14 @@ def test_on_word_set_benchmarks_the_prior_answers_an_options_text(config: str) -
 
 
 def test_where_a_letter_is_read_the_prior_answers_a_letter() -> None:
-    plain = render(DEFAULT_VARIANTS["mcq"]["default"], "Which instrument leads?", OPTIONS)  # the demo's prompt
+    plain = render(KINDS.get("mcq").variants["default"], "Which instrument leads?", OPTIONS)  # the demo's prompt
     assert TextPrior().answer(plain) == MCQ_ANSWER and parse_choice(MCQ_ANSWER, OPTIONS) == 0
     released = render(template_set("muchomusic"), "Which instrument leads?", OPTIONS)
     assert TextPrior().answer(released) == MCQ_ANSWER and parse_muchomusic(MCQ_ANSWER, OPTIONS) == 0
 
 
 def test_the_form_can_be_fixed() -> None:
-    plain = render(DEFAULT_VARIANTS["mcq"]["default"], "Which instrument leads?", OPTIONS)
+    plain = render(KINDS.get("mcq").variants["default"], "Which instrument leads?", OPTIONS)
     assert TextPrior(mcq_answer="text").answer(plain, "text") == OPTIONS[0]
     asks = render(_variant("mmau-music"), "Which instrument leads?", OPTIONS)
     assert TextPrior().answer(asks, "letter") == MCQ_ANSWER

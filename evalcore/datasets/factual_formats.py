@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Sequence
 
+from evalcore.kinds.base import kind_of
 from evalcore.seeding import rng
 from evalcore.vocab.labels import family
 
@@ -42,6 +43,12 @@ TRUE_FALSE_QUESTIONS: dict[str, str] = {
     "genre": "Is the genre of this song {label}?",
     "composer": "Does this piece sound like the style of {label}?",
 }
+
+
+def _factual(item: dict) -> bool:
+    """Whether ``item`` is a factual item: labels of a closed vocabulary, from which the derived formats are made."""
+    kind = kind_of(item.get("protocol"))
+    return kind is not None and kind.labels_in_vocabulary
 
 
 def _base(item: dict) -> dict[str, Any]:
@@ -69,7 +76,7 @@ def binary_choice_items(items: Iterable[dict], vocab: Sequence[str], seed: int, 
     if order not in BINARY_ORDERS:
         raise ValueError(f"binary_order must be one of {list(BINARY_ORDERS)}, got {order!r}")
     balanced = order == "balanced"
-    factual = [it for it in items if it.get("protocol") == "factual"]
+    factual = [it for it in items if _factual(it)]
     vocab = list(dict.fromkeys(vocab))
     # the items that can be asked (a true label and a distractor): "exactly half" is of these
     usable = [k for k, it in enumerate(factual)
@@ -115,7 +122,7 @@ def true_false_items(items: Iterable[dict], vocab: Sequence[str], template: str 
     vocab = list(dict.fromkeys(vocab))
     out = []
     for it in items:
-        if it.get("protocol") != "factual":
+        if not _factual(it):
             continue
         truth = it.get("labels")
         q = template or TRUE_FALSE_QUESTIONS[family(it.get("task"))]

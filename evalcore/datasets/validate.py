@@ -18,7 +18,8 @@ from typing import Any, Iterable, Iterator
 
 from evalcore.datasets.base import BadItem
 from evalcore.errors import INPUT, bounded
-from evalcore.schema import ITEM, MAX_EXCERPT_SECONDS, PROTOCOLS
+from evalcore.kinds.base import KINDS, kind_of
+from evalcore.schema import ITEM, MAX_EXCERPT_SECONDS
 
 _STR_FIELDS = ("item_id", "task", "audio_uri", "question", "reference", "category", "difficulty")
 _FLOAT_FIELDS = ("excerpt_start", "excerpt_end")
@@ -146,8 +147,8 @@ def _check(row: dict[str, Any]) -> str | None:
             return problem
     if not row.get("item_id"):
         return "missing item_id"
-    if row.get("protocol") not in PROTOCOLS:
-        return f"field 'protocol' must be one of {list(PROTOCOLS)}, got {_shown(row.get('protocol'))}"
+    if kind_of(row.get("protocol")) is None:
+        return f"field 'protocol' must be one of {KINDS.names()}, got {_shown(row.get('protocol'))}"
     for f in _FLOAT_FIELDS:
         v = row.get(f)
         if v is not None and (problem := _seconds_problem(f, v)):
@@ -172,35 +173,10 @@ def _check(row: dict[str, Any]) -> str | None:
             metadata_text(row["metadata"])
         except ValueError as e:
             return str(e)
-    if proto == "freeform" and not isinstance(row.get("reference"), str):
-        return "free-form item needs a reference answer (string)"
-    if proto == "mir" and not (isinstance(row.get("reference"), str) and isinstance(row.get("category"), str)):
-        return "MIR item needs a reference answer (string) and its scoring rule in category (string)"
-    if proto == "factual" and row.get("labels") is None:
-        return "factual item needs labels (a list of strings)"
-    if proto == "factual" and not row["labels"]:
-        return "field 'labels' is empty: a factual item needs at least one label"
-    if proto == "true_false":
-        if row.get("labels") not in (["yes"], ["no"]):
-            return "true/false item needs labels ['yes'] or ['no']"
-        if not row.get("options") or len(row["options"]) != 1:
-            return "true/false item needs options = [the asked label]"
-    if proto == "binary_choice" and len(row.get("options") or ()) != 2:
-        return "binary-choice item needs exactly 2 options"
     ci = row.get("correct_option")
     if ci is not None and (isinstance(ci, bool) or not isinstance(ci, int) or not 0 <= ci < 26):
         return f"field 'correct_option' must be an index into options (0..25), got {_shown(ci)}"
-    if proto in ("mcq", "binary_choice"):
-        opts = row.get("options")
-        if not opts or len(opts) < 2:
-            return "multiple-choice item needs at least 2 options"
-        if len(opts) > 26:
-            return "multiple-choice item has more than 26 options"
-        if isinstance(ci, bool) or not isinstance(ci, int) or not 0 <= ci < len(opts):
-            return f"field 'correct_option' must be an index into options (0..{len(opts) - 1}), got {_shown(ci)}"
-        if len(set(opts)) != len(opts):
-            return "options must be distinct"
-    return None
+    return KINDS.get(proto).check_row(row)
 
 
 class _Bad(ValueError):

@@ -31,14 +31,14 @@ TOP_REASONS = 3
 def figures_of(proto: ProtocolConfig, categories: Iterable[str]) -> list[str]:
     """The figures the benchmark's scorer reports, its primary first: a mir benchmark's rules' (the tagging rule's
     AUCs), a free-form protocol's configured metrics, another kind's scorer's aggregates."""
-    if proto.kind == "mir":
+    if proto.kind_spec.released_rules:
         out: list[str] = []
         for c in categories:
             if c in RULES:
                 out += [a.name for a in RULES.build(c).aggregates]
                 out += list(tagging.FIGURES) if c == "cmi_tagging" else []
         return list(dict.fromkeys(out))
-    if proto.kind == "freeform":
+    if proto.kind_spec.text_metrics:
         return list(proto.freeform_metrics().names)
     return [a.name for a in build_scorer(proto.kind).aggregates]
 
@@ -46,7 +46,7 @@ def figures_of(proto: ProtocolConfig, categories: Iterable[str]) -> list[str]:
 def stand_in_of(proto: ProtocolConfig, categories: Iterable[str]) -> str | None:
     """What stood in for the published scorer's model on this benchmark (a judge's or the tagging rule's
     bag-of-words in place of NV-Embed-v2 or GTE), else None: the card says so on its row."""
-    if proto.kind == "mir":
+    if proto.kind_spec.released_rules:
         return tagging.STAND_IN if proto.similarity is None and "cmi_tagging" in set(categories) else None
     judge = proto.judge
     hook = getattr(JUDGES.get(judge.kind), "stand_in", None) if judge is not None else None

@@ -41,10 +41,10 @@ def scorer_params(cfg: RunConfig, model_infos: dict[str, Any]) -> dict[str, dict
     protocol's configured embedder."""
     params: dict[str, dict[str, Any]] = {}
     for p in cfg.protocols:
-        if p.kind == "freeform":
+        if p.kind_spec.text_metrics:
             params[p.name] = {"metrics": p.freeform_metrics(), "rewrites": rewrite_roles(model_infos),
                               "s3": cfg.storage.s3_options()}
-        elif p.kind == "mir" and p.similarity is not None:  # the tagging rule's embedder
+        elif p.kind_spec.released_rules and p.similarity is not None:  # the tagging rule's embedder
             params[p.name] = {"similarity": p.similarity.model_dump()}
     return params
 
@@ -140,7 +140,7 @@ def _tables(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list
     else:
         models = commit.model_infos(root, [m.name for m in cfg.models])
     params = scorer_params(cfg, models)
-    if any(p.kind == "freeform" and uses_ray(p.freeform_metrics()) for p in cfg.protocols):
+    if any(p.kind_spec.text_metrics and uses_ray(p.freeform_metrics()) for p in cfg.protocols):
         init_ray(cfg.ray)  # CLAPText embeds on Ray actors (the driver may not have started Ray: all rows committed)
     groups = [judged] if judged is not None else commit.iter_committed(root, rows_per_group)
     reduced = reduce_rows(groups, params, storage.join(tables, "per_item.parquet"), out, keep_rows=judged is not None)

@@ -58,14 +58,14 @@ class GraphSettings:
     def of(cls, cfg: RunConfig, judges: dict[str, tuple[str, str]]) -> GraphSettings:
         """The settings of ``cfg``, with its protocols' ``judges`` (:func:`evalcore.pipeline.run.protocol_judges`)."""
         return cls(root=cfg.root, models=tuple(cfg.models), judges=judges,
-                   freeform={p.name: p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"},
-                   mir=tuple(p.name for p in cfg.protocols if p.kind == "mir"),
+                   freeform={p.name: p.freeform_metrics() for p in cfg.protocols if p.kind_spec.text_metrics},
+                   mir=tuple(p.name for p in cfg.protocols if p.kind_spec.released_rules),
                    s3=cfg.storage.s3_options(), read_timeout_s=cfg.storage.read_timeout_s,
                    decode_num_cpus=cfg.ray.decode_num_cpus, score_actors=cfg.ray.score_actors,
                    metric_actors=cfg.ray.metric_actors, metric_gpus=metric_gpus(cfg),
                    actor_restarts=cfg.ray.max_restarts, audio_block_requests=cfg.ray.audio_block_requests,
                    mir_similarity={p.name: p.similarity.model_dump() for p in cfg.protocols
-                                   if p.kind == "mir" and p.similarity is not None})
+                                   if p.kind_spec.released_rules and p.similarity is not None})
 
 
 def _blocks(table: pa.Table) -> list[pa.Table]:

@@ -110,7 +110,7 @@ def worker_files(cfg: RunConfig) -> Iterator[tuple[str, str]]:
             if j is not None:
                 for name, uri in [*_paths(JUDGES.get(j.kind), j.params), *_llm_roots(JUDGES, j.kind, j.params)]:
                     yield f"protocols.{i}.{field}.params.{name}", uri
-        if p.kind == "freeform":
+        if p.kind_spec.text_metrics:
             metrics = p.freeform_metrics()
             for name in metrics.names:
                 settings = metrics.settings(name)

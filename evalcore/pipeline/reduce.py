@@ -43,7 +43,7 @@ def group_rows(cfg: RunConfig) -> int | None:
     for p in cfg.protocols:
         if getattr(p, "agreement_judge", None) is not None:
             return None
-        if p.kind == "freeform" and needs_all_rows(p.freeform_metrics().names):
+        if p.kind_spec.text_metrics and needs_all_rows(p.freeform_metrics().names):
             return None
     return GROUP_ROWS
 

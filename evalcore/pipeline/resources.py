@@ -117,5 +117,5 @@ METRIC_ACTOR_CPUS = 0.25
 def metric_gpus(cfg: RunConfig) -> float:
     """GPUs the stream's model-based metric actors hold: ``ray.metric_actors`` when a free-form protocol runs
     BERTScore or CLAPText on a cuda device, else 0."""
-    freeform = [p.freeform_metrics() for p in cfg.protocols if p.kind == "freeform"]
+    freeform = [p.freeform_metrics() for p in cfg.protocols if p.kind_spec.text_metrics]
     return float(cfg.ray.metric_actors) if any(ModelMetricsActor.uses_gpu(m) for m in freeform) else 0.0

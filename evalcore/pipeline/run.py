@@ -86,7 +86,7 @@ def factual_judges(cfg: RunConfig) -> list[tuple[set[str] | None, tuple[str, str
     """(datasets, or None for all; judge kind and params JSON) of every factual protocol instance."""
     judges = protocol_judges(cfg)
     return [(set(p.datasets) if p.datasets is not None else None, judges[p.name])
-            for p in cfg.protocols if p.kind == "factual" and p.name in judges]
+            for p in cfg.protocols if p.kind_spec.labels_in_vocabulary and p.name in judges]
 
 
 

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from evalcore.errors import INPUT
+from evalcore.kinds.base import KINDS
 from evalcore.vocab.lexicon import LEXICONS
 from evalcore.vocab.tasks import TaskLexicons
 
@@ -73,7 +74,7 @@ def check_labels(items: list[dict], judges: dict[str, tuple[str, str]]) -> tuple
     errors: list[dict] = []
     outside: Counter = Counter()
     for it in items:
-        vocab = labels_of(it.get("task")) if it["protocol"] == "factual" else None
+        vocab = labels_of(it.get("task")) if KINDS.get(it["protocol"]).labels_in_vocabulary else None
         if vocab is None:
             kept.append(it)
             continue
@@ -96,7 +97,8 @@ def check_instances(items: list[dict], instances: list[tuple[set[str] | None, tu
     failed: dict[tuple, list[dict]] = defaultdict(list)
     outside: Counter = Counter()
     for datasets, spec in instances:
-        sub = [it for it in items if it["protocol"] == "factual" and (datasets is None or it["dataset"] in datasets)]
+        sub = [it for it in items if KINDS.get(it["protocol"]).labels_in_vocabulary
+               and (datasets is None or it["dataset"] in datasets)]
         _, errors, out = check_labels(sub, {"factual": spec})
         outside.update(out)
         covered.update(key(it) for it in sub)

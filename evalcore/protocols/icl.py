@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from evalcore.kinds.base import kind_of
 from evalcore.seeding import rng
 
 __all__ = ["MAX_EXAMPLES", "Example", "IclPools", "draw_examples"]
@@ -44,7 +45,8 @@ class Example:
 def _usable(it: dict) -> bool:
     opts = it.get("options") or []
     c = it.get("correct_option")
-    return it.get("protocol") == "mcq" and len(opts) >= 2 and isinstance(c, int) and 0 <= c < len(opts)
+    kind = kind_of(it.get("protocol"))
+    return kind is not None and kind.in_context and len(opts) >= 2 and isinstance(c, int) and 0 <= c < len(opts)
 
 
 class IclPools:

@@ -14,19 +14,6 @@ from typing import Sequence, Union
 from evalcore.seeding import rng
 from evalcore.protocols.templates import TemplateSet
 
-#: default prompt variants per protocol (config ``variants`` replaces them)
-DEFAULT_VARIANTS: dict[str, dict[str, str]] = {
-    "freeform": {"default": "{question}"},
-    "factual": {"default": "{question}"},
-    # a plain form after MuChoMusic's (one option a line); the released MuChoMusic prompt is `templates: muchomusic`
-    "mcq": {"default": "Question: {question}\nOptions:\n{options}\nThe correct answer is:"},
-    # derived factual formats: the item's question is the whole prompt (evalcore.protocols.factual_prompts)
-    "true_false": {"default": "{question}"},
-    "binary_choice": {"default": "{question}"},
-    # MIR tasks in a benchmark's released format (CMI-Bench): the released instruction is the whole prompt
-    "mir": {"default": "{question}"},
-}
-
 LETTERS = string.ascii_uppercase
 #: how a plain template's in-context example shows its answer, and what separates examples
 EXAMPLE_ANSWER = " ({letter}) {text}"

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import Example, IclPools
-from evalcore.protocols.prompts import DEFAULT_VARIANTS, option_order, render
+from evalcore.protocols.prompts import option_order, render
 from evalcore.protocols.templates import RELEASED_EXAMPLE, set_for_model
 from evalcore.errors import INPUT
+from evalcore.kinds.base import KINDS
 from evalcore.schema import REQUEST_KEY
 from evalcore.seeding import derive_seed, stable_id
 from evalcore.vocab.lexicon import LEXICONS
@@ -76,11 +77,12 @@ def _request(proto: ProtocolConfig, item: dict, model: ModelConfig, condition: s
              order: int, seeds_options: int, vocab: list[str], examples: tuple = ()) -> dict[str, Any]:
     options = item.get("options")
     presented, correct_index = None, None
-    if item["protocol"] == "mcq" and options:
+    shown = KINDS.get(item["protocol"]).options
+    if shown == "shuffled" and options:
         perm = option_order(len(options), item["item_id"], order, seeds_options)
         presented = [options[i] for i in perm]
         correct_index = perm.index(item["correct_option"])
-    elif item["protocol"] in ("binary_choice", "true_false") and options:
+    elif shown == "fixed" and options:
         # derived factual formats keep their seeded order (the question names the labels in it)
         presented, correct_index = list(options), item.get("correct_option")
     row: dict[str, Any] = {
@@ -138,7 +140,7 @@ def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = Non
     (same ``request_id``) whichever slice expands it."""
     exp = exp if exp is not None else expansion(cfg, items)
     for proto in cfg.protocols:
-        variants = proto.variants or DEFAULT_VARIANTS[proto.kind]
+        variants = proto.variants or proto.kind_spec.variants
         vocab = vocabulary(proto)
         chosen = [m for m in cfg.models if (proto.models is None or m.name in proto.models)
                   and (models is None or m.name in models)]
@@ -147,7 +149,7 @@ def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = Non
         for item in items:
             if not reads(proto, item):
                 continue
-            orders = range(proto.option_orders if proto.kind == "mcq" else 1)
+            orders = range(proto.option_orders if proto.kind_spec.options == "shuffled" else 1)
             clip = (item["dataset"], _clip(item))
             other = exp.partner.get(clip)
             noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], exp.first_id[clip])
@@ -174,7 +176,7 @@ _RELEASED = Example("muchomusic-released-example", RELEASED_EXAMPLE[0], RELEASED
 def _examples(pools: IclPools | None, proto: ProtocolConfig, item: dict, k: int,
               seed: int) -> tuple[tuple, str | None]:
     """The item's in-context examples as (question, options, correct index) tuples, or the reason there are none."""
-    if not k or item["protocol"] != "mcq":
+    if not k or not KINDS.get(item["protocol"]).in_context:
         return (), None
     if proto.icl_pool == "released" and k == 1:
         return (RELEASED_EXAMPLE,), None

@@ -40,13 +40,12 @@ from evalcore import storage
 from evalcore.reports import browser_rows as rows_
 from evalcore.reports.browser_links import PAGE, VERDICTS, verdicts_key
 from evalcore.reports.tables_html import fmt
+from evalcore.kinds.base import kind_of
 from evalcore.schema import CONDITIONS
 
 PER_DATA = 50  #: items per data shard (a page shows 25)
 PER_INDEX = 5_000  #: items per index shard
 MAX_TEXT = 4_000  #: characters of an answer kept on the page (the rest is in the run's shards)
-#: per-item columns shown as scores, per protocol kind (free-form: every metric column of the run)
-SHOWN = {"factual": ("precision", "recall", "f1"), "binary_choice": ("precision", "recall", "f1")}
 NOT_LOADED = "(not loaded)"  #: the protocol of an item that failed to load (it has no protocol instance)
 
 
@@ -149,11 +148,19 @@ def _present(v: Any) -> bool:
     return v is not None and v is not pd.NA and not (isinstance(v, float) and v != v)
 
 
+def _shown(kind: str, metrics: list[str]) -> tuple[str, ...] | list[str]:
+    """The per-item columns shown as a request's scores: its kind's (:attr:`ProtocolKind.shown_columns`), every
+    metric column of the run for a kind scored by text metrics, else none."""
+    spec = kind_of(kind)
+    if spec is None:
+        return ()
+    return spec.shown_columns or (metrics if spec.text_metrics else ())
+
+
 def _cells(req: pd.DataFrame, fac: Facets, metrics: list[str], why: dict[tuple, str]) -> list[dict[str, Any]]:
     """Each request as the page's cell: outcome, answer, text, scores, error, clip."""
     kinds = req["protocol_kind"].astype(str).tolist()
-    shown = {k: [c for c in (SHOWN.get(k) or (metrics if k == "freeform" else ())) if c in req.columns]
-             for k in set(kinds)}
+    shown = {k: [c for c in _shown(k, metrics) if c in req.columns] for k in set(kinds)}
     col = {c: req[c].tolist() if c in req.columns else [None] * len(req)
            for c in ("parsed_index", "extracted", "options", "text", "error", "error_stage", "error_class", "clip",
                      "clip_note", "seconds", "verdict_note")}

@@ -13,7 +13,7 @@ committed requests); nothing is computed again but these labels.
   per-item F1 is 1, ``wrong`` when it is 0, ``partial`` between;
 * ``freeform``: ``scored`` (a similarity, neither right nor wrong).
 
-**The score** of a request (:data:`SCORE`): ``correct`` (``correct_majority`` for true/false), ``f1`` for factual,
+**The score** of a request (:func:`score_column`): ``correct`` (``correct_majority`` for true/false), ``f1`` for factual,
 the first free-form metric column the run has (``bleu`` first, the verdict's order).
 
 **Evidence of not listening** (:func:`evidence`): for a model's requests of one item under one prompt variant and
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalcore.kinds.base import kind_of
 from evalcore.schema import CONDITIONS, STRICT
 
 OUTCOMES = ("right", "partial", "wrong", "unparsed", "error", "scored")
@@ -41,8 +42,6 @@ CONTROLS = tuple(c for c in CONDITIONS if c != "correct")
 FREEFORM_FIRST = ("bleu", "meteor", "rouge", "bertscore", "cider", "claptext", "bleu4")
 #: the per-item column of a published rule's strict verdict (``correct`` holds the rule's own)
 STRICT_COLUMN = "correct" + STRICT
-#: protocol kind → the per-item column read as its score
-SCORE = {"mcq": "correct", "binary_choice": "correct", "true_false": "correct_majority", "factual": "f1"}
 #: the request's group: a model's answers to one item under one prompt variant and option order
 GROUP = ["protocol", "dataset", "item_id", "model", "variant", "option_order"]
 _SPACE = re.compile(r"\s+")
@@ -53,15 +52,17 @@ def _num(df: pd.DataFrame, col: str) -> pd.Series:
 
 
 def score_column(kind: str, columns: list[str] | pd.Index) -> str | None:
-    """The per-item column read as the score of a request of protocol kind ``kind``."""
-    if kind in SCORE:
-        return SCORE[kind] if SCORE[kind] in columns else None
+    """The per-item column read as the score of a request of protocol kind ``kind`` (:attr:`ProtocolKind.score_column`;
+    a kind without one: the first free-form metric column)."""
+    own = getattr(kind_of(kind), "score_column", None)
+    if own is not None:
+        return own if own in columns else None
     metrics = [c for c in FREEFORM_FIRST if c in columns]
     return metrics[0] if metrics else None
 
 
 def scores(df: pd.DataFrame) -> pd.Series:
-    """Each request's score (:data:`SCORE`; NaN for an error row or a kind without one)."""
+    """Each request's score (:func:`score_column`; NaN for an error row or a kind without one)."""
     out = pd.Series(np.nan, index=df.index, dtype=float)
     for kind, idx in df.groupby("protocol_kind", sort=False).groups.items():
         col = score_column(str(kind), df.columns)
@@ -74,15 +75,15 @@ def outcomes(df: pd.DataFrame) -> pd.Series:
     """Each request's outcome, one of :data:`OUTCOMES` (the module's docstring gives the rule)."""
     out = pd.Series("scored", index=df.index, dtype=object)
     kind = df["protocol_kind"].astype(str)
-    for kinds, correct, answered in ((("mcq", "binary_choice"), "correct", "answered"),
-                                     (("true_false",), "correct_majority", "answered_majority")):
-        m = kind.isin(kinds)
-        ok, got = _num(df, correct), _num(df, answered)
-        out[m] = np.where(ok[m] == 1, "right", np.where(got[m] == 0, "unparsed", "wrong"))
-    m = kind == "factual"
-    f1, named = _num(df, "f1"), _num(df, "tp").fillna(0) + _num(df, "fp").fillna(0)
-    out[m] = np.where(named[m] == 0, "unparsed", np.where(f1[m] >= 1, "right", np.where(f1[m] <= 0, "wrong",
-                                                                                              "partial")))
+    for name in set(kind):
+        spec, m = kind_of(name), kind == name
+        if spec is not None and spec.outcome == "choice":
+            ok, got = _num(df, str(spec.score_column)), _num(df, str(spec.answered_column))
+            out[m] = np.where(ok[m] == 1, "right", np.where(got[m] == 0, "unparsed", "wrong"))
+        elif spec is not None and spec.outcome == "labels":
+            f1, named = _num(df, str(spec.score_column)), _num(df, "tp").fillna(0) + _num(df, "fp").fillna(0)
+            out[m] = np.where(named[m] == 0, "unparsed", np.where(f1[m] >= 1, "right",
+                                                                  np.where(f1[m] <= 0, "wrong", "partial")))
     out[df["error"].notna()] = "error"
     return out
 
@@ -144,7 +145,8 @@ def label(df: pd.DataFrame) -> pd.DataFrame:
 def answer_text(parsed: Any, extracted: Any, options: Any, kind: str) -> str | None:
     """The answer as the page shows it: ``B. guitar`` (the option read, in the order shown), the labels extracted,
     ``no option named`` / ``no label named``; None for a free-form answer (its text is shown whole)."""
-    if kind == "freeform":
+    spec = kind_of(kind)
+    if spec is not None and spec.text_metrics:
         return None
     if parsed is not None and parsed == parsed:
         p = int(parsed)

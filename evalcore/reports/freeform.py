@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from evalcore.kinds.base import KINDS, kinds_where
 from evalcore.reports.tables_html import fmt
 from evalcore.schema import ERRORED
 
@@ -94,10 +95,10 @@ def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rew
     ``roles``: model → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems; paraphrase −
     adversarial rows are those whose model starts with ``rewrite_label``."""
     kinds = summary["protocol_kind"] if "protocol_kind" in summary.columns else summary["protocol"]
-    every = summary[kinds.fillna(summary["protocol"]) == "freeform"]
+    every = summary[kinds.fillna(summary["protocol"]).isin(kinds_where("text_metrics"))]
     out: list[str] = []
-    for proto, every in every.groupby("protocol", sort=True):
-        out += _instance_sections(every, conf, roles, rewrite_label, "" if proto == "freeform" else f"{proto} · ",
+    for proto, every in every.groupby("protocol", sort=True):  # an instance named after its kind needs no prefix
+        out += _instance_sections(every, conf, roles, rewrite_label, "" if proto in KINDS else f"{proto} · ",
                                   min_items)
     return out
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalcore.kinds.base import kinds_where
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
 from evalcore.reports import model_card, readings, run_profile, verdict
@@ -120,7 +121,7 @@ def _warnings(meta: dict[str, Any], counts: dict[str, Any]) -> list[str]:
 def _results(summary: pd.DataFrame, conf: int) -> list[str]:
     out: list[str] = []
     vals = summary[(summary["kind"] == "value") & (summary["group"] == "all")
-                   & (summary["protocol_kind"] != "freeform")]
+                   & ~summary["protocol_kind"].isin(kinds_where("text_metrics"))]
     for (proto, ds), df in vals.groupby(["protocol", "dataset"], sort=True):
         metrics = list(dict.fromkeys(df["metric"]))
         kind = df["protocol_kind"].iloc[0]
@@ -145,7 +146,7 @@ def _results(summary: pd.DataFrame, conf: int) -> list[str]:
 
 def _freeform(summary: pd.DataFrame, conf: int, models: dict[str, Any], min_items: int) -> list[str]:
     """Free-form results as the paper's Table 2 (the rewrite systems known from the models' recorded info)."""
-    if not (summary["protocol_kind"] == "freeform").any():
+    if not summary["protocol_kind"].isin(kinds_where("text_metrics")).any():
         return []
     return freeform_report.run_sections(summary, conf, rewrite_roles(models), REWRITE_LABEL, min_items)
 

@@ -38,7 +38,8 @@ import pandas as pd
 
 from evalcore.reports import readings
 from evalcore.reports.verdict import MIN_ITEMS, interval_label, listening_rows
-from evalcore.schema import ERRORED, PROTOCOLS
+from evalcore.kinds.base import kind_of as registered_kind
+from evalcore.schema import ERRORED
 
 __all__ = ["CARD_METRICS", "MARKS", "GROUPS", "Card", "read_published", "build", "cells", "section"]
 
@@ -55,8 +56,6 @@ FAMILIES = {"cmi_multiclass": "classification", "cmi_key": "key", "cmi_beat": "b
             "cmi_lyrics": "lyrics transcription", "cmi_melody": "melody extraction",
             "cmi_technique": "playing technique", "cmi_regression": "emotion regression", "cmi_tagging": "tagging"}
 STAND_IN_MARK = "‡"
-#: a kind's metric where nothing else says (a run before run.json's ``benchmarks``, every request errored)
-DEFAULT_METRIC = {"mcq": "accuracy", "factual": "f1_micro", "true_false": "accuracy_any", "binary_choice": "f1_micro"}
 #: tasks a row names before "+ N more"
 TASKS_SHOWN = 3
 
@@ -128,8 +127,9 @@ def _task(b: dict[str, Any] | None, kind: str) -> str:
     tasks = [str(t) for t in b.get("tasks") or []]
     shown = ", ".join(tasks[:TASKS_SHOWN]) + (f" + {len(tasks) - TASKS_SHOWN} more" if len(tasks) > TASKS_SHOWN
                                               else "")
-    families = [FAMILIES.get(c, c) for c in b.get("categories") or [] if kind == "mir"]
-    if kind == "freeform":
+    spec = registered_kind(kind)
+    families = [FAMILIES.get(c, c) for c in b.get("categories") or [] if spec is not None and spec.released_rules]
+    if spec is not None and spec.text_metrics:
         families = ["captioning"]
     return " · ".join(x for x in (shown, ", ".join(dict.fromkeys(families))) if x)
 
@@ -140,7 +140,8 @@ def _metric(here: pd.DataFrame, b: dict[str, Any] | None) -> str | None:
     own = [str(m) for m in (b or {}).get("figures") or []]
     seen = [m for m in dict.fromkeys(here["metric"].astype(str)) if m != ERRORED and not m.endswith("_with_errors")]
     kind = str(here["protocol_kind"].iloc[0]) if "protocol_kind" in here.columns and len(here) else ""
-    for pool in (own, seen, [DEFAULT_METRIC[kind]] if kind in DEFAULT_METRIC else []):
+    fallback = getattr(registered_kind(kind), "card_metric", None)
+    for pool in (own, seen, [fallback] if fallback is not None else []):
         found = next((m for m in CARD_METRICS if m in pool), None) or (pool[0] if pool else None)
         if found is not None:
             return found
@@ -153,7 +154,7 @@ def _kinds(vals: pd.DataFrame, benchmarks: list[dict[str, Any]]) -> dict[tuple[s
     for r in vals.itertuples():  # rows a scorer did not write may lack their kind
         kind = getattr(r, "protocol_kind", None)
         key = (r.protocol, r.dataset)
-        if kind in PROTOCOLS and not kind_of.get(key):
+        if registered_kind(kind) is not None and not kind_of.get(key):
             kind_of[key] = kind
         kind_of.setdefault(key, "")
     return kind_of

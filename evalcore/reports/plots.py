@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from evalcore.kinds.base import kinds_where
 from evalcore.reports.verdict import MIN_ITEMS
 
 __all__ = ["forest", "listening_map", "attention_bars", "breakdown_bars"]
@@ -122,7 +123,8 @@ def _mcq(summary: pd.DataFrame) -> pd.DataFrame:
     if summary.empty:
         return summary
     kinds = summary["protocol_kind"] if "protocol_kind" in summary.columns else summary["protocol"]
-    return summary[(kinds.fillna(summary["protocol"]) == "mcq") & (summary["kind"] == "value")]
+    shuffled = kinds.fillna(summary["protocol"]).isin(kinds_where("options", "shuffled"))
+    return summary[shuffled & (summary["kind"] == "value")]
 
 
 def _bars(ax: Any, table: pd.DataFrame, err: pd.DataFrame | None, colors: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ import html as htmlmod
 
 import pandas as pd
 
+from evalcore.kinds.base import kinds_where
 from evalcore.reports.html import figure_html
 from evalcore.reports.tables_html import num
 
@@ -150,7 +151,7 @@ def series_section(name: str, hist: pd.DataFrame) -> tuple[str, str]:
         md_parts.append("Listening gaps (correct − control):\n\n" + md_table(
             gaps.sort_values(["protocol", "condition", "position"]),
             ["protocol", "condition", "metric", "checkpoint", "value", "ci_low", "ci_high"]))
-    cats = hist[(hist["protocol_kind"] == "mcq") & (hist["metric"] == "accuracy") & (hist["kind"] == "value")
+    cats = hist[hist["protocol_kind"].isin(kinds_where("options", "shuffled")) & (hist["metric"] == "accuracy") & (hist["kind"] == "value")
                 & (hist["condition"] == "correct") & hist["group"].str.startswith("task=")]
     if len(cats):
         tasks = cats.assign(group=cats["group"].str.removeprefix("task="))

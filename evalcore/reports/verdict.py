@@ -41,6 +41,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from evalcore.kinds.base import kinds_where
 from evalcore.reports.browser_links import difference_href, evidence_href, items_href
 from evalcore.schema import strict_name
 
@@ -133,7 +134,7 @@ def primary_of(rows: pd.DataFrame) -> str | None:
     first metric; None for rows with none."""
     metrics = set(rows["metric"])
     primary = next((m for m in PRIMARY if m in metrics), None)
-    freeform = "protocol_kind" in rows.columns and len(rows) and (rows["protocol_kind"] == "freeform").all()
+    freeform = "protocol_kind" in rows.columns and len(rows) and rows["protocol_kind"].isin(kinds_where("text_metrics")).all()
     if primary is None and freeform:
         return str(rows["metric"].iloc[0])  # every free-form metric is a similarity: the first configured
     if primary is not None and strict_name(primary) in metrics:

@@ -5,6 +5,7 @@ place both ``evalcore run`` (:mod:`evalcore.pipeline.reduce`) and ``evalcore sco
 
 from __future__ import annotations
 
+import importlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -13,12 +14,8 @@ import pandas as pd
 
 from evalcore.errors import OUTPUT, bounded, class_of
 from evalcore.guard import Reason, not_utf8, one_by_one
+from evalcore.kinds.base import KINDS
 from evalcore.metrics.base import Scorer
-from evalcore.metrics.factual import FactualScorer
-from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
-from evalcore.metrics.freeform import FreeformScorer
-from evalcore.metrics.mcq import MCQScorer
-from evalcore.metrics.mir import MirScorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 
 
@@ -69,19 +66,17 @@ PER_ITEM_FIELDS = ("text", "reference", "labels", "extracted", "dropped", "optio
 
 ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword arguments of its scorer
 
-#: the scorer of each protocol kind (:data:`evalcore.schema.PROTOCOLS`: a closed set, not a registry)
-SCORERS: dict[str, type[Scorer]] = {c.protocol: c for c in (FreeformScorer, FactualScorer, MCQScorer,
-                                                             TrueFalseScorer, BinaryChoiceScorer, MirScorer)}
+def scorer_class(kind: str) -> type[Scorer]:
+    """The scorer class of protocol kind ``kind``: its kind names it by import path (:attr:`ProtocolKind.scorer`)."""
+    module, _, name = KINDS.get(kind).scorer.partition(":")
+    # dynamic: the scorer a registered kind names (in evalcore.metrics, or in the kind's own module)
+    return getattr(importlib.import_module(module), name)
 
 
 def build_scorer(kind: str, params: ScorerParams | None = None, protocol: str | None = None) -> Scorer:
     """The scorer of protocol kind ``kind`` with the parameters configured for instance ``protocol`` (default:
     the instance named after the kind), e.g. free-form metrics."""
-    try:
-        cls = SCORERS[kind]
-    except KeyError:
-        raise KeyError(f"unknown scorer {kind!r}; known: {', '.join(sorted(SCORERS))}") from None
-    return cls(**dict((params or {}).get(protocol or kind, {})))
+    return scorer_class(kind)(**dict((params or {}).get(protocol or kind, {})))
 
 
 @dataclass

@@ -1,0 +1,26 @@
+"""Factual QA: labels read from the answer into a closed vocabulary, scored by precision, recall and F1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalcore.kinds.base import KINDS, ProtocolKind
+
+
+@KINDS.register("factual")
+class Factual(ProtocolKind):
+    scorer = "evalcore.metrics.factual:FactualScorer"
+    judge = "lexicon"
+    vocabulary = True
+    labels_in_vocabulary = True
+    outcome, score_column, card_metric = "labels", "f1", "f1_micro"
+    shown_columns = ("precision", "recall", "f1")
+    row_schema = {"required": ["labels"], "properties": {"labels": {"type": "array", "minItems": 1}}}
+
+    @classmethod
+    def check_row(cls, row: dict[str, Any]) -> str | None:
+        if row.get("labels") is None:
+            return "factual item needs labels (a list of strings)"
+        if not row["labels"]:
+            return "field 'labels' is empty: a factual item needs at least one label"
+        return None

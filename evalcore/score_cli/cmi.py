@@ -30,6 +30,7 @@ import typer
 
 from evalcore import storage
 from evalcore.datasets.cmi_bench import TASKS, label_set_of, task_of_file
+from evalcore.kinds.base import KINDS
 from evalcore.datasets.released_mcq import read_records, record_problem
 from evalcore.datasets.validate import text_problem
 from evalcore.errors import INPUT
@@ -89,7 +90,7 @@ def _answer(v: Any) -> str | None:
 def judged_rows(records: list[Any], task: str, model: str) -> tuple[list[dict], list[dict]]:
     """(judged rows, input error rows) of one file's records."""
     _, rule, kind = TASKS[task]
-    proto = MIR if kind == "mir" else CAPTIONS
+    proto = MIR if KINDS.get(kind).released_rules else CAPTIONS
     answers = [r.get("correct_answer") for r in records if isinstance(r, dict)]
     meta = json.dumps({"label_set": label_set_of(answers)}) if rule == "cmi_multiclass" else None
     rows, errors = [], []

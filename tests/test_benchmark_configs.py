@@ -488,3 +488,17 @@ def test_rul_muchomusic_config_runs_in_the_card(card_run: dict) -> None:
     assert len(fails) == 10 and (fails.loc[RUL_STAND_IN] == 1.0).all() and (fails.loc["text-prior"] == 0.0).all()
     assert ((s.protocol == RUL) & (s.metric == "perceptual_index") & (s.condition == "text_only")).sum() == 2
     assert "perceptual_index" in card_run["result"].report and "parse_failure_rate" in card_run["result"].report
+
+
+def test_the_card_run_gives_the_recorded_summary(card_run: dict) -> None:
+    """Every benchmark's figures, under every control, as recorded in tests/fixtures/golden_card/ (from this run's
+    root: ``PYTHONPATH=. python tests/test_demo_golden.py RUN_ROOT tests/fixtures/golden_card summary``)."""
+    from test_demo_golden import differences, load, snapshot
+
+    want = load(GOLDEN_CARD, ("summary",))
+    got = snapshot(str(card_run["root"]))
+    assert got["counts"] == want["counts"]
+    assert differences(got["summary"], want["summary"]) == []
+
+
+GOLDEN_CARD = pathlib.Path(__file__).resolve().parent / "fixtures" / "golden_card"

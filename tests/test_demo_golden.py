@@ -67,25 +67,27 @@ def snapshot(root: str, shown_as: str | None = None) -> dict[str, list[dict[str,
     return out
 
 
-def write(root: str) -> None:
-    GOLDEN.mkdir(parents=True, exist_ok=True)
+def write(root: str, dest: pathlib.Path = GOLDEN, tables: tuple[str, ...] = TABLES) -> None:
+    """Record the run at ``root`` in ``dest``: ``tables`` and run.json's counts."""
+    dest.mkdir(parents=True, exist_ok=True)
     snap = snapshot(root)
-    for name in TABLES:
+    for name in tables:
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=list(snap[name][0]), lineterminator="\n")
         w.writeheader()
         w.writerows(snap[name])
-        with gzip.GzipFile(GOLDEN / f"{name}.csv.gz", "wb", mtime=0) as f:
+        with gzip.GzipFile(dest / f"{name}.csv.gz", "wb", mtime=0) as f:
             f.write(buf.getvalue().encode())
-    (GOLDEN / "counts.json").write_text(json.dumps(snap["counts"], indent=1, sort_keys=True) + "\n")
+    (dest / "counts.json").write_text(json.dumps(snap["counts"], indent=1, sort_keys=True) + "\n")
 
 
-def load() -> dict:
+def load(src: pathlib.Path = GOLDEN, tables: tuple[str, ...] = TABLES) -> dict:
+    """A recording (:func:`write`): its tables as lists of string cells, and its counts."""
     out: dict = {}
-    for name in TABLES:
-        with gzip.open(GOLDEN / f"{name}.csv.gz", "rt") as f:
+    for name in tables:
+        with gzip.open(src / f"{name}.csv.gz", "rt") as f:
             out[name] = list(csv.DictReader(f))
-    out["counts"] = json.loads((GOLDEN / "counts.json").read_text())
+    out["counts"] = json.loads((src / "counts.json").read_text())
     return out
 
 
@@ -161,5 +163,5 @@ def test_snapshot_notices_a_changed_value():
     assert differences(got, want) == []
 
 
-if __name__ == "__main__":
-    write(sys.argv[1])
+if __name__ == "__main__":  # RUN_ROOT [DEST TABLE…]: the demo's tables by default
+    write(sys.argv[1], *([pathlib.Path(sys.argv[2]), tuple(sys.argv[3:]) or TABLES] if len(sys.argv) > 2 else []))

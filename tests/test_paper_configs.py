@@ -328,3 +328,21 @@ def test_the_run_reports_itself_beside_the_paper(paper_run: dict, tmp_path: path
     assert "Beside the paper" in chromium.dump_dom(page, tmp_path / "profile")
     scroll, client = chromium.widths(page, tmp_path)
     assert scroll <= client, f"report.html overflows a 1280 px window: {scroll} > {client}"
+
+
+def test_the_paper_run_gives_the_recorded_summary(paper_run: dict) -> None:
+    """Every paper config's figures as recorded in tests/fixtures/golden_papers/ (from this run's root:
+    ``PYTHONPATH=. python tests/test_demo_golden.py RUN_ROOT tests/fixtures/golden_papers summary``, the run's
+    temporary folder then written ``<tmp>``: the metric models' files are named in their definitions)."""
+    from test_demo_golden import differences, load, snapshot
+
+    want = load(GOLDEN_PAPERS, ("summary",))
+    got = snapshot(str(paper_run["root"]))
+    tmp = str(paper_run["tmp"])
+    rows = [{k: v.replace(tmp, "<tmp>") for k, v in r.items()} for r in got["summary"]]
+    in_order = lambda rs: sorted(rs, key=lambda r: json.dumps(r, sort_keys=True))  # noqa: E731
+    assert got["counts"] == want["counts"]
+    assert differences(in_order(rows), in_order(want["summary"])) == []
+
+
+GOLDEN_PAPERS = pathlib.Path(__file__).resolve().parent / "fixtures" / "golden_papers"

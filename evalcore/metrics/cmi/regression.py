@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, mean_of, safe_ratio
 from evalcore.metrics.cmi.rules import RULES, Rule, reference_of
 
@@ -66,11 +67,10 @@ def r2_of_means(m: np.ndarray) -> np.ndarray:
     return 1.0 - safe_ratio(ss_res, ss_tot, np.nan)
 
 
-@RULES.register("cmi_regression")
+@RULES.register(Family.REGRESSION)
 class RegressionRule(Rule):
     """The released rating parse; R² after the released normalisation, as a function of item means."""
 
-    name = "cmi_regression"
     columns = _COLUMNS
     aggregates = (
         Aggregate("r2", _COLUMNS, r2_of_means,

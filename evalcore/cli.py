@@ -29,7 +29,7 @@ from evalcore.nightly.config import parse_nightly, run_config
 from evalcore.packages import MODELS_EXTRA, PIP_INSTALL, missing
 from evalcore.pipeline.attempts import superseded
 from evalcore.pipeline.commit import RunStateError
-from evalcore.pipeline.outcome import model_shares
+from evalcore.pipeline.outcome import budget_rule, model_shares
 from evalcore.pipeline.resume import resume_config
 from evalcore.compare_cli import compare as compare_command
 from evalcore.reproduce_cli import reproduce as reproduce_command
@@ -291,8 +291,7 @@ def budget_text(limit: float | None, configured: bool) -> str:
     """How ``max_error_rate`` will judge the run, as ``evalcore validate`` says it."""
     if limit is None:
         return "no error budget (max_error_rate: null)"
-    return (f"error budget: max_error_rate {limit:g} ({'set' if configured else 'the default'}; exit 4 when more than "
-            f"{limit:.0%} of the item rows, of any model's or benchmark's requests or of all requests error)")
+    return f"error budget: max_error_rate {limit:g} ({'set' if configured else 'the default'}; {budget_rule(limit)})"
 
 
 def exit_on_tracking_problems(sinks: list, check_paths: bool) -> None:

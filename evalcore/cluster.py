@@ -38,6 +38,8 @@ import sys
 import time
 from typing import Any
 
+from evalcore import ray_internals
+
 POLL_S = 1.0
 SETTLE_S = 1.0  # after the driver's end: Ray's own shutdown (a normal exit) finishes first
 GRACE_S = 3.0  # SIGTERM → SIGKILL
@@ -94,8 +96,6 @@ def start(configured: str | None = None, **init_kwargs: Any) -> None:
 def _node_pids() -> list[int]:
     """PIDs of the processes Ray's node started in this driver (GCS, raylet, dashboard, monitors)."""
     try:
-        from evalcore import ray_internals  # heavy: imports ray.data at its top
-
         return ray_internals.node_pids()
     except Exception:  # noqa: BLE001 - a Ray without this attribute: fall back to the driver's children
         return [p for p, (ppid, _) in _table().items() if ppid == os.getpid()]

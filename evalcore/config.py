@@ -371,8 +371,7 @@ class RayConfig(_Strict):
     metric_actors: int = Field(1, ge=1)
 
 
-#: the error budget of a run whose config sets none (``max_error_rate``): half of the items, of any model's requests
-#: or of all requests errored fails the run (exit 4)
+#: the error budget (``max_error_rate``) of a run whose config sets none
 DEFAULT_MAX_ERROR_RATE = 0.5
 
 
@@ -389,9 +388,8 @@ class SuiteConfig(_Strict):
     seeds: Seeds = Field(default_factory=Seeds)
     stats: Stats = Field(default_factory=Stats)
     ray: RayConfig = Field(default_factory=RayConfig)
-    #: error budget: the run fails with exit 4 (after writing its tables and report) when more than this fraction
-    #: of its item rows, of any one model's requests or of all its requests errored (a model with every request
-    #: errored always does, under any budget below 1); null = no budget
+    #: the error budget: the largest errored share the run accepts (its rule, what shares of what:
+    #: evalcore.pipeline.outcome.BUDGET_SCOPES; ``evalcore validate`` says it); null = no budget
     max_error_rate: float | None = Field(DEFAULT_MAX_ERROR_RATE, ge=0.0, le=1.0)
     #: where results are also sent once written: MLflow, Weights & Biases, lm-eval's files
     #: (evalcore.tracking_config; a failing sink is a warning, never a failed run)

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore import storage
+from evalcore import ray_internals, storage
 from evalcore.reports.run_profile import starved_notes
 
 log = logging.getLogger("evalcore")
@@ -63,9 +63,7 @@ def setup(verbose: bool = False, quiet: bool = False) -> None:
     if not verbose:
         logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score: "Using default tokenizer." per scorer
         logging.getLogger("botocore").setLevel(logging.WARNING)  # S3 writes: "Found credentials in environment …"
-        # a new local cluster gets token authentication, as Ray chose; its notice says so on every run
-        logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
-            lambda record: not str(record.msg).startswith("Token authentication is enabled for this Ray cluster"))
+        ray_internals.drop_token_notice()  # a new local cluster's notice, the same on every run
 
 
 def on_terminal() -> bool:

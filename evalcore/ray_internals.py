@@ -2,8 +2,9 @@
 
 ray is pinned (pyproject: ``ray[data,default]==2.60.0``); ``tests/test_ray_internals.py`` imports this module and
 checks each name and attribute below against the installed Ray, so an upgrade that moves one fails there, by
-name, before any run does. Nothing else in evalcore imports ``ray._private`` or ``ray.data._internal`` or reads a
-private attribute of a Ray object.
+name, before any run does. Nothing else in evalcore imports ``ray._private`` or ``ray.data._internal``, names one
+of their modules or reads a private attribute of a Ray object. Importing this module imports nothing of Ray: the
+private classes are imported on first use (:func:`__getattr__`), the rest inside the functions that read them.
 
 * A backpressure policy (:mod:`evalcore.pipeline.backpressure`): Ray Data's ``BackpressurePolicy`` base class and
   its setting, the union operator, an operator's remote args, and the topology's queued blocks.
@@ -12,27 +13,51 @@ private attribute of a Ray object.
 * What a starvation watch reads of the running topology (:mod:`evalcore.pipeline.starvation`): an actor pool's
   running and working actors, whether an operator is held back by a backpressure policy and by which, and the
   policies an executor ran with (:func:`executor_policies`), from which the run reads the watch's tallies.
+* A dataset's execution as block references and its operators' own stats (:mod:`evalcore.pipeline.raydata`):
+  ``Dataset._execute_to_iterator`` (:func:`execute`: the stream of ``RefBundle`` s and the executor behind it),
+  a bundle's blocks and slices (:func:`bundle_blocks`), and the executor's ``DatasetStats`` chain
+  (:func:`operator_stats`: per operator, its runtime metrics and each output block's rows and task times).
 * The processes of the local node this driver started (:func:`node_pids`, :mod:`evalcore.cluster`).
 * One line of Ray's C++ log that every restartable Ray Data actor pool prints (:func:`spend_restart_warning`).
+* The notice Ray's token-authentication module logs on every new local cluster (:func:`drop_token_notice`,
+  :mod:`evalcore.console`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
 
-from ray.data._internal.execution.backpressure_policy import (
-    ENABLED_BACKPRESSURE_POLICIES,
-    ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
-    BackpressurePolicy,
-)
-from ray.data._internal.execution.operators.union_operator import UnionOperator
-from ray.data._internal.logical.operators import StreamingRepartition
+if TYPE_CHECKING:
+    from ray.data._internal.execution.backpressure_policy import BackpressurePolicy
 
 __all__ = ["ENABLED_BACKPRESSURE_POLICIES", "ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY", "BackpressurePolicy",
            "UnionOperator", "StreamingRepartition", "remote_args", "policy_context", "policy_topology",
            "queued_output", "queued_input", "actor_counts", "held_by", "executor_policies", "set_repartition_cpus",
-           "node_pids", "spend_restart_warning",
-           "RESTART_WARNING"]
+           "execute", "bundle_blocks", "OutputBlock", "OperatorStats", "operator_stats", "OPERATOR_METRICS",
+           "node_pids", "spend_restart_warning", "RESTART_WARNING", "TOKEN_NOTICE_LOGGER", "TOKEN_NOTICE",
+           "drop_token_notice"]
+
+#: Ray Data's private names this module hands out, by the module that holds them (imported on first use)
+_LAZY = {"ENABLED_BACKPRESSURE_POLICIES": "backpressure_policy",
+         "ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY": "backpressure_policy",
+         "BackpressurePolicy": "backpressure_policy", "UnionOperator": "union_operator",
+         "StreamingRepartition": "logical_operators"}
+
+
+def __getattr__(name: str) -> Any:
+    """Ray Data's private classes and settings of ``__all__``, imported on first use (ray.data takes seconds)."""
+    where = _LAZY.get(name)
+    if where == "backpressure_policy":
+        from ray.data._internal.execution import backpressure_policy as module
+    elif where == "union_operator":
+        from ray.data._internal.execution.operators import union_operator as module
+    elif where == "logical_operators":
+        from ray.data._internal.logical import operators as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)
 
 
 def remote_args(op: Any) -> dict[str, Any]:
@@ -83,12 +108,95 @@ def executor_policies(executor: Any) -> list[Any]:
 def set_repartition_cpus(ds: Any, num_cpus: float) -> Any:
     """``ds``, whose last operation is a streaming repartition, with that operator's tasks asking ``num_cpus`` CPUs
     (the operator is frozen: its field is set as its own ``__init__`` sets it)."""
+    from ray.data._internal.logical.operators import StreamingRepartition
+
     op = ds._logical_plan.dag
     if not isinstance(op, StreamingRepartition):
         raise TypeError(f"the dataset's last operator is {type(op).__name__}, not a StreamingRepartition "
                         "(a Ray upgrade builds repartitions otherwise; see evalcore/ray_internals.py)")
     object.__setattr__(op, "ray_remote_args", {"num_cpus": num_cpus})
     return ds
+
+
+def execute(ds: Any) -> tuple[Iterator[Any], Any]:
+    """Start ``ds``'s streaming execution: its output ``RefBundle`` s as they complete, and the executor behind them
+    (None when Ray served the dataset from its cache), whose final stats outlive the iteration. The dataset does not
+    keep the executor (``capture_executor=False``): the caller does, for :func:`operator_stats`."""
+    it, _, executor = ds._execute_to_iterator(capture_executor=False)
+    return it, executor
+
+
+def bundle_blocks(bundle: Any) -> tuple[list[Any], list[tuple[int, int] | None], int]:
+    """A ``RefBundle``'s block references, each block's row range (None: the whole block) and its rows."""
+    slices = bundle.slices or [None] * len(bundle.blocks)
+    ranges = [None if s is None else (int(s.start_offset), int(s.end_offset)) for s in slices]
+    return [e.ref for e in bundle.blocks], ranges, int(bundle.num_rows() or 0)
+
+
+#: the runtime metrics of an operator that :func:`operator_stats` reads (Ray Data's ``OpRuntimeMetrics`` names, as an
+#: executor's stats record them in ``DatasetStats.extra_metrics``)
+OPERATOR_METRICS = ("num_row_inputs_received", "task_submission_backpressure_time", "num_tasks_finished",
+                    "task_output_backpressure_time_s")
+
+
+@dataclass(frozen=True)
+class OutputBlock:
+    """One output block of an operator, as the executor's stats record it."""
+
+    rows: int
+    busy_s: float  #: its task's time for it (0 where Ray recorded none)
+    #: (node, start, end) of that time on the node's ``time.perf_counter`` clock; None where Ray recorded none
+    span: tuple[str, float, float] | None
+
+
+@dataclass(frozen=True)
+class OperatorStats:
+    """One operator of an execution, as the executor's stats record it (:func:`operator_stats`)."""
+
+    name: str  #: Ray Data's name, e.g. ``MapBatches(judge)->MapBatches(score)``
+    rows_in: int | None  #: rows received (None where not recorded)
+    held_s: float  #: time a backpressure policy held its task submission back
+    tasks: int  #: its tasks finished
+    output_held_s: float  #: its tasks' time with output ready that the executor did not read
+    blocks: list[OutputBlock] = field(default_factory=list)
+
+
+def _output_block(b: Any) -> OutputBlock:
+    """An output block's ``BlockStats``: its rows and its ``BlockExecStats`` (task time, node, start and end)."""
+    es = b.exec_stats
+    if es is None:
+        return OutputBlock(int(b.num_rows or 0), 0.0, None)
+    span = None if es.start_time_s is None or es.end_time_s is None else \
+        (str(es.node_id), float(es.start_time_s), float(es.end_time_s))
+    return OutputBlock(int(b.num_rows or 0), float(es.wall_time_s or 0.0), span)
+
+
+def operator_stats(executor: Any) -> list[OperatorStats]:
+    """Every operator of a streaming executor's stats (``get_stats()``: a ``DatasetStats`` chain, walked upstream
+    first, each entry once; an entry without block stats is no operator)."""
+    out: list[OperatorStats] = []
+    seen: set[int] = set()
+
+    def walk(stats: Any) -> None:
+        if stats is None or id(stats) in seen:
+            return
+        seen.add(id(stats))
+        for parent in stats.parents:
+            walk(parent)
+        if not stats.metadata:
+            return
+        extra = getattr(stats, "extra_metrics", None) or {}
+        rows_in = extra.get("num_row_inputs_received")
+        out.append(OperatorStats(
+            name=stats.base_name or next(iter(stats.metadata)),
+            rows_in=int(rows_in) if rows_in is not None else None,
+            held_s=float(extra.get("task_submission_backpressure_time") or 0.0),
+            tasks=int(extra.get("num_tasks_finished") or 0),
+            output_held_s=float(extra.get("task_output_backpressure_time_s") or 0.0),
+            blocks=[_output_block(b) for blocks in stats.metadata.values() for b in blocks]))
+
+    walk(executor.get_stats())
+    return out
 
 
 def node_pids() -> list[int]:
@@ -143,3 +251,15 @@ def spend_restart_warning() -> list[str]:
         lines = caught.read().decode("utf-8", "replace").splitlines()
     ray.kill(actor)
     return [line for line in lines if RESTART_WARNING not in line]
+
+
+#: the logger of Ray's token-authentication module (its ``logging.getLogger(__name__)``) and the start of the notice it
+#: logs, as a warning, on every new local cluster: token authentication enabled, as Ray chose
+TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+def drop_token_notice() -> None:
+    """Leave :data:`TOKEN_NOTICE` out of the console (it says the same on every run); its logger's other records
+    pass."""
+    logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(lambda record: not str(record.msg).startswith(TOKEN_NOTICE))

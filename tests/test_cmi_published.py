@@ -8,7 +8,8 @@ of the same commit: ``get_multiclass_acc`` (GTZAN, VocalSet_tech, Nsynth_instrum
 ``key_ensamble_score`` (GS_key), ``beat_tracking`` (gtzan/ballroom beat and downbeat; its printed lines captured and
 its three ``np.mean`` results read by wrapping the module's ``np``), ``batch_wer_cer`` (DSing),
 ``calculate_frame_f1`` (Guzheng_Tech; it returns micro, macro) and ``cal_r2`` (EMO arousal and valence; once as
-released, in torch's default float32, and once more with ``torch.set_default_dtype(torch.float64)``), with
+released — its annotations a float32 tensor, torch's default dtype, and torchmetrics' sums float32 — and once more
+with ``torch.set_default_dtype(torch.float64)``), with
 mir_eval 0.8.2, jiwer 4.0.0, num2words 0.5.14, torch 2.13.0, torchmetrics 1.9.0 and scikit-learn 1.9.1. The files
 are too large to keep whole, so ``tests/fixtures/cmi_bench/results`` holds a deterministic subset of each — every
 ``STEP[task]``-th row, first row included, written back as a JSON list — and :data:`PUBLISHED` are the released
@@ -131,7 +132,7 @@ def _held(figures: dict, published: dict) -> None:
                 # the same released function computing in float64: equal to 1e-9
                 assert got["r2"] == pytest.approx(value, abs=1e-9), (key, metric)
             elif metric == "r2":
-                # as released, in float32 (torch.tensor of Python floats): float32's precision
+                # as released (annotations a float32 tensor, R2Score's sums float32): float32's precision
                 assert got["r2"] == pytest.approx(value, abs=1e-6), (key, metric)
             else:
                 assert got[metric] == pytest.approx(value, abs=1e-9), (key, metric)

@@ -21,7 +21,7 @@ import pytest
 
 from evalcore import audio
 from evalcore.datasets.base import DatasetContext
-from evalcore.datasets.cmi_bench import CmiBench, task_of_file
+from evalcore.datasets.cmi_bench import TASKS, CmiBench, Family, task_of_file
 from evalcore.datasets.validate import validate_items
 from evalcore.metrics.cmi.classes import MulticlassRule
 from evalcore.metrics.cmi.key import KeyRule, parse_key
@@ -31,7 +31,7 @@ from evalcore.metrics.cmi.regression import rating
 from evalcore.metrics.cmi.tagging import TaggingRule, _auc, auc_rows, embedding_truth, exact_vectors, resampled_auc
 from evalcore.metrics.cmi.technique import TechniqueRule
 from evalcore.metrics.mir import MirScorer
-from evalcore.metrics.cmi.rules import PublishedStops, Unreproducible, literal
+from evalcore.metrics.cmi.rules import RULES, PublishedStops, Unreproducible, literal
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "cmi_bench"
 
@@ -248,3 +248,11 @@ def test_rules_scored_in_the_stream_are_what_the_run_scorer_takes() -> None:
     scorer = MirScorer()
     streamed = scorer.score([{**r, "text": "x"} for r in out[:3]])  # the stored values win over the text
     assert streamed == scorer.score([{k: v for k, v in r.items() if k != "scores"} for r in out[:3]])
+
+
+def test_every_task_family_has_its_rule_registered_under_it() -> None:
+    """A rule's name is its family's (``Family``), set by its registration: every family of a released task has its
+    rule, and every rule scores a family."""
+    families = {v for k, v in vars(Family).items() if k.isupper()}
+    assert {f for _, f, _ in TASKS.values() if f is not None} == families == set(RULES.names())
+    assert all(RULES.get(name).name == name for name in RULES.names())

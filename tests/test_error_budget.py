@@ -13,7 +13,8 @@ import soundfile as sf
 
 from evalcore import storage
 from evalcore.config import DEFAULT_MAX_ERROR_RATE, ConfigError, parse_config
-from evalcore.pipeline.outcome import ErrorBudgetExceeded, RunResult, check_error_budget, error_reason
+from evalcore.pipeline.outcome import (BUDGET_NO_ITEMS, BUDGET_SCOPES, ErrorBudgetExceeded, RunResult,
+                                       check_error_budget, error_reason)
 from evalcore.pipeline.run import run
 from evalcore.pipeline.sources import reject_disallowed_audio
 
@@ -82,6 +83,34 @@ def test_top_reasons_show_the_text_not_only_the_class():
     assert ("top reasons: model/ValueError ×4 ('ValueError: input has 2 channels, expected 1'), "
             "judge/RuntimeError ×1") in msg
     assert "chars in all]" in msg and len(msg) < 600  # a long text is cut, not carried whole
+
+
+def test_the_budget_s_rule_is_said_and_applied_from_one_place() -> None:
+    """``evalcore validate`` says each part of the rule (BUDGET_SCOPES, BUDGET_NO_ITEMS), and the check applies the
+    scopes in that order: with every scope above the budget, the first names the error; within it, the next."""
+    from evalcore.cli import budget_text
+
+    said = budget_text(0.05, True)
+    assert all(words in said for words in BUDGET_SCOPES.values()) and BUDGET_NO_ITEMS in said and "5.0%" in said
+    model = {"requests_in": 10, "requests_errored": 5, "error_share": 0.5}
+    counts = {"items_in": 10, "items_errored": 5, "requests_in": 10, "requests_errored": 5, "models": {"m": model}}
+    bench = {"protocol": "p", "dataset": "d", "requests_in": 10, "requests_errored": 5}
+    named = []
+    for _ in BUDGET_SCOPES:
+        with pytest.raises(ErrorBudgetExceeded) as e:
+            check_error_budget(RunResult("/r", counts, ""), [], 0.1, benchmarks=[bench])
+        scope = ("model" if e.value.model else "benchmark" if e.value.benchmark
+                 else "items" if " items errored " in str(e.value) else "requests")
+        named.append(scope)
+        if scope == "items":
+            counts["items_errored"] = 0
+        elif scope == "model":
+            model.update(requests_errored=0, error_share=0.0)
+        elif scope == "benchmark":
+            bench["requests_errored"] = 0
+    assert named == list(BUDGET_SCOPES)
+    counts["requests_errored"] = 0
+    check_error_budget(RunResult("/r", counts, ""), [], 0.1, benchmarks=[bench])
 
 
 def test_error_reason_tags():

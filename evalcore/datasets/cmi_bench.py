@@ -11,8 +11,9 @@ the root), ``audio_start`` and ``audio_end`` (seconds; ``audio_end`` −1 = to t
 
 Item rows: ``item_id`` = ``<task>-<line number>``; ``protocol`` = ``mir`` (``freeform`` for the captioning tasks,
 scored by the free-form metrics); ``task`` = the released task name (the file's ``<task>``); ``category`` = the
-task's rule (:data:`TASKS`, :mod:`evalcore.metrics.cmi.rules`); ``question`` = ``instruction``; ``reference`` =
-``output`` (a number as text, a list's first value); the excerpt = ``audio_start`` … ``audio_end``;
+task's family (:class:`Family`: the rule scoring it is registered under it, :mod:`evalcore.metrics.cmi.rules`);
+``question`` = ``instruction``; ``reference`` = ``output`` (a number as text, a list's first value); the excerpt =
+``audio_start`` … ``audio_end``;
 ``metadata``: ``source``, ``split``, ``task_type``, ``audio_path`` and, for the multi-class tasks, ``label_set``:
 the task's distinct answers among the records kept — the label set the released rule compares against (it takes
 the answers of the file it scores, which the released inference writes for the test split).
@@ -36,30 +37,46 @@ from evalcore.datasets.records import FileUnreadable
 from evalcore.datasets.released_mcq import AudioOutside, audio_uri, check_records, read_records, record_problem
 from evalcore.params import PathStr
 
-__all__ = ["TASKS", "Task", "task_of_file", "label_set_of", "CmiBench"]
+__all__ = ["Family", "TASKS", "Task", "task_of_file", "label_set_of", "CmiBench"]
 
-#: task → (its released file under the root, the released rule scoring it, the protocol asking it); the rule names
-#: are :data:`evalcore.metrics.cmi.rules.RULES` entries; None = free-form (captioning: the free-form metrics)
+
+class Family:
+    """The released scorer's task families: the tasks of one family are scored by one rule, registered under the
+    family's name (``@RULES.register(Family.KEY)`` in :mod:`evalcore.metrics.cmi`), and an item carries its task's
+    family as its ``category``, by which the ``mir`` scorer finds that rule. Each name is written here only."""
+
+    MULTICLASS = "cmi_multiclass"  #: one label of the task's closed set (the items' ``label_set``): accuracy
+    KEY = "cmi_key"  #: a musical key: mir_eval's weighted score
+    BEAT = "cmi_beat"  #: beat or downbeat times: mir_eval's beat measures
+    LYRICS = "cmi_lyrics"  #: a transcription: WER and CER
+    MELODY = "cmi_melody"  #: (time, MIDI note) pairs: mir_eval's melody accuracy
+    TECHNIQUE = "cmi_technique"  #: playing-technique events: frame F1
+    REGRESSION = "cmi_regression"  #: a rating: R²
+    TAGGING = "cmi_tagging"  #: tags of a vocabulary: ROC-AUC and PR-AUC
+
+
+#: task → (its released file under the root, its :class:`Family`, the protocol asking it); family None = free-form
+#: (captioning: the free-form metrics)
 TASKS: dict[str, tuple[str, str | None, str]] = {
-    "GTZAN": ("data/GTZAN/CMI_GTZAN.jsonl", "cmi_multiclass", "mir"),
-    "VocalSet_tech": ("data/VocalSet/CMI_VocalSet_tech.jsonl", "cmi_multiclass", "mir"),
-    "Nsynth_instrument": ("data/NSynth/CMI_Nsynth_instrument.jsonl", "cmi_multiclass", "mir"),
-    "Nsynth_pitch": ("data/NSynth/CMI_Nsynth_pitch.jsonl", "cmi_multiclass", "mir"),
-    "GS_key": ("data/GS-key/CMI_GS_key.jsonl", "cmi_key", "mir"),
-    "gtzan_beat": ("data/Beat-Transformer/CMI_gtzan_beat.jsonl", "cmi_beat", "mir"),
-    "gtzan_downbeat": ("data/Beat-Transformer/CMI_gtzan_downbeat.jsonl", "cmi_beat", "mir"),
-    "ballroom_beat": ("data/Beat-Transformer/CMI_ballroom_beat.jsonl", "cmi_beat", "mir"),
-    "ballroom_downbeat": ("data/Beat-Transformer/CMI_ballroom_downbeat.jsonl", "cmi_beat", "mir"),
-    "DSing": ("data/DSing/CMI_DSing.jsonl", "cmi_lyrics", "mir"),
-    "MedleyDB": ("data/MedleyDB/CMI_MedleyDB.jsonl", "cmi_melody", "mir"),
-    "Guzheng_Tech": ("data/Guzheng/CMI_Guzheng_Tech.jsonl", "cmi_technique", "mir"),
-    "EMO_arousal": ("data/EMO/CMI_EMO_arousal.jsonl", "cmi_regression", "mir"),
-    "EMO_valence": ("data/EMO/CMI_EMO_valence.jsonl", "cmi_regression", "mir"),
-    "MTG_genre": ("data/MTG/CMI_MTG_genre.jsonl", "cmi_tagging", "mir"),
-    "MTG_instrument": ("data/MTG/CMI_MTG_instrument.jsonl", "cmi_tagging", "mir"),
-    "MTG_emotion": ("data/MTG/CMI_MTG_emotion.jsonl", "cmi_tagging", "mir"),
-    "MTG_top50tags": ("data/MTG/CMI_MTG_top50tags.jsonl", "cmi_tagging", "mir"),
-    "MTT": ("data/MTT/CMI_MTT.jsonl", "cmi_tagging", "mir"),
+    "GTZAN": ("data/GTZAN/CMI_GTZAN.jsonl", Family.MULTICLASS, "mir"),
+    "VocalSet_tech": ("data/VocalSet/CMI_VocalSet_tech.jsonl", Family.MULTICLASS, "mir"),
+    "Nsynth_instrument": ("data/NSynth/CMI_Nsynth_instrument.jsonl", Family.MULTICLASS, "mir"),
+    "Nsynth_pitch": ("data/NSynth/CMI_Nsynth_pitch.jsonl", Family.MULTICLASS, "mir"),
+    "GS_key": ("data/GS-key/CMI_GS_key.jsonl", Family.KEY, "mir"),
+    "gtzan_beat": ("data/Beat-Transformer/CMI_gtzan_beat.jsonl", Family.BEAT, "mir"),
+    "gtzan_downbeat": ("data/Beat-Transformer/CMI_gtzan_downbeat.jsonl", Family.BEAT, "mir"),
+    "ballroom_beat": ("data/Beat-Transformer/CMI_ballroom_beat.jsonl", Family.BEAT, "mir"),
+    "ballroom_downbeat": ("data/Beat-Transformer/CMI_ballroom_downbeat.jsonl", Family.BEAT, "mir"),
+    "DSing": ("data/DSing/CMI_DSing.jsonl", Family.LYRICS, "mir"),
+    "MedleyDB": ("data/MedleyDB/CMI_MedleyDB.jsonl", Family.MELODY, "mir"),
+    "Guzheng_Tech": ("data/Guzheng/CMI_Guzheng_Tech.jsonl", Family.TECHNIQUE, "mir"),
+    "EMO_arousal": ("data/EMO/CMI_EMO_arousal.jsonl", Family.REGRESSION, "mir"),
+    "EMO_valence": ("data/EMO/CMI_EMO_valence.jsonl", Family.REGRESSION, "mir"),
+    "MTG_genre": ("data/MTG/CMI_MTG_genre.jsonl", Family.TAGGING, "mir"),
+    "MTG_instrument": ("data/MTG/CMI_MTG_instrument.jsonl", Family.TAGGING, "mir"),
+    "MTG_emotion": ("data/MTG/CMI_MTG_emotion.jsonl", Family.TAGGING, "mir"),
+    "MTG_top50tags": ("data/MTG/CMI_MTG_top50tags.jsonl", Family.TAGGING, "mir"),
+    "MTT": ("data/MTT/CMI_MTT.jsonl", Family.TAGGING, "mir"),
     "MusicCaps": ("data/MusicCaps/CMI_MusicCaps.jsonl", None, "freeform"),
     "SDD": ("data/SDD/CMI_SDD.jsonl", None, "freeform"),
 }
@@ -140,7 +157,7 @@ class CmiBench(Dataset):
             yield from self._task(task)
 
     def _task(self, task: str) -> Iterator[dict[str, Any] | BadItem]:
-        rel, rule, protocol = TASKS[task]
+        rel, family, protocol = TASKS[task]
         uri = storage.join(self.root, rel)
         kept: list[tuple[int, dict]] = []
         for n, rec in enumerate(read_records(uri), 1):
@@ -157,7 +174,7 @@ class CmiBench(Dataset):
                 yield BadItem(problem)
                 continue
             kept.append((n, rec))
-        labels = label_set_of([rec["output"] for _, rec in kept]) if rule == "cmi_multiclass" else None
+        labels = label_set_of([rec["output"] for _, rec in kept]) if family == Family.MULTICLASS else None
         for n, rec in kept:
             end = rec.get("audio_end")
             meta = {k: rec.get(k) for k in ("source", "split", "task_type", "audio_path")}
@@ -167,7 +184,7 @@ class CmiBench(Dataset):
             if isinstance(audio, AudioOutside):
                 yield BadItem(f"CMI-Bench {task} line {n}: {audio}")
                 continue
-            yield {"item_id": f"{task}-{n:05d}", "protocol": protocol, "task": task, "category": rule,
+            yield {"item_id": f"{task}-{n:05d}", "protocol": protocol, "task": task, "category": family,
                    "audio_uri": audio,
                    "excerpt_start": rec.get("audio_start") or None,
                    "excerpt_end": None if end is None or end == -1 else float(end),

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import pyarrow as pa
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.embedders import EmbedderSpec, spec_of
 from evalcore.errors import INPUT, OUTPUT
 from evalcore.guard import guarded
@@ -53,7 +54,7 @@ def _union(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 def _all_rules(similarity: EmbedderSpec | None = None) -> list[Rule]:
     """Every rule; the tagging rule with the protocol's configured embedder (its ``similarity``), if any."""
-    return [cmi_tagging.configured(similarity) if n == "cmi_tagging" else RULES.build(n) for n in RULES.names()]
+    return [cmi_tagging.configured(similarity) if n == Family.TAGGING else RULES.build(n) for n in RULES.names()]
 
 
 #: each rule's primary figure (higher is better), the one the listening verdict and the model card read
@@ -147,8 +148,8 @@ class MirScorer(Scorer):
         """The tagging figures (ROC-AUC, PR-AUC: not means of item values) with their CIs and paired differences."""
         if "category" not in df.columns:
             return []
-        tagging = df[df["category"].astype(object) == "cmi_tagging"]
-        rule = self.rules["cmi_tagging"]
+        tagging = df[df["category"].astype(object) == Family.TAGGING]
+        rule = self.rules[Family.TAGGING]
         return cmi_tagging.auc_rows(tagging, resamples=resamples, confidence=confidence, seed=seed,
                                     embedder=getattr(rule, "embedder", cmi_tagging.STAND_IN)) if len(tagging) else []
 

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from evalcore.config import ProtocolConfig, RunConfig
+from evalcore.datasets.cmi_bench import Family
 from evalcore.judges.base import JUDGES
 from evalcore.metrics.cmi import tagging
 from evalcore.metrics.cmi.rules import RULES
@@ -36,7 +37,7 @@ def figures_of(proto: ProtocolConfig, categories: Iterable[str]) -> list[str]:
         for c in categories:
             if c in RULES:
                 out += [a.name for a in RULES.build(c).aggregates]
-                out += list(tagging.FIGURES) if c == "cmi_tagging" else []
+                out += list(tagging.FIGURES) if c == Family.TAGGING else []
         return list(dict.fromkeys(out))
     if proto.kind_spec.text_metrics:
         return list(proto.freeform_metrics().names)
@@ -47,7 +48,7 @@ def stand_in_of(proto: ProtocolConfig, categories: Iterable[str]) -> str | None:
     """What stood in for the published scorer's model on this benchmark (a judge's or the tagging rule's
     bag-of-words in place of NV-Embed-v2 or GTE), else None: the card says so on its row."""
     if proto.kind_spec.released_rules:
-        return tagging.STAND_IN if proto.similarity is None and "cmi_tagging" in set(categories) else None
+        return tagging.STAND_IN if proto.similarity is None and Family.TAGGING in set(categories) else None
     judge = proto.judge
     hook = getattr(JUDGES.get(judge.kind), "stand_in", None) if judge is not None else None
     return hook(judge.params) if callable(hook) else None

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore import cluster, console, storage
+from evalcore import cluster, console, ray_internals, storage
 from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
 from evalcore.metrics.stream_values import lexical_plan, model_plan
 from evalcore.models.base import MODELS
@@ -148,8 +148,6 @@ def batch_aligned(ds: Any, rows: int, num_cpus: float = 0.1) -> Any:
     but the last, so that each model batch is full. Ray Data splits a read task's output into parts that do not
     line up with the batch size, and no batch spans two blocks of different tasks: without this, about half of a
     model's batches came short. A strict streaming repartition stitches the small request rows across blocks."""
-    from evalcore import ray_internals  # heavy: imports ray.data at its top
-
     ds = ds.repartition(target_num_rows_per_block=rows, strict=True)
     # Ray 2.60's repartition takes no resource arguments and asks a whole CPU per task, which stalls a small
     # node's decode and model stages behind it (20k requests on 2 CPUs: 117 s against 79 s); its tasks only
@@ -288,8 +286,6 @@ def spend_restart_warning() -> None:
     global _restart_warning_spent
     if _restart_warning_spent:
         return
-    from evalcore import ray_internals  # heavy: imports ray.data at its top
-
     _restart_warning_spent = True
     for line in ray_internals.spend_restart_warning():
         print(line, file=sys.stderr)

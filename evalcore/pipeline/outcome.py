@@ -39,9 +39,8 @@ class RunUnscored(RuntimeError):
 
 
 class ErrorBudgetExceeded(RunUnscored):
-    """More requests (or items, or one model's or one benchmark's requests) errored than ``max_error_rate`` allows,
-    or a protocol was left without any valid item while a budget is set. ``model``: the model whose requests
-    exceeded it; ``benchmark``: the (protocol instance, dataset) whose requests did."""
+    """The run broke the error budget's rule (:data:`BUDGET_SCOPES`, :data:`BUDGET_NO_ITEMS`). ``model``: the model
+    whose requests exceeded it; ``benchmark``: the (protocol instance, dataset) whose requests did."""
 
     model: str | None = None
     benchmark: tuple[str, str] | None = None
@@ -126,36 +125,69 @@ def model_shares(counts: dict[str, Any]) -> list[tuple[str, int, int, float]]:
     return sorted(rows, key=lambda r: (-r[3], r[0]))
 
 
+#: The error budget's rule (``max_error_rate``), written once: a run fails (exit 4, after its tables and report are
+#: written) when the errored share of any of these is above the budget — :func:`check_error_budget` applies them in
+#: this order, of the models and the benchmarks (a protocol instance on one dataset:
+#: :mod:`evalcore.pipeline.benchmarks`) the worst first, and names the first one above; ``evalcore validate`` says
+#: them (:func:`budget_rule`). One with every request errored is above any budget below 1.
+BUDGET_SCOPES: dict[str, str] = {"items": "the item rows", "model": "any model's requests",
+                                 "benchmark": "any benchmark's requests", "requests": "all requests"}
+#: and, with a budget, this fails the run too (its figures would leave a configured protocol out)
+BUDGET_NO_ITEMS = "a configured protocol has no valid item"
+
+
+def budget_rule(limit: float) -> str:
+    """The rule in words: ``exit 4 when more than 50.0% of the item rows, of … error, or when …``."""
+    *first, last = BUDGET_SCOPES.values()
+    return f"exit 4 when more than {limit:.1%} of {', of '.join(first)} or of {last} error, or when {BUDGET_NO_ITEMS}"
+
+
+def _over(scope: str, result: RunResult, rows: list[dict], limit: float, top: int, item_errors: list[dict],
+          benchmarks: list[dict[str, Any]]) -> ErrorBudgetExceeded | None:
+    """The error naming where ``scope``'s errored share is above ``limit`` (the worst first), else None."""
+    c = result.counts
+    if scope == "items":
+        if c.get("items_in") and c["items_errored"] / c["items_in"] > limit:
+            reasons = _top(item_errors, top)
+            return ErrorBudgetExceeded(c["items_errored"] / c["items_in"], limit, reasons, result, what="items",
+                                       examples=examples(item_errors, reasons))
+    elif scope == "model":
+        for model, n, errored, share in model_shares(c):
+            if n and errored / n > limit:
+                mine = [r for r in rows if str(r.get("model")) == model]
+                reasons = _top(mine, top)
+                return ErrorBudgetExceeded(errored / n, limit, reasons, result, examples=examples(mine, reasons),
+                                           model=model)
+    elif scope == "benchmark":
+        shares = [(b["requests_errored"] / b["requests_in"], b) for b in benchmarks if b.get("requests_in")]
+        for share, b in sorted(shares, key=lambda sb: (-sb[0], sb[1]["protocol"], sb[1]["dataset"])):
+            if share > limit:
+                mine = [r for r in rows if (str(r.get("protocol")), str(r.get("dataset"))) == (b["protocol"],
+                                                                                            b["dataset"])]
+                reasons = _top(mine, top)
+                return ErrorBudgetExceeded(share, limit, reasons, result, examples=examples(mine, reasons),
+                                           benchmark=b)
+    elif scope == "requests":
+        if c["requests_in"] and c["requests_errored"] / c["requests_in"] > limit:
+            reasons = _top(rows, top)
+            return ErrorBudgetExceeded(c["requests_errored"] / c["requests_in"], limit, reasons, result,
+                                       examples=examples(rows, reasons))
+    else:
+        raise ValueError(f"unknown error-budget scope {scope!r}")
+    return None
+
+
 def check_error_budget(result: RunResult, rows: list[dict], limit: float | None, top: int = 3,
                        item_errors: list[dict] | None = None, benchmarks: list[dict[str, Any]] | None = None) -> None:
-    """Raise :class:`ErrorBudgetExceeded` when errored items / items in, errored requests / requests in of any one
-    model or of any one benchmark (a protocol instance on one dataset: :mod:`evalcore.pipeline.benchmarks`; the
-    worst first, naming it; one with every request errored is always above a budget below 1), or of the whole run
-    is above ``limit``, or (with a limit) a configured protocol was left without a valid item."""
-    c = result.counts
+    """Raise :class:`ErrorBudgetExceeded` where the error budget's rule (:data:`BUDGET_SCOPES`,
+    :data:`BUDGET_NO_ITEMS`) fails the run with ``limit``; nothing without a limit."""
     if limit is None:
         return
-    if c.get("items_in") and c["items_errored"] / c["items_in"] > limit:
-        reasons = _top(item_errors or [], top)
-        raise ErrorBudgetExceeded(c["items_errored"] / c["items_in"], limit, reasons, result, what="items",
-                                  examples=examples(item_errors or [], reasons))
-    for model, n, errored, share in model_shares(c):
-        if n and errored / n > limit:
-            mine = [r for r in rows if str(r.get("model")) == model]
-            reasons = _top(mine, top)
-            raise ErrorBudgetExceeded(errored / n, limit, reasons, result, examples=examples(mine, reasons), model=model)
-    shares = [(b["requests_errored"] / b["requests_in"], b) for b in benchmarks or [] if b.get("requests_in")]
-    for share, b in sorted(shares, key=lambda sb: (-sb[0], sb[1]["protocol"], sb[1]["dataset"])):
-        if share > limit:
-            mine = [r for r in rows if (str(r.get("protocol")), str(r.get("dataset"))) == (b["protocol"], b["dataset"])]
-            reasons = _top(mine, top)
-            raise ErrorBudgetExceeded(share, limit, reasons, result, examples=examples(mine, reasons), benchmark=b)
-    if c["requests_in"] and c["requests_errored"] / c["requests_in"] > limit:
-        reasons = _top(rows, top)
-        raise ErrorBudgetExceeded(c["requests_errored"] / c["requests_in"], limit, reasons, result,
-                                  examples=examples(rows, reasons))
-    if c.get("protocols_without_items"):
-        raise ErrorBudgetExceeded(0.0, limit, [], result, problems=list(c["protocols_without_items"]))
+    for scope in BUDGET_SCOPES:
+        if (over := _over(scope, result, rows, limit, top, item_errors or [], benchmarks or [])) is not None:
+            raise over
+    if result.counts.get("protocols_without_items"):
+        raise ErrorBudgetExceeded(0.0, limit, [], result, problems=list(result.counts["protocols_without_items"]))
 
 
 def check_scored(result: RunResult, rows: list[dict], item_errors: list[dict], top: int = 3) -> None:

@@ -1,11 +1,11 @@
-"""Ray Data internals the run reads: a dataset's output as block references, and its operators' own stats.
+"""A Ray Data dataset's output as block references, and its operators' own stats, as the run reads them.
 
-**Everything in this module reads Ray Data's private API** (Ray 2.60; ray is pinned): ``Dataset._execute_to_iterator``
-(the stream of ``RefBundle`` s and the executor behind it, whose final stats outlive the iteration),
-``RefBundle.blocks`` / ``slices`` and the executor's ``DatasetStats`` chain (per operator: the ``BlockStats`` of
-every output block, with its task's start and end on the worker's ``time.perf_counter`` clock, and the operator's
-runtime metrics). It is the one place that does: a Ray upgrade that moves them breaks here, and every end-to-end
-run test catches it (``tests/test_pipeline_e2e.py`` checks the profile's figures against the run's counts).
+What this reads of Ray Data is private API (Ray 2.60; ray is pinned), all of it through :mod:`evalcore.ray_internals`:
+the stream of ``RefBundle`` s and the executor behind it (whose final stats outlive the iteration), a bundle's
+blocks and slices, and the executor's stats per operator (the rows and task times of every output block, on the
+worker's ``time.perf_counter`` clock, and the operator's runtime metrics). ``tests/test_ray_internals.py`` checks
+each name against the installed Ray; every end-to-end run test checks the figures (``tests/test_pipeline_e2e.py``
+checks the profile's figures against the run's counts).
 
 Block times are each node's monotonic clock; :func:`node_offsets` measures, per node, the offset to wall time, so
 that a multi-node cluster's operators line up with the driver's clock.
@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
+
+from evalcore import ray_internals
 
 
 @dataclass
@@ -59,48 +61,24 @@ class Stream:
 
     def bundles(self) -> Iterator[Bundle]:
         """The dataset's output bundles as they complete (the executor streams behind this iterator)."""
-        it, _, self._executor = self._ds._execute_to_iterator(capture_executor=False)
+        it, self._executor = ray_internals.execute(self._ds)
         for b in it:
-            slices = getattr(b, "slices", None) or [None] * len(b.blocks)
-            ranges = [None if s is None else (int(s.start_offset), int(s.end_offset)) for s in slices]
-            yield Bundle([e.ref for e in b.blocks], ranges, int(b.num_rows() or 0))
+            yield Bundle(*ray_internals.bundle_blocks(b))
 
     def operators(self) -> list[Operator]:
         """Every operator of the execution (none when it did not run), from the executor's final stats."""
         if self._executor is None:
             return []
         out: list[Operator] = []
-        seen: set[int] = set()
-
-        def walk(stats: Any) -> None:
-            if stats is None or id(stats) in seen:
-                return
-            seen.add(id(stats))
-            for parent in stats.parents:
-                walk(parent)
-            if not stats.metadata:
-                return
-            name = stats.base_name or next(iter(stats.metadata))
-            op = Operator(name=name)
-            extra = getattr(stats, "extra_metrics", None) or {}
-            rows_in = extra.get("num_row_inputs_received")
-            op.rows_in = int(rows_in) if rows_in is not None else None
-            op.held_s = float(extra.get("task_submission_backpressure_time") or 0.0)
-            op.tasks = int(extra.get("num_tasks_finished") or 0)
-            op.output_held_s = float(extra.get("task_output_backpressure_time_s") or 0.0)
-            for blocks in stats.metadata.values():
-                for b in blocks:
-                    op.blocks += 1
-                    op.rows_out += int(b.num_rows or 0)
-                    es = b.exec_stats
-                    if es is None:
-                        continue
-                    op.busy_s += float(es.wall_time_s or 0.0)
-                    if es.start_time_s is not None and es.end_time_s is not None:
-                        op.spans.append((str(es.node_id), float(es.start_time_s), float(es.end_time_s)))
+        for s in ray_internals.operator_stats(self._executor):
+            op = Operator(name=s.name, rows_in=s.rows_in, held_s=s.held_s, tasks=s.tasks, output_held_s=s.output_held_s)
+            for b in s.blocks:
+                op.blocks += 1
+                op.rows_out += b.rows
+                op.busy_s += b.busy_s
+                if b.span is not None:
+                    op.spans.append(b.span)
             out.append(op)
-
-        walk(self._executor.get_stats())
         from evalcore.pipeline.starvation import tallies  # heavy: imports ray.data at its top
 
         starved = tallies(self._executor)

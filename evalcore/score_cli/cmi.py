@@ -29,7 +29,7 @@ import pandas as pd
 import typer
 
 from evalcore import storage
-from evalcore.datasets.cmi_bench import TASKS, label_set_of, task_of_file
+from evalcore.datasets.cmi_bench import TASKS, Family, label_set_of, task_of_file
 from evalcore.kinds.base import KINDS
 from evalcore.datasets.released_mcq import read_records, record_problem
 from evalcore.datasets.validate import text_problem
@@ -59,22 +59,22 @@ def released_lines(model: str, task: str, figures: dict[str, float]) -> list[str
     """The lines the released ``evaluate.py`` prints for ``figures`` of one model's task (its format strings)."""
     rule = TASKS[task][1]
     name = f"{model}_{task}"
-    if rule == "cmi_beat":
+    if rule == Family.BEAT:
         head = "DOWNBEAT_TRACKING" if "downbeat" in task else "BEAT_TRACKING"
         return [f"{head} F1: {figures['f_measure'] * 100:.2f}", f"Average CMLt: {figures['cmlt'] * 100:.2f}",
                 f"Average AMLt: {figures['amlt'] * 100:.2f}"]
-    if rule == "cmi_multiclass":
+    if rule == Family.MULTICLASS:
         return [f"{name} {'genre Acc' if task == 'GTZAN' else 'Acc'}: {figures['accuracy']:.4f}"]
-    if rule == "cmi_key":
+    if rule == Family.KEY:
         return [f"{name} G-Mean: {figures['key_weighted_score']:.4f}"]
-    if rule == "cmi_lyrics":
+    if rule == Family.LYRICS:
         return [f"{name} WER: {figures['wer'] * 100:.2f}", f"{name} CER: {figures['cer'] * 100:.2f}"]
-    if rule == "cmi_technique":  # released: micro printed as "Marco F1", macro as "Micro F1"
+    if rule == Family.TECHNIQUE:  # released: micro printed as "Marco F1", macro as "Micro F1"
         return [f"{name} Marco F1: {figures['frame_f1_micro'] * 100:.2f}",
                 f"{name} Micro F1: {figures['frame_f1_macro'] * 100:.2f}"]
-    if rule == "cmi_regression":
+    if rule == Family.REGRESSION:
         return [f"{name} R2: {figures['r2']:.4f}"]
-    if rule == "cmi_melody":
+    if rule == Family.MELODY:
         return [f"{name} Accuracy: {figures['melody_accuracy']:.4f}"]
     return []
 
@@ -92,7 +92,7 @@ def judged_rows(records: list[Any], task: str, model: str) -> tuple[list[dict], 
     _, rule, kind = TASKS[task]
     proto = MIR if KINDS.get(kind).released_rules else CAPTIONS
     answers = [r.get("correct_answer") for r in records if isinstance(r, dict)]
-    meta = json.dumps({"label_set": label_set_of(answers)}) if rule == "cmi_multiclass" else None
+    meta = json.dumps({"label_set": label_set_of(answers)}) if rule == Family.MULTICLASS else None
     rows, errors = [], []
     for i, rec in enumerate(records):
         cond = rec.get("condition", "correct") if isinstance(rec, dict) else "correct"

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, Rule, reference_of
 
@@ -57,11 +58,10 @@ def _safe(fn, *args) -> Any:
         return None
 
 
-@RULES.register("cmi_beat")
+@RULES.register(Family.BEAT)
 class BeatRule(Rule):
     """F-measure, CMLt and AMLt of the released parse of response and reference (0 where anything fails)."""
 
-    name = "cmi_beat"
     columns = ("f_measure", "cmlt", "amlt", "answered")
     aggregates = (
         Aggregate("f_measure", ("f_measure",), mean_of(),

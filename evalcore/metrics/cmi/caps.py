@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evalcore.datasets.cmi_bench import Family
+
 __all__ = ["Cap", "CAPS", "cut"]
 
 
@@ -31,17 +33,17 @@ class Cap:
     sep: str = ","
 
 
-#: rule → its cap (the released references: DSing lines < 300 characters; GTZAN/Ballroom beats < 150 timestamps
+#: rule (its family) → its cap (the released references: DSing lines < 300 characters; GTZAN/Ballroom beats < 150 timestamps
 #: per 30-s clip; MedleyDB 10-s melodies < 1,800 pairs, < 35,000 characters; every label, key or rating < 100)
 CAPS: dict[str, Cap] = {
-    "cmi_lyrics": Cap(10_000),
-    "cmi_beat": Cap(20_000, end=",", pieces=1_000),
-    "cmi_melody": Cap(100_000, end=")"),
-    "cmi_technique": Cap(20_000, end=")"),
-    "cmi_key": Cap(20_000),
-    "cmi_multiclass": Cap(20_000),
-    "cmi_regression": Cap(20_000),
-    "cmi_tagging": Cap(20_000),
+    Family.LYRICS: Cap(10_000),
+    Family.BEAT: Cap(20_000, end=",", pieces=1_000),
+    Family.MELODY: Cap(100_000, end=")"),
+    Family.TECHNIQUE: Cap(20_000, end=")"),
+    Family.KEY: Cap(20_000),
+    Family.MULTICLASS: Cap(20_000),
+    Family.REGRESSION: Cap(20_000),
+    Family.TAGGING: Cap(20_000),
 }
 #: a rule without its own cap
 DEFAULT = Cap(20_000)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise
 
@@ -49,11 +50,10 @@ def correct(response: str, answer: Any, labels: Sequence[str]) -> bool:
     return target in said and all(lab not in said for lab in labels if lab != target)
 
 
-@RULES.register("cmi_multiclass")
+@RULES.register(Family.MULTICLASS)
 class MulticlassRule(Rule):
     """Accuracy by the released substring rule, over the task's label set (item metadata ``label_set``)."""
 
-    name = "cmi_multiclass"
     columns = ("correct", "answered")
     aggregates = (
         Aggregate("accuracy", ("correct",), mean_of(),

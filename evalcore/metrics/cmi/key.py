@@ -24,6 +24,7 @@ from importlib.metadata import version
 from typing import Any, Mapping
 
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, Rule, reference_of
 
@@ -50,11 +51,10 @@ def parse_key(response: str) -> str | None:
     return next((c for c in CLASSES if c.lower().replace(" ", "") in s), None)
 
 
-@RULES.register("cmi_key")
+@RULES.register(Family.KEY)
 class KeyRule(Rule):
     """``mir_eval.key.weighted_score`` of the released parser's key against the reference (0 when none)."""
 
-    name = "cmi_key"
     columns = ("key_score", "answered")
     aggregates = (
         Aggregate("key_weighted_score", ("key_score",), mean_of(),

@@ -30,6 +30,7 @@ import string
 from importlib.metadata import version
 from typing import Any, Mapping
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, reference_of
 
@@ -110,11 +111,10 @@ def clean(text: str) -> str:
     return " ".join(words)
 
 
-@RULES.register("cmi_lyrics")
+@RULES.register(Family.LYRICS)
 class LyricsRule(Rule):
     """Per-item WER and CER (jiwer) of the released cleaning of response and reference."""
 
-    name = "cmi_lyrics"
     columns = ("word_accuracy", "wer", "cer")
     aggregates = (
         Aggregate("word_accuracy", ("word_accuracy",), mean_of(),

@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, mean_of, safe_ratio
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, Unreproducible, literal
 
@@ -144,11 +145,10 @@ def sequence(text: Any) -> tuple[np.ndarray, np.ndarray] | None:
     return times, np.array([_hz(n) for _, n in seq], dtype=float)
 
 
-@RULES.register("cmi_melody")
+@RULES.register(Family.MELODY)
 class MelodyRule(Rule):
     """Overall Accuracy (``mir_eval.melody.evaluate``) of the released parse; items it fails on left out."""
 
-    name = "cmi_melody"
     columns = ("overall_accuracy", "counted")
     aggregates = (
         Aggregate("melody_accuracy", ("overall_accuracy", "counted"),

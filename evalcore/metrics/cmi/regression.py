@@ -16,8 +16,14 @@ columns are the sums these need (answered, x, x², t, t², t·x, t for answered 
 item means and its bootstrap re-normalises each resample, as the rule would on that sample. All ratings equal
 (σ = 0): the released code raises; the figure is then undefined (NaN), not guessed.
 
-The released function computes in torch's default float32 (``torch.tensor`` of Python floats); evalcore computes
-in float64, so the two agree to float32 precision (about 10⁻⁷), and to 10⁻⁹ with torch's default dtype float64.
+Precision: evalcore computes in float64. The released function rounds to float32 on the way: its normalised ratings
+are NumPy float64 values (``a * x + b``, with ``a`` and ``b`` from ``np.mean`` / ``np.std``), so ``torch.tensor``
+keeps them float64, but its annotations are Python floats, so their tensor has torch's default dtype, float32; and
+torchmetrics' ``R2Score`` sums into float32 states (``torch.zeros``): Σt and Σt² in float32, the residual sum
+computed in float64 (t − p is promoted) and then added into a float32 state, 1 − SS_res/SS_tot in float32. The two
+agree to float32's precision (``tests/test_cmi_published.py``: 10⁻⁶), and to 10⁻⁹ when the released function runs
+with torch's default dtype float64. Constant annotations (neither EMO file has them): ``R2Score`` gives 0 (1 where
+the residuals vanish too), evalcore NaN.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, mean_of, safe_ratio
 from evalcore.metrics.cmi.rules import RULES, Rule, reference_of
 
@@ -66,11 +73,10 @@ def r2_of_means(m: np.ndarray) -> np.ndarray:
     return 1.0 - safe_ratio(ss_res, ss_tot, np.nan)
 
 
-@RULES.register("cmi_regression")
+@RULES.register(Family.REGRESSION)
 class RegressionRule(Rule):
     """The released rating parse; R² after the released normalisation, as a function of item means."""
 
-    name = "cmi_regression"
     columns = _COLUMNS
     aggregates = (
         Aggregate("r2", _COLUMNS, r2_of_means,

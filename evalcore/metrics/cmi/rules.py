@@ -2,12 +2,14 @@
 a safe stand-in for the released scorer's ``eval`` of model responses.
 
 Source: github.com/nicolaus625/CMI-bench, ``evaluate.py`` at commit 4c15f410 (the released scorer). Each task
-family's rule is one module registered here (``@RULES.register("cmi_key")``); the ``mir`` protocol's scorer
-(:mod:`evalcore.metrics.mir`) finds an item's rule by its ``category`` (the dataset sets it from the released
-task, :data:`evalcore.datasets.cmi_bench.TASKS`). A rule scores one response against one reference (row-local,
-so a run scores its rows a group at a time) into per-item columns; its aggregates are functions of the item means
-of those columns, so every published figure — a mean over items, a pooled F1, an R² after a corpus-wide
-normalisation — gets a bootstrap CI and paired differences under the listening controls like any other metric.
+family's rule is one module registered here under the family it scores (``@RULES.register(Family.KEY)``: the
+families are :class:`evalcore.datasets.cmi_bench.Family`, each released task's in
+:data:`evalcore.datasets.cmi_bench.TASKS`); the ``mir`` protocol's scorer (:mod:`evalcore.metrics.mir`) finds an
+item's rule by its ``category``, the family the dataset gives its task. A rule scores one response against one
+reference (row-local, so a run scores its rows a group at a time) into per-item columns; its aggregates are
+functions of the item means of those columns, so every published figure — a mean over items, a pooled F1, an R²
+after a corpus-wide normalisation — gets a bootstrap CI and paired differences under the listening controls like
+any other metric.
 
 Where the released scorer **stops** on a response (an uncaught exception ends ``evaluate.py``: no figure is
 printed for the whole file), the rule raises :class:`PublishedStops`: that request becomes an error row of the
@@ -49,7 +51,7 @@ class Unreproducible(ValueError):
 class Rule(ABC):
     """One task family's released scoring rule: per-item columns from one (response, reference) pair."""
 
-    name: str
+    name: str  #: the family it scores, set by its registration (``@RULES.register(Family.KEY)``)
     #: per-item metric columns this rule writes
     columns: tuple[str, ...]
     #: the figures the rule reports, each a function of the item means of ``columns``; the first is the primary

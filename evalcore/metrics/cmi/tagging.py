@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.embedders import EmbedderSpec, bag_of_words, describe, load
 from evalcore.metrics.base import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise, reference_of
@@ -126,11 +127,10 @@ def configured(spec: EmbedderSpec | None, vocabularies: Mapping[str, Sequence[st
     return TaggingRule(similarity=_Configured(spec), embedder=describe(spec), vocabularies=vocabularies)
 
 
-@RULES.register("cmi_tagging")
+@RULES.register(Family.TAGGING)
 class TaggingRule(Rule):
     """Per item: both rules' vectors (``tag_vectors``, JSON); the figures are the ``mir`` scorer's AUC rows."""
 
-    name = "cmi_tagging"
     columns = ("tag_answered",)
     aggregates = (Aggregate("tag_answered", ("tag_answered",), mean_of(),
                             "share of responses naming at least one tag of the task's vocabulary (released "

@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from evalcore.datasets.cmi_bench import Family
 from evalcore.metrics.base import Aggregate, safe_ratio
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, Unreproducible, literal, normalise
 
@@ -111,11 +112,10 @@ def _macro(m: np.ndarray) -> np.ndarray:
 _PER_CLASS = tuple(f"{c}_{t}" for c in ("tp", "fp", "fn") for t in _CLASSES)
 
 
-@RULES.register("cmi_technique")
+@RULES.register(Family.TECHNIQUE)
 class TechniqueRule(Rule):
     """Frame TP/FP/FN (all techniques and per technique) of the released parse; pooled micro and macro F1."""
 
-    name = "cmi_technique"
     columns = ("frame_tp", "frame_fp", "frame_fn", *_PER_CLASS)
     aggregates = (
         Aggregate("frame_f1_micro", ("frame_tp", "frame_fp", "frame_fn"), _micro,

@@ -91,24 +91,24 @@ def load(src: pathlib.Path = GOLDEN, tables: tuple[str, ...] = TABLES) -> dict:
     return out
 
 
-def _same(a: str, b: str) -> bool:
+def _same(a: str, b: str, tol: float = TOL) -> bool:
     if a == b:
         return True
     try:
         x, y = float(a), float(b)
     except ValueError:
         return False
-    return math.isclose(x, y, rel_tol=TOL, abs_tol=TOL)
+    return math.isclose(x, y, rel_tol=tol, abs_tol=tol)
 
 
-def differences(got: list[dict], want: list[dict], limit: int = 5) -> list[str]:
+def differences(got: list[dict], want: list[dict], limit: int = 5, tol: float = TOL) -> list[str]:
     if len(got) != len(want):
         return [f"{len(got)} rows, recorded {len(want)}"]
     if got and set(got[0]) != set(want[0]):
         return [f"columns {sorted(got[0])}, recorded {sorted(want[0])}"]
     diffs = []
     for i, (g, w) in enumerate(zip(got, want)):
-        bad = {k: (g[k], w[k]) for k in w if not _same(g[k], w[k])}
+        bad = {k: (g[k], w[k]) for k in w if not _same(g[k], w[k], tol)}
         if bad:
             diffs.append(f"row {i} ({w.get('request_id') or w.get('metric')}): {bad}")
         if len(diffs) >= limit:

@@ -26,16 +26,16 @@ The driver reads both from the checkpoint's processor config without loading the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import field_validator
 
 from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids, too_short
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
+from evalcore.models.checkpoint_lm import AudioLMParams, validated, window
 from evalcore.packages import MODELS_EXTRA
-from evalcore.params import ParamsError, check_params
 
 
 @dataclass(frozen=True)
@@ -62,31 +62,14 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
-class HFAudioParams(BaseModel):
-    """The ``params`` of an ``hf_audio_lm`` model."""
+class HFAudioParams(AudioLMParams):
+    """The ``params`` of an ``hf_audio_lm`` model: the shared ones (``generation``: other ``generate()`` settings;
+    ``seed``: torch's, set before each batch) and where the model runs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    families: ClassVar[Mapping[str, Any]] = FAMILIES
 
-    checkpoint: str = Field(min_length=1)  # local directory or s3:// prefix
-    family: str | None = None  # None: from config.json model_type
-    revision: str | None = None  # recorded instead of the content hash when given
-    cache_dir: str | None = None  # local copies of s3:// checkpoints
-    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
     device: str = "auto"  # "auto" = cuda if available, else cpu; or "cpu", "cuda", "cuda:1"
     attn_implementation: str | None = None  # e.g. "sdpa", "eager"
-    max_new_tokens: int = Field(256, ge=1)
-    generation: dict[str, Any] = Field(default_factory=dict)  # other generate() settings (greedy by default)
-    seed: int = 0  # torch seed before each batch (matters only when sampling)
-    system_prompt: str | None = None
-    sample_rate: int | None = Field(None, gt=0)  # must equal the feature extractor's when given
-    max_audio_seconds: float | None = Field(None, gt=0)  # at most the model's window when given
-
-    @field_validator("family")
-    @classmethod
-    def _known_family(cls, v: str | None) -> str | None:
-        if v is not None and v not in FAMILIES:
-            raise ValueError(f"unknown family {v!r}; known: {', '.join(FAMILIES)}")
-        return v
 
     @field_validator("generation")
     @classmethod
@@ -94,16 +77,6 @@ class HFAudioParams(BaseModel):
         if "max_new_tokens" in v:
             raise ValueError("max_new_tokens: set it as the top-level param max_new_tokens")
         return v
-
-
-def validated(cls: type, kind: str, params: dict[str, Any]) -> Any:
-    """``cls.Params`` validated from ``params``; a mistake raises ``ValueError`` naming the field
-    (``<kind> params.dtype: ...``). Shared by the checkpoint backends (``hf_audio_lm``, ``vllm_audio_lm``)."""
-    try:
-        check_params(cls, params)
-    except ParamsError as e:
-        raise ValueError("; ".join(f"{kind} params.{f}: {m}" for f, m in e.problems)) from None
-    return cls.Params.model_validate(params)
 
 
 def parse_params(params: dict[str, Any]) -> HFAudioParams:
@@ -155,21 +128,6 @@ def processor_audio_spec(processor_config: dict | None, preprocessor_config: dic
     if fe.get("n_samples"):
         return sr, float(fe["n_samples"]) / sr
     return sr, None
-
-
-def window(kind: str, p: Any, spec: tuple[int, float | None]) -> tuple[int, float | None]:
-    """(rate, window) of a checkpoint's ``spec`` as the params ``p`` (``sample_rate``, ``max_audio_seconds``) may
-    narrow it: the rate must equal the checkpoint's, the window may only shorten. Shared by the checkpoint backends."""
-    sr, win = spec
-    if p.sample_rate is not None and p.sample_rate != sr:
-        raise ValueError(f"{kind} params.sample_rate: {p.sample_rate} differs from the checkpoint's "
-                         f"feature extractor rate {sr}; leave it out")
-    if p.max_audio_seconds is not None:
-        if win is not None and p.max_audio_seconds > win:
-            raise ValueError(f"{kind} params.max_audio_seconds: {p.max_audio_seconds} is longer than the "
-                             f"model's window {win} s")
-        win = p.max_audio_seconds
-    return sr, win
 
 
 def _window(p: HFAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:

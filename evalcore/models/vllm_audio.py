@@ -30,15 +30,16 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, incomplete, mistral_conversation,
                                         stop_token_ids, too_short)
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
-from evalcore.models.hf_audio import processor_audio_spec, validated, window
+from evalcore.models.checkpoint_lm import AudioLMParams, validated, window
+from evalcore.models.hf_audio import processor_audio_spec
 from evalcore.packages import missing, missing_in
 
 
@@ -83,36 +84,19 @@ SAMPLING = frozenset({
 ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 
 
-class VLLMAudioParams(BaseModel):
-    """The ``params`` of a ``vllm_audio_lm`` model (names shared with ``hf_audio_lm`` mean the same)."""
+class VLLMAudioParams(AudioLMParams):
+    """The ``params`` of a ``vllm_audio_lm`` model: the shared ones (``generation``: ``vllm.SamplingParams``
+    settings, checked against SAMPLING; ``seed``: the engine's and the sampling's) and the engine's."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    families: ClassVar[Mapping[str, Any]] = FAMILIES
+    families_said: ClassVar[str] = "vllm_audio_lm runs"
 
-    checkpoint: str = Field(min_length=1)  # local directory or s3:// prefix
-    family: str | None = None  # None: from config.json model_type
-    revision: str | None = None
-    cache_dir: str | None = None
-    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
-    max_new_tokens: int = Field(256, ge=1)
-    generation: dict[str, Any] = Field(default_factory=dict)  # vllm.SamplingParams settings (greedy by default)
-    seed: int = 0
-    system_prompt: str | None = None
-    sample_rate: int | None = Field(None, gt=0)
-    max_audio_seconds: float | None = Field(None, gt=0)
-    # the engine
     max_model_len: int | None = Field(None, ge=16)  # None: the checkpoint's
     tensor_parallel_size: int = Field(1, ge=1)
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     limit_mm_per_prompt: dict[str, int] = Field(default_factory=lambda: {"audio": 1})
     cpu_kv_cache_gb: float = Field(1.0, gt=0)  # KV cache of a CPU engine (VLLM_CPU_KVCACHE_SPACE); unused on GPUs
     engine_args: dict[str, Any] = Field(default_factory=dict)  # other vllm.EngineArgs, checked against ENGINE_ARGS
-
-    @field_validator("family")
-    @classmethod
-    def _known_family(cls, v: str | None) -> str | None:
-        if v is not None and v not in FAMILIES:
-            raise ValueError(f"unknown family {v!r}; vllm_audio_lm runs: {', '.join(FAMILIES)}")
-        return v
 
     @field_validator("generation")
     @classmethod

@@ -32,9 +32,9 @@ import numpy as np
 from pydantic import field_validator
 
 from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids, too_short
-from evalcore.models.base import MODELS, AudioPrompt, MusicLM
-from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
-from evalcore.models.checkpoint_lm import AudioLMParams, validated, window
+from evalcore.models.base import MODELS, AudioPrompt
+from evalcore.models.checkpoint import read_checkpoint_json
+from evalcore.models.checkpoint_lm import AudioLMParams, CheckpointLM, checkpoint_audio_spec, validated, window
 from evalcore.packages import MODELS_EXTRA
 
 
@@ -67,6 +67,8 @@ class HFAudioParams(AudioLMParams):
     ``seed``: torch's, set before each batch) and where the model runs."""
 
     families: ClassVar[Mapping[str, Any]] = FAMILIES
+    unsupported: ClassVar[str] = ("hf_audio_lm: checkpoint model_type {model_type!r} is not a supported family; "
+                                  "supported: {types}")
 
     device: str = "auto"  # "auto" = cuda if available, else cpu; or "cpu", "cuda", "cuda:1"
     attn_implementation: str | None = None  # e.g. "sdpa", "eager"
@@ -91,9 +93,8 @@ def check_checkpoint(p: HFAudioParams) -> None:
     if config is None:
         raise ValueError(f"checkpoint: {p.checkpoint!r} holds no config.json")
     try:
-        family_of(config.get("model_type"), p.family)
-        _window(p, processor_audio_spec(read_checkpoint_json(p.checkpoint, "processor_config.json"),
-                                        read_checkpoint_json(p.checkpoint, "preprocessor_config.json")))
+        p.family_for(config.get("model_type"))
+        _window(p, checkpoint_audio_spec(p.checkpoint))
     except ValueError as e:  # CheckpointError included
         msg = str(e)
         if msg.startswith("hf_audio_lm params."):  # sample_rate / max_audio_seconds against the checkpoint's
@@ -101,48 +102,18 @@ def check_checkpoint(p: HFAudioParams) -> None:
         raise ValueError(f"checkpoint: {msg.removeprefix('hf_audio_lm: ')}") from None
 
 
-def family_of(model_type: str | None, family: str | None = None) -> Family:
-    """The family named in params, else the one whose ``model_type`` matches config.json."""
-    if family is not None:
-        return FAMILIES[family]
-    for f in FAMILIES.values():
-        if model_type in f.model_types:
-            return f
-    raise ValueError(f"hf_audio_lm: checkpoint model_type {model_type!r} is not a supported family; "
-                     f"supported: {', '.join(t for f in FAMILIES.values() for t in f.model_types)}")
-
-
-def processor_audio_spec(processor_config: dict | None, preprocessor_config: dict | None) -> tuple[int, float | None]:
-    """(feature extractor rate, longest window) from ``processor_config.json`` (transformers 5 keeps the
-    feature extractor inside it) or the older ``preprocessor_config.json``."""
-    proc = processor_config or {}
-    fe = proc.get("feature_extractor") or preprocessor_config or {}
-    if "sampling_rate" not in fe:
-        raise ValueError("hf_audio_lm: the checkpoint's processor has no feature extractor sampling_rate "
-                         "(processor_config.json / preprocessor_config.json)")
-    sr = int(fe["sampling_rate"])
-    if proc.get("max_audio_len"):
-        return sr, float(proc["max_audio_len"])
-    if fe.get("chunk_length"):
-        return sr, float(fe["chunk_length"])
-    if fe.get("n_samples"):
-        return sr, float(fe["n_samples"]) / sr
-    return sr, None
-
-
 def _window(p: HFAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
     return window("hf_audio_lm", p, spec)
 
 
 @MODELS.register("hf_audio_lm")
-class HFAudioLM(MusicLM):
+class HFAudioLM(CheckpointLM):
     """A transformers audio LM (Qwen2-Audio, Audio Flamingo 3, Music Flamingo, GLM-ASR, Voxtral; see FAMILIES)."""
 
     #: left: a decoder-only model continues every row from its own last token (the tests flip it to
     #: "right" as a negative control: answers then depend on the batch)
     padding_side = "left"
     Params = HFAudioParams
-    path_params = {"checkpoint": "dir"}
     requires = ("torch", "transformers")  # checked before any model runs (evalcore.packages)
     install_hint = MODELS_EXTRA
 
@@ -150,24 +121,12 @@ class HFAudioLM(MusicLM):
     def check_files(cls, params: dict[str, Any]) -> None:
         check_checkpoint(parse_params(params))
 
-    @classmethod
-    def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:
-        p = parse_params(params)
-        spec = processor_audio_spec(read_checkpoint_json(p.checkpoint, "processor_config.json"),
-                                    read_checkpoint_json(p.checkpoint, "preprocessor_config.json"))
-        return _window(p, spec)
-
     def __init__(self, **params: Any) -> None:
         import torch
         import transformers
 
-        p = self.params = parse_params(params)
-        self.ckpt = resolve_checkpoint(p.checkpoint, p.revision, p.cache_dir)
-        local = self.ckpt.local_dir
-        config = read_checkpoint_json(local, "config.json") or {}
-        self.family = family_of(config.get("model_type"), p.family)
-        self.sample_rate, self.max_audio_seconds = _window(p, processor_audio_spec(
-            read_checkpoint_json(local, "processor_config.json"), read_checkpoint_json(local, "preprocessor_config.json")))
+        local, _ = self.open_checkpoint(params)
+        p = self.params
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if p.device == "auto" else p.device
         dtype = "auto" if p.dtype == "auto" else getattr(torch, p.dtype)
         self.processor = transformers.AutoProcessor.from_pretrained(local, local_files_only=True)

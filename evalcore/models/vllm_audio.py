@@ -36,10 +36,9 @@ from pydantic import Field, field_validator
 
 from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, incomplete, mistral_conversation,
                                         stop_token_ids, too_short)
-from evalcore.models.base import MODELS, AudioPrompt, MusicLM
-from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
-from evalcore.models.checkpoint_lm import AudioLMParams, validated, window
-from evalcore.models.hf_audio import processor_audio_spec
+from evalcore.models.base import MODELS, AudioPrompt
+from evalcore.models.checkpoint import read_checkpoint_json
+from evalcore.models.checkpoint_lm import AudioLMParams, CheckpointLM, checkpoint_audio_spec, validated, window
 from evalcore.packages import missing, missing_in
 
 
@@ -90,6 +89,8 @@ class VLLMAudioParams(AudioLMParams):
 
     families: ClassVar[Mapping[str, Any]] = FAMILIES
     families_said: ClassVar[str] = "vllm_audio_lm runs"
+    unsupported: ClassVar[str] = ("checkpoint model_type {model_type!r} is not a family vllm_audio_lm runs; it runs: "
+                                  "{types} (docs/models.md)")
 
     max_model_len: int | None = Field(None, ge=16)  # None: the checkpoint's
     tensor_parallel_size: int = Field(1, ge=1)
@@ -132,17 +133,6 @@ def parse_params(params: dict[str, Any]) -> VLLMAudioParams:
     return validated(VLLMAudioLM, "vllm_audio_lm", params)
 
 
-def family_of(model_type: str | None, family: str | None = None) -> VLLMFamily:
-    """The family named in params, else the one whose ``model_type`` matches config.json."""
-    if family is not None:
-        return FAMILIES[family]
-    for f in FAMILIES.values():
-        if model_type in f.model_types:
-            return f
-    raise ValueError(f"checkpoint model_type {model_type!r} is not a family vllm_audio_lm runs; "
-                     f"it runs: {', '.join(t for f in FAMILIES.values() for t in f.model_types)} (docs/models.md)")
-
-
 #: the clone evalcore runs from (what an interpreter without evalcore should install or put on its path)
 REPO = Path(__file__).resolve().parents[2]
 
@@ -161,11 +151,6 @@ def vllm_python() -> str | None:
 
 def _window(p: VLLMAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
     return window("vllm_audio_lm", p, spec)
-
-
-def _spec(checkpoint: str) -> tuple[int, float | None]:
-    return processor_audio_spec(read_checkpoint_json(checkpoint, "processor_config.json"),
-                                read_checkpoint_json(checkpoint, "preprocessor_config.json"))
 
 
 #: the decoder head sizes vLLM's CPU attention runs (vLLM 0.32, ``vllm/v1/attention/backends/cpu_attn.py``,
@@ -193,12 +178,11 @@ POSITIONS_PER_SECOND = 25
 
 
 @MODELS.register("vllm_audio_lm")
-class VLLMAudioLM(MusicLM):
+class VLLMAudioLM(CheckpointLM):
     """An audio LM on a vLLM engine (Qwen2-Audio, Audio Flamingo 3, GLM-ASR, Voxtral; see FAMILIES and
     docs/models.md)."""
 
     Params = VLLMAudioParams
-    path_params = {"checkpoint": "dir"}
 
     @classmethod
     def check_files(cls, params: dict[str, Any]) -> None:
@@ -207,8 +191,8 @@ class VLLMAudioLM(MusicLM):
         if config is None:
             raise ValueError(f"checkpoint: {p.checkpoint!r} holds no config.json")
         try:
-            family = family_of(config.get("model_type"), p.family)
-            sr, window = _window(p, _spec(p.checkpoint))
+            family = p.family_for(config.get("model_type"))
+            sr, window = _window(p, checkpoint_audio_spec(p.checkpoint))
         except ValueError as e:
             msg = str(e)
             if msg.startswith("vllm_audio_lm params."):
@@ -238,7 +222,7 @@ class VLLMAudioLM(MusicLM):
         if config is None:
             return None  # check_files names the checkpoint
         try:
-            family = family_of(config.get("model_type"), p.family)
+            family = p.family_for(config.get("model_type"))
         except ValueError:
             return None
         size = head_size(p.checkpoint, family)
@@ -261,8 +245,8 @@ class VLLMAudioLM(MusicLM):
         except ImportError:
             return None
         config = read_checkpoint_json(p.checkpoint, "config.json") or {}
-        family = family_of(config.get("model_type"), p.family)
-        window = _window(p, _spec(p.checkpoint))[1]
+        family = p.family_for(config.get("model_type"))
+        window = _window(p, checkpoint_audio_spec(p.checkpoint))[1]
         positions = int((window or 0) * family.positions_per_second) * p.limit_mm_per_prompt.get("audio", 1)
         proc = transformers.AutoProcessor.from_pretrained(p.checkpoint, local_files_only=True)
         tok = proc.tokenizer
@@ -311,11 +295,6 @@ class VLLMAudioLM(MusicLM):
                              "asks (resources.num_gpus)")
 
     @classmethod
-    def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:
-        p = parse_params(params)
-        return _window(p, _spec(p.checkpoint))
-
-    @classmethod
     def runtime_env(cls, params: dict[str, Any]) -> dict[str, Any]:
         """The Ray runtime_env of this model's actors: the interpreter with vLLM and the engine's environment."""
         p = parse_params(params)
@@ -331,12 +310,8 @@ class VLLMAudioLM(MusicLM):
         import transformers
         import vllm
 
-        p = self.params = parse_params(params)
-        self.ckpt = resolve_checkpoint(p.checkpoint, p.revision, p.cache_dir)
-        local = self.ckpt.local_dir
-        config = read_checkpoint_json(local, "config.json") or {}
-        self.family = family_of(config.get("model_type"), p.family)
-        self.sample_rate, self.max_audio_seconds = _window(p, _spec(local))
+        local, config = self.open_checkpoint(params)
+        p = self.params
         self.processor = transformers.AutoProcessor.from_pretrained(local, local_files_only=True)
         self.tokenizer = self.processor.tokenizer
         self.stop_ids = stop_token_ids(self.tokenizer, read_checkpoint_json(local, "generation_config.json"))

@@ -26,16 +26,16 @@ The driver reads both from the checkpoint's processor config without loading the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import field_validator
 
 from evalcore.models.audio_chat import conversation, incomplete, mistral_conversation, stop_token_ids, too_short
-from evalcore.models.base import MODELS, AudioPrompt, MusicLM
-from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
+from evalcore.models.base import MODELS, AudioPrompt
+from evalcore.models.checkpoint import read_checkpoint_json
+from evalcore.models.checkpoint_lm import AudioLMParams, CheckpointLM, checkpoint_audio_spec, validated, window
 from evalcore.packages import MODELS_EXTRA
-from evalcore.params import ParamsError, check_params
 
 
 @dataclass(frozen=True)
@@ -62,31 +62,16 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
-class HFAudioParams(BaseModel):
-    """The ``params`` of an ``hf_audio_lm`` model."""
+class HFAudioParams(AudioLMParams):
+    """The ``params`` of an ``hf_audio_lm`` model: the shared ones (``generation``: other ``generate()`` settings;
+    ``seed``: torch's, set before each batch) and where the model runs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    families: ClassVar[Mapping[str, Any]] = FAMILIES
+    unsupported: ClassVar[str] = ("hf_audio_lm: checkpoint model_type {model_type!r} is not a supported family; "
+                                  "supported: {types}")
 
-    checkpoint: str = Field(min_length=1)  # local directory or s3:// prefix
-    family: str | None = None  # None: from config.json model_type
-    revision: str | None = None  # recorded instead of the content hash when given
-    cache_dir: str | None = None  # local copies of s3:// checkpoints
-    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
     device: str = "auto"  # "auto" = cuda if available, else cpu; or "cpu", "cuda", "cuda:1"
     attn_implementation: str | None = None  # e.g. "sdpa", "eager"
-    max_new_tokens: int = Field(256, ge=1)
-    generation: dict[str, Any] = Field(default_factory=dict)  # other generate() settings (greedy by default)
-    seed: int = 0  # torch seed before each batch (matters only when sampling)
-    system_prompt: str | None = None
-    sample_rate: int | None = Field(None, gt=0)  # must equal the feature extractor's when given
-    max_audio_seconds: float | None = Field(None, gt=0)  # at most the model's window when given
-
-    @field_validator("family")
-    @classmethod
-    def _known_family(cls, v: str | None) -> str | None:
-        if v is not None and v not in FAMILIES:
-            raise ValueError(f"unknown family {v!r}; known: {', '.join(FAMILIES)}")
-        return v
 
     @field_validator("generation")
     @classmethod
@@ -94,16 +79,6 @@ class HFAudioParams(BaseModel):
         if "max_new_tokens" in v:
             raise ValueError("max_new_tokens: set it as the top-level param max_new_tokens")
         return v
-
-
-def validated(cls: type, kind: str, params: dict[str, Any]) -> Any:
-    """``cls.Params`` validated from ``params``; a mistake raises ``ValueError`` naming the field
-    (``<kind> params.dtype: ...``). Shared by the checkpoint backends (``hf_audio_lm``, ``vllm_audio_lm``)."""
-    try:
-        check_params(cls, params)
-    except ParamsError as e:
-        raise ValueError("; ".join(f"{kind} params.{f}: {m}" for f, m in e.problems)) from None
-    return cls.Params.model_validate(params)
 
 
 def parse_params(params: dict[str, Any]) -> HFAudioParams:
@@ -118,9 +93,8 @@ def check_checkpoint(p: HFAudioParams) -> None:
     if config is None:
         raise ValueError(f"checkpoint: {p.checkpoint!r} holds no config.json")
     try:
-        family_of(config.get("model_type"), p.family)
-        _window(p, processor_audio_spec(read_checkpoint_json(p.checkpoint, "processor_config.json"),
-                                        read_checkpoint_json(p.checkpoint, "preprocessor_config.json")))
+        p.family_for(config.get("model_type"))
+        _window(p, checkpoint_audio_spec(p.checkpoint))
     except ValueError as e:  # CheckpointError included
         msg = str(e)
         if msg.startswith("hf_audio_lm params."):  # sample_rate / max_audio_seconds against the checkpoint's
@@ -128,63 +102,18 @@ def check_checkpoint(p: HFAudioParams) -> None:
         raise ValueError(f"checkpoint: {msg.removeprefix('hf_audio_lm: ')}") from None
 
 
-def family_of(model_type: str | None, family: str | None = None) -> Family:
-    """The family named in params, else the one whose ``model_type`` matches config.json."""
-    if family is not None:
-        return FAMILIES[family]
-    for f in FAMILIES.values():
-        if model_type in f.model_types:
-            return f
-    raise ValueError(f"hf_audio_lm: checkpoint model_type {model_type!r} is not a supported family; "
-                     f"supported: {', '.join(t for f in FAMILIES.values() for t in f.model_types)}")
-
-
-def processor_audio_spec(processor_config: dict | None, preprocessor_config: dict | None) -> tuple[int, float | None]:
-    """(feature extractor rate, longest window) from ``processor_config.json`` (transformers 5 keeps the
-    feature extractor inside it) or the older ``preprocessor_config.json``."""
-    proc = processor_config or {}
-    fe = proc.get("feature_extractor") or preprocessor_config or {}
-    if "sampling_rate" not in fe:
-        raise ValueError("hf_audio_lm: the checkpoint's processor has no feature extractor sampling_rate "
-                         "(processor_config.json / preprocessor_config.json)")
-    sr = int(fe["sampling_rate"])
-    if proc.get("max_audio_len"):
-        return sr, float(proc["max_audio_len"])
-    if fe.get("chunk_length"):
-        return sr, float(fe["chunk_length"])
-    if fe.get("n_samples"):
-        return sr, float(fe["n_samples"]) / sr
-    return sr, None
-
-
-def window(kind: str, p: Any, spec: tuple[int, float | None]) -> tuple[int, float | None]:
-    """(rate, window) of a checkpoint's ``spec`` as the params ``p`` (``sample_rate``, ``max_audio_seconds``) may
-    narrow it: the rate must equal the checkpoint's, the window may only shorten. Shared by the checkpoint backends."""
-    sr, win = spec
-    if p.sample_rate is not None and p.sample_rate != sr:
-        raise ValueError(f"{kind} params.sample_rate: {p.sample_rate} differs from the checkpoint's "
-                         f"feature extractor rate {sr}; leave it out")
-    if p.max_audio_seconds is not None:
-        if win is not None and p.max_audio_seconds > win:
-            raise ValueError(f"{kind} params.max_audio_seconds: {p.max_audio_seconds} is longer than the "
-                             f"model's window {win} s")
-        win = p.max_audio_seconds
-    return sr, win
-
-
 def _window(p: HFAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
     return window("hf_audio_lm", p, spec)
 
 
 @MODELS.register("hf_audio_lm")
-class HFAudioLM(MusicLM):
+class HFAudioLM(CheckpointLM):
     """A transformers audio LM (Qwen2-Audio, Audio Flamingo 3, Music Flamingo, GLM-ASR, Voxtral; see FAMILIES)."""
 
     #: left: a decoder-only model continues every row from its own last token (the tests flip it to
     #: "right" as a negative control: answers then depend on the batch)
     padding_side = "left"
     Params = HFAudioParams
-    path_params = {"checkpoint": "dir"}
     requires = ("torch", "transformers")  # checked before any model runs (evalcore.packages)
     install_hint = MODELS_EXTRA
 
@@ -192,24 +121,12 @@ class HFAudioLM(MusicLM):
     def check_files(cls, params: dict[str, Any]) -> None:
         check_checkpoint(parse_params(params))
 
-    @classmethod
-    def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:
-        p = parse_params(params)
-        spec = processor_audio_spec(read_checkpoint_json(p.checkpoint, "processor_config.json"),
-                                    read_checkpoint_json(p.checkpoint, "preprocessor_config.json"))
-        return _window(p, spec)
-
     def __init__(self, **params: Any) -> None:
         import torch
         import transformers
 
-        p = self.params = parse_params(params)
-        self.ckpt = resolve_checkpoint(p.checkpoint, p.revision, p.cache_dir)
-        local = self.ckpt.local_dir
-        config = read_checkpoint_json(local, "config.json") or {}
-        self.family = family_of(config.get("model_type"), p.family)
-        self.sample_rate, self.max_audio_seconds = _window(p, processor_audio_spec(
-            read_checkpoint_json(local, "processor_config.json"), read_checkpoint_json(local, "preprocessor_config.json")))
+        local, _ = self.open_checkpoint(params)
+        p = self.params
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if p.device == "auto" else p.device
         dtype = "auto" if p.dtype == "auto" else getattr(torch, p.dtype)
         self.processor = transformers.AutoProcessor.from_pretrained(local, local_files_only=True)

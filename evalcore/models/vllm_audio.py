@@ -30,15 +30,15 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, incomplete, mistral_conversation,
                                         stop_token_ids, too_short)
-from evalcore.models.base import MODELS, AudioPrompt, MusicLM
-from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
-from evalcore.models.hf_audio import processor_audio_spec, validated, window
+from evalcore.models.base import MODELS, AudioPrompt
+from evalcore.models.checkpoint import read_checkpoint_json
+from evalcore.models.checkpoint_lm import AudioLMParams, CheckpointLM, checkpoint_audio_spec, validated, window
 from evalcore.packages import missing, missing_in
 
 
@@ -83,36 +83,21 @@ SAMPLING = frozenset({
 ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 
 
-class VLLMAudioParams(BaseModel):
-    """The ``params`` of a ``vllm_audio_lm`` model (names shared with ``hf_audio_lm`` mean the same)."""
+class VLLMAudioParams(AudioLMParams):
+    """The ``params`` of a ``vllm_audio_lm`` model: the shared ones (``generation``: ``vllm.SamplingParams``
+    settings, checked against SAMPLING; ``seed``: the engine's and the sampling's) and the engine's."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    families: ClassVar[Mapping[str, Any]] = FAMILIES
+    families_said: ClassVar[str] = "vllm_audio_lm runs"
+    unsupported: ClassVar[str] = ("checkpoint model_type {model_type!r} is not a family vllm_audio_lm runs; it runs: "
+                                  "{types} (docs/models.md)")
 
-    checkpoint: str = Field(min_length=1)  # local directory or s3:// prefix
-    family: str | None = None  # None: from config.json model_type
-    revision: str | None = None
-    cache_dir: str | None = None
-    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
-    max_new_tokens: int = Field(256, ge=1)
-    generation: dict[str, Any] = Field(default_factory=dict)  # vllm.SamplingParams settings (greedy by default)
-    seed: int = 0
-    system_prompt: str | None = None
-    sample_rate: int | None = Field(None, gt=0)
-    max_audio_seconds: float | None = Field(None, gt=0)
-    # the engine
     max_model_len: int | None = Field(None, ge=16)  # None: the checkpoint's
     tensor_parallel_size: int = Field(1, ge=1)
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     limit_mm_per_prompt: dict[str, int] = Field(default_factory=lambda: {"audio": 1})
     cpu_kv_cache_gb: float = Field(1.0, gt=0)  # KV cache of a CPU engine (VLLM_CPU_KVCACHE_SPACE); unused on GPUs
     engine_args: dict[str, Any] = Field(default_factory=dict)  # other vllm.EngineArgs, checked against ENGINE_ARGS
-
-    @field_validator("family")
-    @classmethod
-    def _known_family(cls, v: str | None) -> str | None:
-        if v is not None and v not in FAMILIES:
-            raise ValueError(f"unknown family {v!r}; vllm_audio_lm runs: {', '.join(FAMILIES)}")
-        return v
 
     @field_validator("generation")
     @classmethod
@@ -148,17 +133,6 @@ def parse_params(params: dict[str, Any]) -> VLLMAudioParams:
     return validated(VLLMAudioLM, "vllm_audio_lm", params)
 
 
-def family_of(model_type: str | None, family: str | None = None) -> VLLMFamily:
-    """The family named in params, else the one whose ``model_type`` matches config.json."""
-    if family is not None:
-        return FAMILIES[family]
-    for f in FAMILIES.values():
-        if model_type in f.model_types:
-            return f
-    raise ValueError(f"checkpoint model_type {model_type!r} is not a family vllm_audio_lm runs; "
-                     f"it runs: {', '.join(t for f in FAMILIES.values() for t in f.model_types)} (docs/models.md)")
-
-
 #: the clone evalcore runs from (what an interpreter without evalcore should install or put on its path)
 REPO = Path(__file__).resolve().parents[2]
 
@@ -177,11 +151,6 @@ def vllm_python() -> str | None:
 
 def _window(p: VLLMAudioParams, spec: tuple[int, float | None]) -> tuple[int, float | None]:
     return window("vllm_audio_lm", p, spec)
-
-
-def _spec(checkpoint: str) -> tuple[int, float | None]:
-    return processor_audio_spec(read_checkpoint_json(checkpoint, "processor_config.json"),
-                                read_checkpoint_json(checkpoint, "preprocessor_config.json"))
 
 
 #: the decoder head sizes vLLM's CPU attention runs (vLLM 0.32, ``vllm/v1/attention/backends/cpu_attn.py``,
@@ -209,12 +178,11 @@ POSITIONS_PER_SECOND = 25
 
 
 @MODELS.register("vllm_audio_lm")
-class VLLMAudioLM(MusicLM):
+class VLLMAudioLM(CheckpointLM):
     """An audio LM on a vLLM engine (Qwen2-Audio, Audio Flamingo 3, GLM-ASR, Voxtral; see FAMILIES and
     docs/models.md)."""
 
     Params = VLLMAudioParams
-    path_params = {"checkpoint": "dir"}
 
     @classmethod
     def check_files(cls, params: dict[str, Any]) -> None:
@@ -223,8 +191,8 @@ class VLLMAudioLM(MusicLM):
         if config is None:
             raise ValueError(f"checkpoint: {p.checkpoint!r} holds no config.json")
         try:
-            family = family_of(config.get("model_type"), p.family)
-            sr, window = _window(p, _spec(p.checkpoint))
+            family = p.family_for(config.get("model_type"))
+            sr, window = _window(p, checkpoint_audio_spec(p.checkpoint))
         except ValueError as e:
             msg = str(e)
             if msg.startswith("vllm_audio_lm params."):
@@ -254,7 +222,7 @@ class VLLMAudioLM(MusicLM):
         if config is None:
             return None  # check_files names the checkpoint
         try:
-            family = family_of(config.get("model_type"), p.family)
+            family = p.family_for(config.get("model_type"))
         except ValueError:
             return None
         size = head_size(p.checkpoint, family)
@@ -277,8 +245,8 @@ class VLLMAudioLM(MusicLM):
         except ImportError:
             return None
         config = read_checkpoint_json(p.checkpoint, "config.json") or {}
-        family = family_of(config.get("model_type"), p.family)
-        window = _window(p, _spec(p.checkpoint))[1]
+        family = p.family_for(config.get("model_type"))
+        window = _window(p, checkpoint_audio_spec(p.checkpoint))[1]
         positions = int((window or 0) * family.positions_per_second) * p.limit_mm_per_prompt.get("audio", 1)
         proc = transformers.AutoProcessor.from_pretrained(p.checkpoint, local_files_only=True)
         tok = proc.tokenizer
@@ -327,11 +295,6 @@ class VLLMAudioLM(MusicLM):
                              "asks (resources.num_gpus)")
 
     @classmethod
-    def audio_spec(cls, params: dict[str, Any]) -> tuple[int, float | None]:
-        p = parse_params(params)
-        return _window(p, _spec(p.checkpoint))
-
-    @classmethod
     def runtime_env(cls, params: dict[str, Any]) -> dict[str, Any]:
         """The Ray runtime_env of this model's actors: the interpreter with vLLM and the engine's environment."""
         p = parse_params(params)
@@ -347,12 +310,8 @@ class VLLMAudioLM(MusicLM):
         import transformers
         import vllm
 
-        p = self.params = parse_params(params)
-        self.ckpt = resolve_checkpoint(p.checkpoint, p.revision, p.cache_dir)
-        local = self.ckpt.local_dir
-        config = read_checkpoint_json(local, "config.json") or {}
-        self.family = family_of(config.get("model_type"), p.family)
-        self.sample_rate, self.max_audio_seconds = _window(p, _spec(local))
+        local, config = self.open_checkpoint(params)
+        p = self.params
         self.processor = transformers.AutoProcessor.from_pretrained(local, local_files_only=True)
         self.tokenizer = self.processor.tokenizer
         self.stop_ids = stop_token_ids(self.tokenizer, read_checkpoint_json(local, "generation_config.json"))

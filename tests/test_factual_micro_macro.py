@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.metrics.aggregate import aggregate
+from evalcore.stats.aggregate import aggregate
 from evalcore.metrics.factual import FactualScorer
 
 ROWS = [("A", ["piano"], "A piano, and a violin."), ("B", ["flute"], "I cannot tell."),

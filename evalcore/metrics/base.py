@@ -3,40 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from evalcore.metrics.bootstrap import Aggregator
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    """An aggregate metric = ``fn`` of the item means of ``columns``; ``definition`` goes into the tables."""
-
-    name: str
-    columns: tuple[str, ...]
-    fn: Aggregator
-    definition: str
-
-
-def mean_of(col: int = 0) -> Aggregator:
-    return lambda m: m[..., col]
-
-
-def safe_ratio(num: np.ndarray, den: np.ndarray, empty: float) -> np.ndarray:
-    """num / den, with ``empty`` where den == 0."""
-    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    out = np.full(np.broadcast(num, den).shape, empty, dtype=float)
-    np.divide(num, den, out=out, where=den != 0)
-    return out
-
-
-def mean_item_stats(df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
-    """The mean of each column over a unit's rows (e.g. an item's option orders), indexed by unit, sorted."""
-    return df.groupby(unit, sort=True)[columns].mean()
+from evalcore.stats.aggregate import Aggregate, mean_item_stats
 
 
 class Scorer(ABC):

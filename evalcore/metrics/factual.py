@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from evalcore.metrics.base import Aggregate, Scorer, mean_of, safe_ratio
+from evalcore.metrics.base import Scorer
+
+from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 
 
 def set_scores(predicted: list[str], truth: list[str]) -> dict[str, float]:

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from evalcore.metrics.base import Aggregate, mean_of, safe_ratio
+from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 
 __all__ = ["compare", "summarize", "AGGREGATES"]
 

@@ -43,7 +43,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import Aggregate, Scorer, mean_item_stats, mean_of, safe_ratio
+from evalcore.metrics.base import Scorer
+
+from evalcore.stats.aggregate import Aggregate, mean_item_stats, mean_of, safe_ratio
 from evalcore.metrics.factual import micro_prf, set_scores
 from evalcore.metrics.factual_modes import aggregate_answers, union_labels
 

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import Aggregate, Scorer, mean_of
+from evalcore.metrics.base import Scorer
+
+from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.metrics.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type_rows
 from evalcore.metrics.mcq_verdicts import (STRICT_COLUMN, differ_rows, has_strict, published_aggregates, rule_of,

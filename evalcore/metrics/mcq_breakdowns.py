@@ -22,8 +22,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import mean_of
-from evalcore.metrics.bootstrap import estimate
+from evalcore.stats.aggregate import mean_of
+from evalcore.stats.bootstrap import estimate
 from evalcore.seeding import derive_seed
 
 __all__ = ["BREAKDOWNS", "as_labels", "breakdown_values", "breakdown_groups", "chosen_type", "chosen_type_rows",

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import mean_of, safe_ratio
-from evalcore.metrics.bootstrap import estimate
+from evalcore.stats.aggregate import mean_of, safe_ratio
+from evalcore.stats.bootstrap import estimate
 from evalcore.schema import STRICT, VERDICTS_DIFFER, strict_name
 from evalcore.seeding import derive_seed
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.judges.base import PublishedRule, published_rule
-from evalcore.metrics.base import Aggregate
+from evalcore.stats.aggregate import Aggregate
 from evalcore.schema import QUIRKS, STRICT, VERDICTS_DIFFER, strict_name
 
 __all__ = ["STRICT_COLUMN", "verdict", "rule_of", "has_strict", "strict_of", "published_aggregates", "differ_rows"]

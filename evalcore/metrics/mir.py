@@ -30,7 +30,8 @@ import pyarrow as pa
 from evalcore.embedders import EmbedderSpec, spec_of
 from evalcore.errors import INPUT, OUTPUT
 from evalcore.guard import guarded
-from evalcore.metrics.base import Aggregate, Scorer
+from evalcore.metrics.base import Scorer
+from evalcore.stats.aggregate import Aggregate
 from evalcore.metrics.cmi import tagging as cmi_tagging
 from evalcore.metrics.cmi.caps import cut
 from evalcore.metrics.cmi.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible

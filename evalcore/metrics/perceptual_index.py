@@ -38,8 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import mean_of
-from evalcore.metrics.bootstrap import estimate
+from evalcore.stats.aggregate import mean_of
+from evalcore.stats.bootstrap import estimate
 from evalcore.seeding import derive_seed
 
 __all__ = ["perceptual_index", "vote", "rul_rows", "DEFINITIONS", "TASK"]

@@ -30,10 +30,10 @@ import pandas as pd
 
 from evalcore import storage
 from evalcore.fingerprint import digest, fingerprint_of, suite_fingerprint, suite_parts  # noqa: F401 (API)
-from evalcore.metrics.aggregate import CLIP_COLUMN
-from evalcore.metrics.bootstrap import estimate
-from evalcore.metrics.mcnemar import MCNEMAR, is_binary, mcnemar
-from evalcore.metrics.multiplicity import CORRECTION, holm
+from evalcore.stats.aggregate import CLIP_COLUMN
+from evalcore.stats.bootstrap import estimate
+from evalcore.stats.mcnemar import MCNEMAR, is_binary, mcnemar
+from evalcore.stats.multiplicity import CORRECTION, holm
 
 #: per-item metric column → reported name (higher is better for all of them); a published rule's strict verdict
 #: (``correct_strict``) is compared beside its own (``correct``), as ``accuracy_strict`` beside ``accuracy``

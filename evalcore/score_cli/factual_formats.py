@@ -18,7 +18,7 @@ import typer
 
 from evalcore.guard import judged as guarded_judge
 from evalcore.judges.yes_no import BinaryChoiceJudge, TrueFalseJudge
-from evalcore.metrics.aggregate import aggregate
+from evalcore.stats.aggregate import aggregate
 from evalcore.metrics.factual_formats import chunk_answers
 from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
 from evalcore.score_cli.io import (SUMMARY_TAIL, InputError, arrow_safe, exit_if_unscored, fail, index_value,

@@ -30,7 +30,7 @@ from evalcore.metrics.clap_text import ClapTextConfig
 from evalcore.metrics.freeform import aggregates
 from evalcore.metrics.freeform_metric import registered
 from evalcore.metrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
-from evalcore.metrics.aggregate import contrasts
+from evalcore.stats.aggregate import contrasts
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app

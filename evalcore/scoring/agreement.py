@@ -24,7 +24,7 @@ from evalcore.config import JudgeConfig, RunConfig
 from evalcore.guard import judged as guarded_judge
 from evalcore.judges.base import build_judge
 from evalcore.metrics import factual_agreement
-from evalcore.metrics.aggregate import aggregate
+from evalcore.stats.aggregate import aggregate
 
 __all__ = ["second_labels", "agreement"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.metrics.aggregate import aggregate
+from evalcore.stats.aggregate import aggregate
 from evalcore.metrics.base import Scorer
 from evalcore.schema import ERRORED, ERRORED_DEFINITION
 

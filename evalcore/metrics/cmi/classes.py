@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from evalcore.metrics.base import Aggregate, mean_of
+from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise
 
 __all__ = ["label_set", "correct", "MulticlassRule"]

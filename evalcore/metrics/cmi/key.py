@@ -24,7 +24,7 @@ from importlib.metadata import version
 from typing import Any, Mapping
 
 
-from evalcore.metrics.base import Aggregate, mean_of
+from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, Rule, reference_of
 
 __all__ = ["CLASSES", "parse_key", "KeyRule"]

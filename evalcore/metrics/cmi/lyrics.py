@@ -30,7 +30,7 @@ import string
 from importlib.metadata import version
 from typing import Any, Mapping
 
-from evalcore.metrics.base import Aggregate, mean_of
+from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, reference_of
 
 __all__ = ["PREFIXES", "clean_prediction", "clean_prediction_released", "clean", "LyricsRule"]

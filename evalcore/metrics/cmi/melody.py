@@ -37,7 +37,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from evalcore.metrics.base import Aggregate, mean_of, safe_ratio
+from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, Unreproducible, literal
 
 __all__ = ["sequence", "MelodyRule"]

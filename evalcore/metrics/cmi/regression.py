@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from evalcore.metrics.base import Aggregate, mean_of, safe_ratio
+from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 from evalcore.metrics.cmi.rules import RULES, Rule, reference_of
 
 __all__ = ["rating", "r2_of_means", "RegressionRule"]

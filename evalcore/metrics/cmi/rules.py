@@ -29,7 +29,7 @@ import warnings
 from abc import ABC, abstractmethod
 from typing import Any, Mapping
 
-from evalcore.metrics.base import Aggregate
+from evalcore.stats.aggregate import Aggregate
 from evalcore.registry import Registry
 
 __all__ = ["SOURCE", "Rule", "RULES", "PublishedStops", "Unreproducible", "normalise", "literal", "reference_of"]

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.embedders import EmbedderSpec, bag_of_words, describe, load
-from evalcore.metrics.base import Aggregate, mean_of
+from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise, reference_of
 from evalcore.seeding import derive_seed
 

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from evalcore.metrics.base import Aggregate, safe_ratio
+from evalcore.stats.aggregate import Aggregate, safe_ratio
 from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, Unreproducible, literal, normalise
 
 __all__ = ["TECHNIQUES", "frames", "TechniqueRule"]

@@ -6,20 +6,52 @@ share one, the bootstrap resamples clips (every question of a clip together; bot
 draw the same clips). Each row names its resampled unit (``ci_unit``: ``item``, ``clip``, or the unit a scorer's
 ``item_stats`` indexes by, e.g. ``recording``) and how many there were (``clusters``). A paired difference of
 accuracy whose per-item outcomes are 0/1 on both sides also gets McNemar's exact p-value (``test`` =
-``mcnemar_exact``); other paired differences name ``paired_bootstrap`` (their CI is the test, no p-value)."""
+``mcnemar_exact``); other paired differences name ``paired_bootstrap`` (their CI is the test, no p-value).
+
+An aggregate is declared as an :class:`Aggregate` (a name, the per-item columns it reads, ``fn`` of their item
+means, a definition): the scorers of the protocol kinds (:class:`~evalcore.metrics.base.Scorer`) and CMI-Bench's
+rules (:mod:`evalcore.metrics.cmi.rules`) declare theirs with it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import Aggregate, mean_item_stats
-from evalcore.metrics.bootstrap import Estimate, estimate, paired_difference
-from evalcore.metrics.mcnemar import MCNEMAR, is_binary, mcnemar
 from evalcore.schema import STRICT
 from evalcore.seeding import derive_seed
+from evalcore.stats.bootstrap import Aggregator, Estimate, estimate, paired_difference
+from evalcore.stats.mcnemar import MCNEMAR, is_binary, mcnemar
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """An aggregate metric = ``fn`` of the item means of ``columns``; ``definition`` goes into the tables."""
+
+    name: str
+    columns: tuple[str, ...]
+    fn: Aggregator
+    definition: str
+
+
+def mean_of(col: int = 0) -> Aggregator:
+    return lambda m: m[..., col]
+
+
+def safe_ratio(num: np.ndarray, den: np.ndarray, empty: float) -> np.ndarray:
+    """num / den, with ``empty`` where den == 0."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    out = np.full(np.broadcast(num, den).shape, empty, dtype=float)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def mean_item_stats(df: pd.DataFrame, columns: list[str], unit: str = "item_id") -> pd.DataFrame:
+    """The mean of each column over a unit's rows (e.g. an item's option orders), indexed by unit, sorted."""
+    return df.groupby(unit, sort=True)[columns].mean()
+
 
 ItemStats = Callable[[pd.DataFrame, list[str], str], pd.DataFrame]
 

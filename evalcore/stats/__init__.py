@@ -1,0 +1,4 @@
+"""Statistics over per-item scores: aggregates with seeded bootstrap CIs (items or clips resampled) and paired
+differences (:mod:`evalcore.stats.aggregate`, :mod:`evalcore.stats.bootstrap`), McNemar's exact test
+(:mod:`evalcore.stats.mcnemar`) and Holm's correction (:mod:`evalcore.stats.multiplicity`). A run's summary, the
+nightly's comparisons and ``evalcore compare`` compute theirs here; it imports no other evalcore package."""

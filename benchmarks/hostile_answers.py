@@ -36,8 +36,8 @@ import pyarrow as pa  # noqa: E402
 
 from bad_answers import corpus  # noqa: E402
 from cmi_scorers import synthetic  # noqa: E402
-from evalcore.metrics.cmi.caps import CAPS, cut  # noqa: E402
-from evalcore.metrics.cmi.rules import PublishedStops, Unreproducible  # noqa: E402
+from evalcore.mir_rules.caps import CAPS, cut  # noqa: E402
+from evalcore.mir_rules.rules import PublishedStops, Unreproducible  # noqa: E402
 from evalcore.metrics.mir import MirScorer, _meta  # noqa: E402
 
 GENRES = ["blues", "classical", "country", "disco", "hiphop", "jazz", "metal", "pop", "reggae", "rock"]

@@ -8,8 +8,8 @@ five registries live in their packages, beside the interface their components im
 * ``MODELS`` in :mod:`evalcore.models.base` (:class:`~evalcore.models.base.MusicLM`),
 * ``JUDGES`` in :mod:`evalcore.judges.base` (the :class:`~evalcore.judges.base.Judge` protocol),
 * ``METRICS`` in :mod:`evalcore.metrics.freeform_metric` (:class:`~evalcore.metrics.freeform_metric.FreeformMetric`),
-* ``RULES`` in :mod:`evalcore.metrics.cmi.rules` (:class:`~evalcore.metrics.cmi.rules.Rule`: CMI-Bench's released
-  rules, loading ``evalcore/metrics/cmi/``).
+* ``RULES`` in :mod:`evalcore.mir_rules.rules` (:class:`~evalcore.mir_rules.rules.Rule`: CMI-Bench's released
+  rules, loading ``evalcore/mir_rules/``).
 
 The first read of a registry (``get``, ``names``, ``in``) imports every module of its package once, so every
 registration has run (a module whose name starts with ``_`` is left out: the toys, ``_toy_*.py``, examples that

@@ -1,6 +1,6 @@
 """No answer can stop a run: every model answer is scored or an error row (stage ``score`` or ``judge``, class
 ``output``, a bounded one-line reason), in bounded time — the scoring guard (evalcore/guard.py), the CMI rule
-families' caps (evalcore/metrics/cmi/caps.py), and a seeded corpus of hostile answers (tests/bad_answers.py) run
+families' caps (evalcore/mir_rules/caps.py), and a seeded corpus of hostile answers (tests/bad_answers.py) run
 against every rule family, every offline judge and the free-form metrics (docs/bad_inputs.md, "Bad answers")."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from evalcore.cli import app
 from evalcore.datasets.released_mcq import AudioOutside, audio_uri
 from evalcore.errors import MAX_REASON_CHARS
 from evalcore.guard import guarded, one_by_one
-from evalcore.metrics.cmi.caps import CAPS, cut
-from evalcore.metrics.cmi.lyrics import clean_prediction, clean_prediction_released
-from evalcore.metrics.cmi.rules import Rule
+from evalcore.mir_rules.caps import CAPS, cut
+from evalcore.mir_rules.lyrics import clean_prediction, clean_prediction_released
+from evalcore.mir_rules.rules import Rule
 from evalcore.metrics.mir import MirScorer, score_batch
 from evalcore.scoring.requests import score_requests
 

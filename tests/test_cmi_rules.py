@@ -23,15 +23,15 @@ from evalcore import audio
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.cmi_bench import CmiBench, task_of_file
 from evalcore.datasets.validate import validate_items
-from evalcore.metrics.cmi.classes import MulticlassRule
-from evalcore.metrics.cmi.key import KeyRule, parse_key
-from evalcore.metrics.cmi.lyrics import LyricsRule
-from evalcore.metrics.cmi.melody import MelodyRule
-from evalcore.metrics.cmi.regression import rating
-from evalcore.metrics.cmi.tagging import TaggingRule, _auc, auc_rows, embedding_truth, exact_vectors, resampled_auc
-from evalcore.metrics.cmi.technique import TechniqueRule
+from evalcore.mir_rules.classes import MulticlassRule
+from evalcore.mir_rules.key import KeyRule, parse_key
+from evalcore.mir_rules.lyrics import LyricsRule
+from evalcore.mir_rules.melody import MelodyRule
+from evalcore.mir_rules.regression import rating
+from evalcore.mir_rules.tagging import TaggingRule, _auc, auc_rows, embedding_truth, exact_vectors, resampled_auc
+from evalcore.mir_rules.technique import TechniqueRule
 from evalcore.metrics.mir import MirScorer
-from evalcore.metrics.cmi.rules import PublishedStops, Unreproducible, literal
+from evalcore.mir_rules.rules import PublishedStops, Unreproducible, literal
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "cmi_bench"
 

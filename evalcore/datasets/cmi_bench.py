@@ -11,7 +11,7 @@ the root), ``audio_start`` and ``audio_end`` (seconds; ``audio_end`` −1 = to t
 
 Item rows: ``item_id`` = ``<task>-<line number>``; ``protocol`` = ``mir`` (``freeform`` for the captioning tasks,
 scored by the free-form metrics); ``task`` = the released task name (the file's ``<task>``); ``category`` = the
-task's rule (:data:`TASKS`, :mod:`evalcore.metrics.cmi.rules`); ``question`` = ``instruction``; ``reference`` =
+task's rule (:data:`TASKS`, :mod:`evalcore.mir_rules.rules`); ``question`` = ``instruction``; ``reference`` =
 ``output`` (a number as text, a list's first value); the excerpt = ``audio_start`` … ``audio_end``;
 ``metadata``: ``source``, ``split``, ``task_type``, ``audio_path`` and, for the multi-class tasks, ``label_set``:
 the task's distinct answers among the records kept — the label set the released rule compares against (it takes
@@ -39,7 +39,7 @@ from evalcore.params import PathStr
 __all__ = ["TASKS", "Task", "task_of_file", "label_set_of", "CmiBench"]
 
 #: task → (its released file under the root, the released rule scoring it, the protocol asking it); the rule names
-#: are :data:`evalcore.metrics.cmi.rules.RULES` entries; None = free-form (captioning: the free-form metrics)
+#: are :data:`evalcore.mir_rules.rules.RULES` entries; None = free-form (captioning: the free-form metrics)
 TASKS: dict[str, tuple[str, str | None, str]] = {
     "GTZAN": ("data/GTZAN/CMI_GTZAN.jsonl", "cmi_multiclass", "mir"),
     "VocalSet_tech": ("data/VocalSet/CMI_VocalSet_tech.jsonl", "cmi_multiclass", "mir"),

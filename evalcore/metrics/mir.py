@@ -1,5 +1,5 @@
 """The ``mir`` protocol's scorer: each item scored by its task family's released rule (``category`` = the rule's
-name in :data:`evalcore.metrics.cmi.rules.RULES`), with the rule's own figures as the summary's metrics.
+name in :data:`evalcore.mir_rules.rules.RULES`), with the rule's own figures as the summary's metrics.
 
 An item's columns come from its response and reference alone (row-local: a run scores its rows a group at a time);
 a column of another rule is left empty. Each summary group reports the figures of the rules its rows use
@@ -10,7 +10,7 @@ A response a rule cannot score the released way (the released scorer would stop 
 evaluate what it would) becomes an error row of the ``score`` stage with the reason — counted in ``errored``,
 never guessed. Every rule is called through the scoring guard (:mod:`evalcore.guard`): an exception no rule
 expects (a ``RecursionError``, an ``OverflowError``) is that row's error, class ``output``, never the run's; and
-each answer is cut to its family's cap before parsing (:mod:`evalcore.metrics.cmi.caps`; per-item ``truncated``).
+each answer is cut to its family's cap before parsing (:mod:`evalcore.mir_rules.caps`; per-item ``truncated``).
 
 In a run the rules score in the stream, on the workers' judged batches (:func:`score_batch`, a stage after the
 judge, as the free-form lexical metrics do): each whole request's columns go into its row's ``scores`` (JSON) and
@@ -32,9 +32,9 @@ from evalcore.errors import INPUT, OUTPUT
 from evalcore.guard import guarded
 from evalcore.metrics.base import Scorer
 from evalcore.stats.aggregate import Aggregate
-from evalcore.metrics.cmi import tagging as cmi_tagging
-from evalcore.metrics.cmi.caps import cut
-from evalcore.metrics.cmi.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
+from evalcore.mir_rules import tagging as cmi_tagging
+from evalcore.mir_rules.caps import cut
+from evalcore.mir_rules.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
 
 __all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]
 
@@ -83,7 +83,7 @@ class MirScorer(Scorer):
     protocol = "mir"
     columns = _union([r.columns for r in _all_rules()] + [("truncated",)])
     aggregates = tuple({a.name: a for r in _all_rules() for a in r.aggregates}.values())
-    #: the tagging rule's per-item vectors, which its AUC rows read (:func:`evalcore.metrics.cmi.tagging.auc_rows`)
+    #: the tagging rule's per-item vectors, which its AUC rows read (:func:`evalcore.mir_rules.tagging.auc_rows`)
     summary_columns = ("tag_vectors",)
 
     def __init__(self, similarity: Mapping[str, Any] | EmbedderSpec | None = None) -> None:
@@ -108,7 +108,7 @@ class MirScorer(Scorer):
 
     def score_one(self, name: str, r: dict[str, Any]) -> dict[str, Any]:
         """One row's columns by rule ``name`` (or its ``error`` and ``error_class``), with ``truncated``: the
-        characters of the answer over the family's cap (:mod:`evalcore.metrics.cmi.caps`), cut before parsing.
+        characters of the answer over the family's cap (:mod:`evalcore.mir_rules.caps`), cut before parsing.
         The rule is called through the scoring guard (:func:`evalcore.guard.guarded`): whatever it raises on this
         answer is this row's error, never the run's."""
         text, truncated = cut(name, str(r.get("text") or ""))

@@ -10,7 +10,7 @@ accuracy whose per-item outcomes are 0/1 on both sides also gets McNemar's exact
 
 An aggregate is declared as an :class:`Aggregate` (a name, the per-item columns it reads, ``fn`` of their item
 means, a definition): the scorers of the protocol kinds (:class:`~evalcore.metrics.base.Scorer`) and CMI-Bench's
-rules (:mod:`evalcore.metrics.cmi.rules`) declare theirs with it."""
+rules (:mod:`evalcore.mir_rules.rules`) declare theirs with it."""
 
 from __future__ import annotations
 

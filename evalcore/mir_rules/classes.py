@@ -4,7 +4,7 @@ GTZAN genre, VocalSet singing technique, NSynth instrument and NSynth pitch.
 The released rule, per response (:func:`correct`):
 
 1. The label set is every distinct correct answer **of the scored file** (a list answer: its first element;
-   NSynth pitch's integer answers as text), normalised (:func:`evalcore.metrics.cmi.rules.normalise`: ``_ - '
+   NSynth pitch's integer answers as text), normalised (:func:`evalcore.mir_rules.rules.normalise`: ``_ - '
    space .`` removed, ``#`` → ``♯``, lower case). The dataset records that set in each item's metadata
    (``label_set``, from the rows it reads); ``evalcore score cmi`` takes it from the file scored.
 2. The response, normalised the same way, is correct when it **contains** the normalised answer as a substring
@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from evalcore.stats.aggregate import Aggregate, mean_of
-from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise
+from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, normalise
 
 __all__ = ["label_set", "correct", "MulticlassRule"]
 

@@ -65,7 +65,7 @@ class Rule(ABC):
         return {}
 
 
-RULES: Registry[Rule] = Registry("MIR rule", __package__ or "evalcore.metrics.cmi")  # loads evalcore/metrics/cmi/
+RULES: Registry[Rule] = Registry("MIR rule", __package__ or "evalcore.mir_rules")  # loads evalcore/mir_rules/
 
 
 def normalise(text: Any) -> str:

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from evalcore.stats.aggregate import Aggregate, mean_of
-from evalcore.metrics.cmi.rules import RULES, Rule, reference_of
+from evalcore.mir_rules.rules import RULES, Rule, reference_of
 
 __all__ = ["timestamps", "BeatRule"]
 

@@ -6,7 +6,7 @@ The released sequence parser (:func:`sequence`), for the response and the refere
 
 1. Not text: no sequence. Braces: ``{'time':`` → ``(``, ``'MIDI_number':`` → nothing, ``}`` → ``)``; braces left:
    no sequence. ``♯`` → ``#``, ``♭`` → ``b``. Under two characters: none. A character after a final ``]`` is cut.
-2. The text is evaluated as Python (evalcore: :func:`evalcore.metrics.cmi.rules.literal`, never ``eval``). An
+2. The text is evaluated as Python (evalcore: :func:`evalcore.mir_rules.rules.literal`, never ``eval``). An
    unterminated string: the part from the first ``[`` before the last ``)`` up to it, plus ``)]``, is evaluated
    instead; an unclosed ``[``: the text plus ``]``. Another syntax error, an unknown name or a call of a literal:
    the ``(…)`` groups are read as (text before the first comma, text after it).
@@ -25,7 +25,7 @@ Overall Accuracy, and an item where ``mir_eval`` fails is **left out of the mean
 Where the released scorer stops (counted, never guessed: error rows): the repaired text of step 2 still failing;
 a time that is neither a float nor text (``[(0, 60)]``: the released code calls ``.startswith`` on it); a note
 ``pretty_midi`` cannot turn into Hz; ``eval`` failing otherwise. Where evalcore will not evaluate what ``eval``
-would compute (arithmetic, builtins): :class:`~evalcore.metrics.cmi.rules.Unreproducible`, also an error row.
+would compute (arithmetic, builtins): :class:`~evalcore.mir_rules.rules.Unreproducible`, also an error row.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
-from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, Unreproducible, literal
+from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, Unreproducible, literal
 
 __all__ = ["sequence", "MelodyRule"]
 

@@ -16,7 +16,7 @@ task's tag vocabulary (:data:`VOCABULARIES`: the released sets, MTT's ``data/MTT
 
 **String-match rule** (``multi_label_classification``, kept in the released file, figures ``*_exact``;
 :func:`exact_vectors`): truth = the tag is one of the answer's comma-separated parts, each normalised
-(:func:`~evalcore.metrics.cmi.rules.normalise`); prediction = the tag occurs as a substring of the lower-cased
+(:func:`~evalcore.mir_rules.rules.normalise`); prediction = the tag occurs as a substring of the lower-cased
 response (not normalised: "electricguitar" never matches "electric guitar").
 
 ROC-AUC and PR-AUC rank items against each other, so they are not means of per-item values: the ``mir`` scorer
@@ -39,7 +39,7 @@ import pandas as pd
 
 from evalcore.embedders import EmbedderSpec, bag_of_words, describe, load
 from evalcore.stats.aggregate import Aggregate, mean_of
-from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, normalise, reference_of
+from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, normalise, reference_of
 from evalcore.seeding import derive_seed
 
 __all__ = ["VOCABULARIES", "MAX_RESAMPLES", "FIGURES", "exact_vectors", "embedding_truth", "stand_in", "TaggingRule",

@@ -5,13 +5,13 @@ over 7 techniques, 100 frames a second over a 10-s clip.
 The released event parser (:func:`frames`), for the response and the reference alike:
 
 1. From the first ``[`` to the **first** ``)``, plus ``)]``, is evaluated as Python (evalcore:
-   :func:`evalcore.metrics.cmi.rules.literal`, never ``eval``); a leading ``["[`` loses two characters. So
+   :func:`evalcore.mir_rules.rules.literal`, never ``eval``); a leading ``["[`` loses two characters. So
    **only the first event of a list is ever read**, of the reference as of the response. No ``[`` before a ``)``:
    the clip is "No Tech".
 2. An empty list is "No Tech". Dicts give (start, end, technique); triples whose start text begins with a digit
    give (float, float, text) — none left: "No Tech".
 3. Times are folded into the clip: start mod 10, (end − 10⁻⁴) mod 10 + 10⁻⁴; labels normalised
-   (:func:`evalcore.metrics.cmi.rules.normalise`). One event labelled "No Tech": no frame is on.
+   (:func:`evalcore.mir_rules.rules.normalise`). One event labelled "No Tech": no frame is on.
 4. Each event turns on frames int(start·100) … int(end·100) − 1 of its technique.
 
 Per item the frame counts (TP, FP, FN over the 1000 × 7 frame grid, and per technique) are columns; the figures pool
@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from evalcore.stats.aggregate import Aggregate, safe_ratio
-from evalcore.metrics.cmi.rules import RULES, PublishedStops, Rule, Unreproducible, literal, normalise
+from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, Unreproducible, literal, normalise
 
 __all__ = ["TECHNIQUES", "frames", "TechniqueRule"]
 

@@ -25,10 +25,10 @@ from evalcore import storage
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.datasets.base import DATASETS
 from evalcore.judges.base import JUDGES
-from evalcore.metrics.freeform import preflight as metric_problems
+from evalcore.scorers.freeform import preflight as metric_problems
 from evalcore.models.base import MODELS
 from evalcore.embedders import EmbedderSpec, path_problem, requires
-from evalcore.metrics.mir import REQUIRES as MIR_REQUIRES
+from evalcore.scorers.mir import REQUIRES as MIR_REQUIRES
 from evalcore.packages import CORE, METRICS_EXTRA, component_problem, missing
 from evalcore.params import path_problems
 from evalcore.datasets.base import DatasetContext

@@ -23,7 +23,7 @@ from evalcore.guard import guarded, one_by_one
 from evalcore.mir_rules.caps import CAPS, cut
 from evalcore.mir_rules.lyrics import clean_prediction, clean_prediction_released
 from evalcore.mir_rules.rules import Rule
-from evalcore.metrics.mir import MirScorer, score_batch
+from evalcore.scorers.mir import MirScorer, score_batch
 from evalcore.scoring.requests import score_requests
 
 runner = CliRunner()
@@ -126,7 +126,7 @@ def test_any_exception_of_a_rule_is_that_rows_error_in_the_stage_and_in_the_stre
     errors = _reconciled(rows, scored)
     assert len(errors) == 2 and all(e["error_class"] == "output" for e in errors)
     assert all(e["error"].startswith("cmi_key: ") and type(exc).__name__ in e["error"] for e in errors)
-    from evalcore.metrics import mir
+    from evalcore.scorers import mir
     from evalcore.pipeline.stages import JUDGED
 
     mir._SCORERS[json.dumps(None)] = scorer  # the stream's per-worker scorer
@@ -197,7 +197,7 @@ def test_a_thousand_hostile_answers_per_judge(kind: str) -> None:
 
 
 def test_a_thousand_hostile_free_form_answers() -> None:
-    from evalcore.metrics.freeform import FreeformScorer
+    from evalcore.scorers.freeform import FreeformScorer
     from evalcore.metrics.metric_config import FreeformMetrics
 
     answers = list(corpus("freeform", N, seed=2))

@@ -115,7 +115,7 @@ def test_the_tagging_rule_with_an_embedder_by_config_gives_the_released_aucs(tin
 def test_the_mir_scorer_takes_the_protocols_similarity(tiny: Path) -> None:
     """The run's scorer (and the stream's) builds the tagging rule from the protocol's ``similarity``; without
     one it is the stand-in, which says so."""
-    from evalcore.metrics.mir import MirScorer, score_batch
+    from evalcore.scorers.mir import MirScorer, score_batch
 
     spec = {"kind": "sentence_transformers", "path": str(tiny)}
     assert MirScorer(spec).rules["cmi_tagging"].embedder == describe(EmbedderSpec(**spec))

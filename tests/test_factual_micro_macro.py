@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli import app
 from evalcore.stats.aggregate import aggregate
-from evalcore.metrics.factual import FactualScorer
+from evalcore.scorers.factual import FactualScorer
 
 ROWS = [("A", ["piano"], "A piano, and a violin."), ("B", ["flute"], "I cannot tell."),
         ("C", ["cello", "oboe"], "A cello.")]

@@ -14,7 +14,7 @@ from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.fma import FMA, audio_path
 from evalcore.datasets.musicnet import MusicNet
 from evalcore.datasets.validate import validate_items
-from evalcore.metrics.factual_modes import aggregate_answers
+from evalcore.scorers.factual_modes import aggregate_answers
 from evalcore.protocols import factual_prompts as fp
 from evalcore.protocols.prompts import render
 from evalcore.datasets.base import DATASETS

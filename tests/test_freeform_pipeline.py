@@ -307,7 +307,7 @@ def test_missing_model_files_fail_before_any_work(tmp_path):
 
 def test_a_metric_that_cannot_run_makes_error_rows_not_a_crash(monkeypatch):
     """CIDEr-D without Java (PATH emptied): every free-form row is an error row with the fix, none is dropped."""
-    from evalcore.metrics.freeform import FreeformScorer
+    from evalcore.scorers.freeform import FreeformScorer
     from evalcore.scoring.requests import score_requests
 
     monkeypatch.setenv("PATH", "/nonexistent")

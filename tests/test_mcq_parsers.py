@@ -12,7 +12,7 @@ import pytest
 
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
-from evalcore.metrics.mcq_orders import agreement
+from evalcore.scorers.mcq_orders import agreement
 from evalcore.judges.base import JUDGES
 
 INST = ["Electric guitar", "Piano", "Violin", "Trumpet"]

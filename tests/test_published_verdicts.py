@@ -15,7 +15,7 @@ import pytest
 
 from evalcore.judges.mmar import McqMmarJudge
 from evalcore.judges.mcq_string import McqStringJudge
-from evalcore.metrics.mcq import MCQScorer
+from evalcore.scorers.mcq import MCQScorer
 from evalcore.reports import browser, browser_rows, markdown, model_card, readings
 from evalcore.reports.browser_links import verdicts_href, verdicts_key
 from evalcore.reports.verdict import listening_rows, verdicts

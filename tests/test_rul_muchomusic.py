@@ -21,7 +21,7 @@ import yaml
 from evalcore.config import parse_config
 from evalcore.datasets.rul_muchomusic import RulMuchoMusic
 from evalcore.datasets.validate import validate_items
-from evalcore.metrics.perceptual_index import perceptual_index, rul_rows, vote
+from evalcore.scorers.perceptual_index import perceptual_index, rul_rows, vote
 from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.protocols.prompts import option_order
 from evalcore.protocols.requests import expand_requests

@@ -4,7 +4,7 @@ A free-form metric is one module in this package with one ``@METRICS.register("n
 settings (a frozen pydantic ``Params``, the config section ``section``), its definition text, its direction,
 the packages it imports, whether it loads a model and on which device, where the pipeline scores it (``stream``)
 and :meth:`FreeformMetric.score`. The config (:class:`evalcore.metrics.metric_config.FreeformMetrics`), the scoring stage
-(:mod:`evalcore.metrics.freeform`), the stream (:mod:`evalcore.metrics.stream_values`), :func:`score_pairs
+(:mod:`evalcore.scorers.freeform`), the stream (:mod:`evalcore.metrics.stream_values`), :func:`score_pairs
 <evalcore.metrics.text_profiles.score_pairs>`, the resources and ``evalcore validate`` all read the registry:
 no list of metric names is kept anywhere else.
 """

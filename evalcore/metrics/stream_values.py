@@ -7,7 +7,7 @@ configured profile: :func:`lexical_plan`) and, on a pool of actors that keep the
 model-based metrics that score one pair at a time (registered with ``stream = "model"``: BERTScore, CLAPText;
 :func:`model_plan`). The values go into the row's ``scores`` (JSON: the profile, one value per metric and, for
 the model-based ones, what their values depend on: :func:`encode`, :func:`merge`) and are committed with it;
-the run's scorer (:class:`evalcore.metrics.freeform.FreeformScorer`) reads them back (:func:`decode`) and
+the run's scorer (:class:`evalcore.scorers.freeform.FreeformScorer`) reads them back (:func:`decode`) and
 computes only what is missing (a chunked request, a row committed by an older version, a row the stream could
 not score): the same function on the same pair, so the same values. A metric with ``stream = None`` (CIDEr-D:
 its value for one answer depends on the others, its IDF corpus) is not scored in the stream. Which metric goes

@@ -3,7 +3,7 @@ a safe stand-in for the released scorer's ``eval`` of model responses.
 
 Source: github.com/nicolaus625/CMI-bench, ``evaluate.py`` at commit 4c15f410 (the released scorer). Each task
 family's rule is one module registered here (``@RULES.register("cmi_key")``); the ``mir`` protocol's scorer
-(:mod:`evalcore.metrics.mir`) finds an item's rule by its ``category`` (the dataset sets it from the released
+(:mod:`evalcore.scorers.mir`) finds an item's rule by its ``category`` (the dataset sets it from the released
 task, :data:`evalcore.datasets.cmi_bench.TASKS`). A rule scores one response against one reference (row-local,
 so a run scores its rows a group at a time) into per-item columns; its aggregates are functions of the item means
 of those columns, so every published figure — a mean over items, a pooled F1, an R² after a corpus-wide

@@ -17,7 +17,7 @@ import evalcore
 from evalcore import console, storage
 from evalcore.config import RunConfig
 from evalcore.errors import bounded
-from evalcore.metrics.freeform import rewrite_roles, uses_ray
+from evalcore.scorers.freeform import rewrite_roles, uses_ray
 from evalcore.pipeline import commit
 from evalcore.pipeline.benchmarks import benchmarks
 from evalcore.pipeline.browse import items_page

@@ -10,7 +10,7 @@ says what is stored and which metrics go where).
   the models once (on a GPU where the metric's ``device`` is cuda).
 
 Ray Data shows these stages as ``score`` and ``score_models``. The names of a role ("scoring" is the stage of
-:mod:`evalcore.scoring`, a "scorer" a protocol kind's :class:`evalcore.metrics.base.Scorer`): docs/layers.md.
+:mod:`evalcore.scoring`, a "scorer" a protocol kind's :class:`evalcore.scorers.base.Scorer`): docs/layers.md.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from evalcore.metrics.freeform_metric import model_devices, models_key
 from evalcore.metrics.metric_config import FreeformMetrics
-from evalcore.metrics.mir import score_batch as mir_batch
+from evalcore.scorers.mir import score_batch as mir_batch
 from evalcore.metrics.stream_values import encode, merge
 from evalcore.metrics.text_profiles import model_metrics, score_pairs
 
@@ -152,6 +152,6 @@ ModelMetricsActor.__name__ = "score_models"  # (its qualified name stays ModelMe
 
 
 def mir_rules(batch: pa.Table, protocols: Any, similarity: Any = None) -> pa.Table:
-    """The mir protocols' released rules on a judged batch (:func:`evalcore.metrics.mir.score_batch`) as Ray tasks,
+    """The mir protocols' released rules on a judged batch (:func:`evalcore.scorers.mir.score_batch`) as Ray tasks,
     under the name Ray Data shows: ``mir_rules`` (``similarity``: protocol → its configured embedder)."""
     return mir_batch(batch, protocols, similarity)

@@ -27,7 +27,7 @@ from evalcore import storage
 from evalcore.metrics.bertscore import BertScoreConfig
 from evalcore.metrics.cider import MetricUnavailable
 from evalcore.metrics.clap_text import ClapTextConfig
-from evalcore.metrics.freeform import aggregates
+from evalcore.scorers.freeform import aggregates
 from evalcore.metrics.freeform_metric import registered
 from evalcore.metrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
 from evalcore.stats.aggregate import contrasts

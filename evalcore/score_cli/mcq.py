@@ -11,7 +11,7 @@ always carries the strict-vs-muchomusic parser agreement (and llm-vs-each with `
 A parser that follows a published rule (``muchomusic``, ``mmau``, ``mmar``, ``rul``, ``mmau-pro-bow``) is its
 registered judge: ``correct`` is the released scorer's verdict (its quirks included) and ``correct_strict``
 evalcore's strict reading beside it, with ``accuracy_mean_strict`` and ``verdicts_differ`` in the summary
-(:mod:`evalcore.metrics.mcq_verdicts`).
+(:mod:`evalcore.scorers.mcq_verdicts`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from evalcore.judges.mmau import McqMmauJudge, parse_mmau
 from evalcore.judges.mmau_pro import McqMmauProJudge
 from evalcore.judges.mcq_string import McqStringJudge, parse_choice
 from evalcore.judges.parser import ParserJudge
-from evalcore.metrics.mcq_breakdowns import as_labels
-from evalcore.metrics.mcq_orders import METRICS, STRICT_METRICS, agreement, summarize_orders
+from evalcore.scorers.mcq_breakdowns import as_labels
+from evalcore.scorers.mcq_orders import METRICS, STRICT_METRICS, agreement, summarize_orders
 from evalcore.schema import VERDICTS_DIFFER
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli import llm_options as llm

@@ -13,12 +13,12 @@ import pandas as pd
 
 from evalcore.errors import OUTPUT, bounded, class_of
 from evalcore.guard import Reason, not_utf8, one_by_one
-from evalcore.metrics.base import Scorer
-from evalcore.metrics.factual import FactualScorer
-from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer
-from evalcore.metrics.freeform import FreeformScorer
-from evalcore.metrics.mcq import MCQScorer
-from evalcore.metrics.mir import MirScorer
+from evalcore.scorers.base import Scorer
+from evalcore.scorers.factual import FactualScorer
+from evalcore.scorers.factual_formats import BinaryChoiceScorer, TrueFalseScorer
+from evalcore.scorers.freeform import FreeformScorer
+from evalcore.scorers.mcq import MCQScorer
+from evalcore.scorers.mir import MirScorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from evalcore.stats.aggregate import _keyed, aggregate, cells, contrasts
-from evalcore.metrics.base import Scorer
+from evalcore.scorers.base import Scorer
 from evalcore.stats.multiplicity import CORRECTION, holm
 from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
 from evalcore.scoring.denominators import denominator_rows

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Iterable, Literal, Mapping, Sequence
 
-from evalcore.metrics.factual import set_scores
+from evalcore.scorers.factual import set_scores
 
 Mode = Literal["top", "same-tree", "same-node"]
 Rule = Literal["any", "majority"]
@@ -54,7 +54,7 @@ def apply_mode(predicted: Sequence[str], truth: Sequence[str], tree: Mapping[str
 
 def mode_scores(predicted: Sequence[str], truth: Sequence[str], tree: Mapping[str, str],
                 mode: Mode) -> dict[str, float]:
-    """TP/FP/FN and P/R/F1 (see :func:`evalcore.metrics.factual.set_scores`) under ``mode``."""
+    """TP/FP/FN and P/R/F1 (see :func:`evalcore.scorers.factual.set_scores`) under ``mode``."""
     return set_scores(*apply_mode(predicted, truth, tree, mode))
 
 

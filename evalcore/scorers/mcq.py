@@ -1,7 +1,7 @@
 """Multiple-choice QA: accuracy and instruction-following rate (share of parsable answers).
 
 Where the judge follows a published rule, ``accuracy`` is the published verdict's and ``accuracy_strict`` evalcore's
-strict reading's, with ``verdicts_differ`` counting the items where they differ (:mod:`evalcore.metrics.mcq_verdicts`).
+strict reading's, with ``verdicts_differ`` counting the items where they differ (:mod:`evalcore.scorers.mcq_verdicts`).
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import Scorer
+from evalcore.scorers.base import Scorer
 
 from evalcore.stats.aggregate import Aggregate, mean_of
-from evalcore.metrics.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
-from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type_rows
-from evalcore.metrics.mcq_verdicts import (STRICT_COLUMN, differ_rows, has_strict, published_aggregates, rule_of,
+from evalcore.scorers.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
+from evalcore.scorers.mcq_breakdowns import breakdown_groups, chosen_type_rows
+from evalcore.scorers.mcq_verdicts import (STRICT_COLUMN, differ_rows, has_strict, published_aggregates, rule_of,
                                            strict_of, verdict)
-from evalcore.metrics.perceptual_index import rul_rows
+from evalcore.scorers.perceptual_index import rul_rows
 
 
 class MCQScorer(Scorer):
@@ -73,7 +73,7 @@ class MCQScorer(Scorer):
 
     def breakdown_groups(self, df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         """Summary groups beyond ``all``/``task=``: category, secondary category, difficulty,
-        knowledge/reasoning dimension, genre (:mod:`evalcore.metrics.mcq_breakdowns`)."""
+        knowledge/reasoning dimension, genre (:mod:`evalcore.scorers.mcq_breakdowns`)."""
         return breakdown_groups(df)
 
     def extra_rows(self, df: pd.DataFrame, *, resamples: int, confidence: float, seed: int) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from evalcore.stats.aggregate import contrasts
-from evalcore.metrics.base import Scorer
+from evalcore.scorers.base import Scorer
 from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.metrics.freeform_metric import metric_class, models_key
 from evalcore.metrics.metric_config import FreeformMetrics

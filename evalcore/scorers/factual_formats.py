@@ -5,14 +5,14 @@
 truth ``["yes"]``/``["no"]``). Each chunk's answer (the ``true_false`` judge: yes, no or
 unanswered) is aggregated over the chunks of the recording by **any** (yes if a chunk says yes)
 and by **majority** (yes if more than half of the chunks that answered say yes; a tie is no),
-see :func:`evalcore.metrics.factual_modes.aggregate_answers`. Per rule ``r``:
+see :func:`evalcore.scorers.factual_modes.aggregate_answers`. Per rule ``r``:
 
 * ``accuracy_r`` — share of (recording, label) questions answered correctly, (TP + TN) / all
   questions: a true negative (no on an absent label) counts as right; an unanswered question counts
   as wrong. This is *not* the "Accuracy" row of the factual paper's Tables 8 and 9;
 * ``precision_r``/``recall_r``/``f1_r`` — micro P/R/F1 of the labels answered "yes" against the
   true labels (pooled TP/FP/FN; unanswered = not predicted), i.e. the label-set scores of
-  :func:`evalcore.metrics.factual_modes.true_false_labels`;
+  :func:`evalcore.scorers.factual_modes.true_false_labels`;
 * ``jaccard_r`` — TP / (TP + FP + FN), pooled: the Jaccard index of the labels answered yes and the
   true labels, true negatives left out. It is the "Accuracy" row of Tables 8 and 9: from each
   column's own printed P and R, F1 / (2 − F1) (which equals TP / (TP + FP + FN)) gives the printed
@@ -43,11 +43,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import Scorer
+from evalcore.scorers.base import Scorer
 
 from evalcore.stats.aggregate import Aggregate, mean_item_stats, mean_of, safe_ratio
-from evalcore.metrics.factual import micro_prf, set_scores
-from evalcore.metrics.factual_modes import aggregate_answers, union_labels
+from evalcore.scorers.factual import micro_prf, set_scores
+from evalcore.scorers.factual_modes import aggregate_answers, union_labels
 
 __all__ = ["RULES", "chunk_answers", "combine_choices", "TrueFalseScorer", "BinaryChoiceScorer", "recording_id"]
 

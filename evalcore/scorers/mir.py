@@ -30,7 +30,7 @@ import pyarrow as pa
 from evalcore.embedders import EmbedderSpec, spec_of
 from evalcore.errors import INPUT, OUTPUT
 from evalcore.guard import guarded
-from evalcore.metrics.base import Scorer
+from evalcore.scorers.base import Scorer
 from evalcore.stats.aggregate import Aggregate
 from evalcore.mir_rules import tagging as cmi_tagging
 from evalcore.mir_rules.caps import cut

@@ -198,7 +198,7 @@ def test_a_thousand_hostile_answers_per_judge(kind: str) -> None:
 
 def test_a_thousand_hostile_free_form_answers() -> None:
     from evalcore.scorers.freeform import FreeformScorer
-    from evalcore.metrics.metric_config import FreeformMetrics
+    from evalcore.textmetrics.metric_config import FreeformMetrics
 
     answers = list(corpus("freeform", N, seed=2))
     rows = [{"request_id": f"f{i}", "dataset": "d", "item_id": f"i{i}", "protocol": "ff", "protocol_kind": "freeform",

@@ -1,4 +1,4 @@
-"""A free-form metric is one file plus its registration: ``evalcore/metrics/_toy_recall.py`` registers
+"""A free-form metric is one file plus its registration: ``evalcore/textmetrics/registered/_toy_recall.py`` registers
 ``toy_recall`` (a settings model, a definition, a scorer), only this test imports it, and nothing else in evalcore
 names it, yet the config accepts it and checks
 its settings field by field, ``evalcore validate`` names a bad field in one line, and a run scores it, states its
@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from evalcore.cli import app
 from evalcore.config import ConfigError, parse_config
 from evalcore.errors import ExitCode
-from evalcore.metrics.metric_config import FreeformMetrics, registered
-from evalcore.metrics import _toy_recall as toy_metric
+from evalcore.textmetrics.metric_config import FreeformMetrics, registered
+from evalcore.textmetrics.registered import _toy_recall as toy_metric
 
 BASE = {"name": "toy", "datasets": [{"name": "synth", "kind": "synthetic", "params": {"n_clips": 3}}],
         "models": [{"name": "prior", "kind": "text_prior"}]}

@@ -7,7 +7,7 @@ import math
 
 import pyarrow as pa
 
-from evalcore.metrics import stream_values as stage
+from evalcore.textmetrics import stream_values as stage
 from evalcore.scorers.freeform import FreeformScorer
 from evalcore.pipeline import stream_metrics
 from evalcore.pipeline.stages import JUDGED

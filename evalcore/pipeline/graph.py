@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from evalcore import cluster, console, storage
 from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
-from evalcore.metrics.stream_values import lexical_plan, model_plan
+from evalcore.textmetrics.stream_values import lexical_plan, model_plan
 from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,

@@ -33,7 +33,7 @@ from evalcore.datasets.cmi_bench import TASKS, label_set_of, task_of_file
 from evalcore.datasets.released_mcq import read_records, record_problem
 from evalcore.datasets.validate import text_problem
 from evalcore.errors import INPUT
-from evalcore.metrics.metric_config import FreeformMetrics
+from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.reports.tables_html import fmt
 from evalcore.schema import ERRORS, conform
 from evalcore.score_cli.app import score_app

@@ -24,12 +24,12 @@ import pandas as pd
 import typer
 
 from evalcore import storage
-from evalcore.metrics.bertscore import BertScoreConfig
-from evalcore.metrics.cider import MetricUnavailable
-from evalcore.metrics.clap_text import ClapTextConfig
+from evalcore.textmetrics.registered.bertscore import BertScoreConfig
+from evalcore.textmetrics.registered.cider import MetricUnavailable
+from evalcore.textmetrics.registered.clap_text import ClapTextConfig
 from evalcore.scorers.freeform import aggregates
-from evalcore.metrics.freeform_metric import registered
-from evalcore.metrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
+from evalcore.textmetrics.freeform_metric import registered
+from evalcore.textmetrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
 from evalcore.stats.aggregate import contrasts
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt

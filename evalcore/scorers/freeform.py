@@ -1,6 +1,6 @@
 """Free-form QA in the pipeline: the paper's text metrics per request, via :func:`score_pairs`.
 
-The protocol's ``metrics`` config (:class:`evalcore.metrics.metric_config.FreeformMetrics`) picks a profile
+The protocol's ``metrics`` config (:class:`evalcore.textmetrics.metric_config.FreeformMetrics`) picks a profile
 (``mullama`` | ``standard``) and registered metric names (BLEU, BLEU-4, METEOR, ROUGE; BERTScore, CIDEr-D and
 CLAPText with their models; any metric registered with ``METRICS``); the default is the ``mullama`` lexical
 metrics, which need no model file. All free-form rows of a run are scored in one :func:`score_pairs` call, so a
@@ -29,11 +29,11 @@ import pandas as pd
 from evalcore.stats.aggregate import contrasts
 from evalcore.scorers.base import Scorer
 from evalcore.stats.aggregate import Aggregate, mean_of
-from evalcore.metrics.freeform_metric import metric_class, models_key
-from evalcore.metrics.metric_config import FreeformMetrics
-from evalcore.metrics.stream_values import decode
-from evalcore.metrics.text_profiles import ModelMetrics, library_versions, lexical_names, model_metrics, score_pairs
-from evalcore.metrics.wordnet import wordnet_version
+from evalcore.textmetrics.freeform_metric import metric_class, models_key
+from evalcore.textmetrics.metric_config import FreeformMetrics
+from evalcore.textmetrics.stream_values import decode
+from evalcore.textmetrics.text_profiles import ModelMetrics, library_versions, lexical_names, model_metrics, score_pairs
+from evalcore.textmetrics.wordnet import wordnet_version
 from evalcore.packages import metric_problem
 # the rewrite roles are read from recorded model info (the schema's); re-exported for the pipeline's scorer params
 from evalcore.schema import REWRITE_BACKEND, REWRITE_LABEL, REWRITE_ROLES, rewrite_roles  # noqa: F401
@@ -222,7 +222,7 @@ class FreeformScorer(Scorer):
 def preflight(cfg: FreeformMetrics, where: str) -> list[str]:
     """What would make every free-form row fail, checked before any model runs, one line per problem naming the
     field under ``where`` (the protocol's ``metrics``): each metric's packages (its ``requires``), then what it
-    says itself (:meth:`~evalcore.metrics.freeform_metric.FreeformMetric.problems`: WordNet for METEOR, Java for
+    says itself (:meth:`~evalcore.textmetrics.freeform_metric.FreeformMetric.problems`: WordNet for METEOR, Java for
     CIDEr-D, local model files that are missing)."""
     problems = [f"{where}.names: {name}: {gap}" for name in cfg.names
                 if (gap := metric_problem(metric_class(name).requires)) is not None]

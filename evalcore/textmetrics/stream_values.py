@@ -11,7 +11,7 @@ the run's scorer (:class:`evalcore.scorers.freeform.FreeformScorer`) reads them 
 computes only what is missing (a chunked request, a row committed by an older version, a row the stream could
 not score): the same function on the same pair, so the same values. A metric with ``stream = None`` (CIDEr-D:
 its value for one answer depends on the others, its IDF corpus) is not scored in the stream. Which metric goes
-where is the registry's (:mod:`evalcore.metrics.freeform_metric`).
+where is the registry's (:mod:`evalcore.textmetrics.freeform_metric`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from evalcore.metrics.freeform_metric import of_stream
-from evalcore.metrics.metric_config import FreeformMetrics
+from evalcore.textmetrics.freeform_metric import of_stream
+from evalcore.textmetrics.metric_config import FreeformMetrics
 
 
 def lexical_plan(protocols: Mapping[str, tuple[str, Sequence[str]]]) -> dict[str, tuple[str, list[str]]]:

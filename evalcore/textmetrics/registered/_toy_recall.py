@@ -10,7 +10,7 @@ from typing import Any, Hashable, Sequence
 
 from pydantic import Field
 
-from evalcore.metrics.freeform_metric import METRICS, FreeformMetric, MetricParams, Scored, scoreable, spread
+from evalcore.textmetrics.freeform_metric import METRICS, FreeformMetric, MetricParams, Scored, scoreable, spread
 
 WORD = re.compile(r"\w+")
 

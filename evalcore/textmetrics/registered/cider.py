@@ -19,7 +19,7 @@ import shutil
 from importlib.metadata import version
 from typing import Any, Hashable, Sequence
 
-from evalcore.metrics.freeform_metric import METRICS, FreeformMetric, Scored, scoreable, spread
+from evalcore.textmetrics.freeform_metric import METRICS, FreeformMetric, Scored, scoreable, spread
 
 _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00]")
 JAVA_FIX = "CIDEr-D's PTB tokenizer needs a Java runtime: apt-get install -y --no-install-recommends default-jre-headless"

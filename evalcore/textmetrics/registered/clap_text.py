@@ -26,7 +26,7 @@ import pyarrow.fs as pafs
 from pydantic import Field
 
 from evalcore import cluster, storage
-from evalcore.metrics.freeform_metric import (METRICS, FreeformMetric, MetricParams, Scored, guarded, scoreable,
+from evalcore.textmetrics.freeform_metric import (METRICS, FreeformMetric, MetricParams, Scored, guarded, scoreable,
                                               spread)
 
 CONTEXT_LENGTH = 77

@@ -4,15 +4,15 @@
 raw strings, no smoothing. ``standard``: sacreBLEU's sentence BLEU with full order 4 (13a tokenizer, no smoothing,
 ``effective_order=False``: zero without a 4-gram match) over 100; sacreBLEU's per-sentence advice to enable
 effective order is dropped from its log (it is off on purpose). Computed here; the engine
-(:mod:`evalcore.metrics.text_profiles`) batches pairs, and shares one nltk call with BLEU when both are scored.
+(:mod:`evalcore.textmetrics.text_profiles`) batches pairs, and shares one nltk call with BLEU when both are scored.
 """
 
 from __future__ import annotations
 
 import logging
 
-from evalcore.metrics.freeform_metric import METRICS
-from evalcore.metrics.text_profiles import LexicalMetric, PairTools
+from evalcore.textmetrics.freeform_metric import METRICS
+from evalcore.textmetrics.text_profiles import LexicalMetric, PairTools
 
 #: the 4-gram precision alone
 WEIGHTS = (0.0, 0.0, 0.0, 1.0)

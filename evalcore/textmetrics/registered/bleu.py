@@ -4,7 +4,7 @@
 counts character n-grams, with its default weights (0.25 ×4) and no smoothing. ``standard``: sacreBLEU's sentence
 BLEU (13a tokenizer, ``exp`` smoothing, effective order) over 100, and beside it, as an aggregate, sacreBLEU's
 corpus BLEU over the pairs scored without error (``corpus_bleu``). Computed here; the engine
-(:mod:`evalcore.metrics.text_profiles`) batches pairs, and shares one nltk call with BLEU-4 when both are scored.
+(:mod:`evalcore.textmetrics.text_profiles`) batches pairs, and shares one nltk call with BLEU-4 when both are scored.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from evalcore.metrics.freeform_metric import METRICS
-from evalcore.metrics.text_profiles import LexicalMetric, PairTools
+from evalcore.textmetrics.freeform_metric import METRICS
+from evalcore.textmetrics.text_profiles import LexicalMetric, PairTools
 
 #: nltk's default weights: 1- to 4-gram precisions, equally
 WEIGHTS = (0.25, 0.25, 0.25, 0.25)

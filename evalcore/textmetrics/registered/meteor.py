@@ -2,15 +2,15 @@
 
 ``mullama``: the MU-LLaMA evaluation script's ``meteor_score([wordpunct_tokenize(ref)], wordpunct_tokenize(cand))``
 (nltk, its defaults: alpha 0.9, beta 3, gamma 0.5, Porter stems, WordNet synonyms). ``standard``: the same on the
-lowercased texts. Computed here; the engine (:mod:`evalcore.metrics.text_profiles`) batches pairs and, when fast,
+lowercased texts. Computed here; the engine (:mod:`evalcore.textmetrics.text_profiles`) batches pairs and, when fast,
 passes the same stemmer and WordNet with their lookups cached (``meteor_score``'s ``stemmer=`` and ``wordnet=``).
 """
 
 from __future__ import annotations
 
-from evalcore.metrics.freeform_metric import METRICS
-from evalcore.metrics.text_profiles import LexicalMetric, PairTools
-from evalcore.metrics.wordnet import check_wordnet, ensure_wordnet
+from evalcore.textmetrics.freeform_metric import METRICS
+from evalcore.textmetrics.text_profiles import LexicalMetric, PairTools
+from evalcore.textmetrics.wordnet import check_wordnet, ensure_wordnet
 
 
 @METRICS.register("meteor")

@@ -1,15 +1,15 @@
 """ROUGE-L per pair with rouge-score.
 
 ``mullama``: the MU-LLaMA evaluation script's ROUGE-L **recall** (``RougeScorer(["rougeL"], use_stemmer=True)``);
-``standard``: its F-measure. Computed here; the engine (:mod:`evalcore.metrics.text_profiles`) batches pairs and,
+``standard``: its F-measure. Computed here; the engine (:mod:`evalcore.textmetrics.text_profiles`) batches pairs and,
 when fast, caches the scorer's tokenisations (rouge-score's own tokenizer with the stemmer, passed as
 ``tokenizer=``: what ``use_stemmer=True`` builds).
 """
 
 from __future__ import annotations
 
-from evalcore.metrics.freeform_metric import METRICS
-from evalcore.metrics.text_profiles import LexicalMetric, PairTools
+from evalcore.textmetrics.freeform_metric import METRICS
+from evalcore.textmetrics.text_profiles import LexicalMetric, PairTools
 
 
 @METRICS.register("rouge")

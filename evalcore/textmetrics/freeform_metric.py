@@ -1,11 +1,12 @@
 """The free-form metric interface and the registry's view of it.
 
-A free-form metric is one module in this package with one ``@METRICS.register("name")`` class (:class:`FreeformMetric`): its
+A free-form metric is one module in :mod:`evalcore.textmetrics.registered` (the registry's package: metric modules
+only) with one ``@METRICS.register("name")`` class (:class:`FreeformMetric`): its
 settings (a frozen pydantic ``Params``, the config section ``section``), its definition text, its direction,
 the packages it imports, whether it loads a model and on which device, where the pipeline scores it (``stream``)
-and :meth:`FreeformMetric.score`. The config (:class:`evalcore.metrics.metric_config.FreeformMetrics`), the scoring stage
-(:mod:`evalcore.scorers.freeform`), the stream (:mod:`evalcore.metrics.stream_values`), :func:`score_pairs
-<evalcore.metrics.text_profiles.score_pairs>`, the resources and ``evalcore validate`` all read the registry:
+and :meth:`FreeformMetric.score`. The config (:class:`evalcore.textmetrics.metric_config.FreeformMetrics`), the scoring stage
+(:mod:`evalcore.scorers.freeform`), the stream (:mod:`evalcore.textmetrics.stream_values`), :func:`score_pairs
+<evalcore.textmetrics.text_profiles.score_pairs>`, the resources and ``evalcore validate`` all read the registry:
 no list of metric names is kept anywhere else.
 """
 
@@ -18,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Literal, Ma
 from pydantic import BaseModel, ConfigDict
 
 from evalcore.registry import Registry
+from evalcore.textmetrics import registered as _registered  # the registry's package (its __init__ imports nothing)
 
 if TYPE_CHECKING:
-    from evalcore.metrics.metric_config import FreeformMetrics
+    from evalcore.textmetrics.metric_config import FreeformMetrics
 
 __all__ = ["METRICS", "FreeformMetric", "MetricParams", "Scored", "guarded", "metric_class", "model_devices",
            "models_key", "of_stream", "ordered", "registered", "scoreable", "spread"]
@@ -122,8 +124,8 @@ def spread(checks: Sequence[str | None], rows: Sequence[int], values: Sequence[f
 
 
 #: the free-form metrics by the name a config lists: ``@METRICS.register("name")`` on a :class:`FreeformMetric`;
-#: loads this package's modules on first use
-METRICS: Registry[FreeformMetric] = Registry("metric", __package__ or "evalcore.metrics")
+#: loads the modules of :mod:`evalcore.textmetrics.registered` on first use
+METRICS: Registry[FreeformMetric] = Registry("metric", _registered.__name__)
 
 
 def metric_class(name: str) -> type[FreeformMetric]:

@@ -1,7 +1,7 @@
 """The lexical engine: scores (reference, candidate) pairs with the lexical metrics (BLEU, BLEU-4, METEOR, ROUGE) of
 a named profile, and with any other registered free-form metric, under the same row rules. It batches and caches;
-each metric computes its value in its own file (:mod:`~evalcore.metrics.bleu`, :mod:`~evalcore.metrics.bleu4`,
-:mod:`~evalcore.metrics.meteor`, :mod:`~evalcore.metrics.rouge`: :meth:`LexicalMetric.value` of one pair).
+each metric computes its value in its own file (:mod:`~evalcore.textmetrics.registered.bleu`, :mod:`~evalcore.textmetrics.registered.bleu4`,
+:mod:`~evalcore.textmetrics.registered.meteor`, :mod:`~evalcore.textmetrics.registered.rouge`: :meth:`LexicalMetric.value` of one pair).
 
 Profiles: ``mullama``, what the published MU-LLaMA evaluation script computes per pair; ``standard``, textbook
 word-level definitions, plus corpus BLEU (sacreBLEU, 13a, ``exp``) over the scored rows as a separate aggregate.
@@ -12,8 +12,8 @@ non-string reference, or a text longer than ``max_chars`` gives NaN in every met
 an error string; an empty (or whitespace-only) candidate scores 0.0 in every metric
 with no error; a library exception on a row becomes that row's error (NaN in every lexical metric of the row).
 
-Other registered metrics (:mod:`evalcore.metrics.freeform_metric`; e.g. ``bertscore``, ``cider``,
-``claptext``, their settings in :class:`ModelMetrics`) score through their own :meth:`~evalcore.metrics.
+Other registered metrics (:mod:`evalcore.textmetrics.freeform_metric`; e.g. ``bertscore``, ``cider``,
+``claptext``, their settings in :class:`ModelMetrics`) score through their own :meth:`~evalcore.textmetrics.
 freeform_metric.FreeformMetric.score`, after the same row checks (an empty candidate scores 0.0; a corpus
 metric keeps it in its corpus); a metric failing on rows gives NaN in that metric and its message in the
 row's error.
@@ -37,9 +37,9 @@ from functools import lru_cache
 from importlib.metadata import version
 from typing import Any, Callable, Hashable, Mapping, Sequence, cast
 
-from evalcore.metrics.freeform_metric import FreeformMetric, MetricParams, metric_class, ordered, registered
-from evalcore.metrics.metric_config import FreeformMetrics
-from evalcore.metrics.wordnet import ensure_wordnet
+from evalcore.textmetrics.freeform_metric import FreeformMetric, MetricParams, metric_class, ordered, registered
+from evalcore.textmetrics.metric_config import FreeformMetrics
+from evalcore.textmetrics.wordnet import ensure_wordnet
 
 PROFILES = ("mullama", "standard")
 MAX_CHARS = 50_000

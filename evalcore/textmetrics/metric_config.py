@@ -1,5 +1,5 @@
 """The free-form metrics' part of the run config: a protocol's ``metrics`` (profile, names, settings), read off
-the metric registry (:data:`evalcore.metrics.freeform_metric.METRICS`).
+the metric registry (:data:`evalcore.textmetrics.freeform_metric.METRICS`).
 
 Like a model's ``kind`` and ``params``, a metric name and its settings are checked against what is registered:
 the registry loads this package's metric modules when it is first read, and each metric that takes settings
@@ -14,7 +14,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evalcore.metrics.freeform_metric import METRICS, MetricParams, registered
+from evalcore.textmetrics.freeform_metric import METRICS, MetricParams, registered
 from evalcore.params import ParamsError, did_you_mean, value_reason
 
 __all__ = ["FreeformMetrics", "MetricParams", "Profile", "registered"]

@@ -6,7 +6,7 @@ strict reading's, with ``verdicts_differ`` counting the items where they differ 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -16,13 +16,16 @@ from evalcore.scorers.base import Scorer
 from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.scorers.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.scorers.mcq_breakdowns import breakdown_groups, chosen_type_rows
-from evalcore.scorers.mcq_verdicts import (STRICT_COLUMN, differ_rows, has_strict, published_aggregates, rule_of,
-                                           strict_of, verdict)
+from evalcore.scorers.mcq_verdicts import (STRICT_COLUMN, Rules, differ_rows, has_strict, no_rules,
+                                           published_aggregates, rule_of, strict_of, verdict)
 from evalcore.scorers.perceptual_index import rul_rows
 
 
 class MCQScorer(Scorer):
     protocol = "mcq"
+    #: the published rule of a row's judge (from its ``judge`` column), named in the figures' definitions: none known
+    #: here; the scoring stage's MCQ scorer reads the judges' (:mod:`evalcore.scoring.mcq_rules`)
+    rules: ClassVar[Rules] = staticmethod(no_rules)
     columns = ("correct", "answered")
     aggregates = (
         Aggregate("accuracy", ("correct",), mean_of(),
@@ -41,11 +44,11 @@ class MCQScorer(Scorer):
     def aggregates_of(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
         """:attr:`aggregates`; rows of a published rule's judge: ``accuracy`` named by the rule, and beside it
         ``accuracy_strict``."""
-        return published_aggregates(self.aggregates, rule_of(df)) if has_strict(df) else self.aggregates
+        return published_aggregates(self.aggregates, rule_of(df, self.rules)) if has_strict(df) else self.aggregates
 
     def with_errors_of(self, df: pd.DataFrame) -> tuple[Aggregate, ...]:
         """:attr:`with_errors`; rows of a published rule's judge: with ``accuracy_strict_with_errors`` too."""
-        return published_aggregates(self.with_errors, rule_of(df)) if has_strict(df) else self.with_errors
+        return published_aggregates(self.with_errors, rule_of(df, self.rules)) if has_strict(df) else self.with_errors
 
     def error_fill(self, row: dict[str, Any]) -> dict[str, float]:
         """An errored request is a wrong answer (by either verdict)."""
@@ -69,7 +72,7 @@ class MCQScorer(Scorer):
         per_order = accuracy_per_order(df.rename(columns={"option_order": "order_id"}))["accuracy"].to_numpy()
         sd = float(np.std(per_order, ddof=1)) if len(per_order) > 1 else float("nan")
         return [{"metric": "accuracy_sd", "value": sd, "ci_low": float("nan"), "ci_high": float("nan"),
-                 "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]}, *differ_rows(df)]
+                 "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]}, *differ_rows(df, self.rules)]
 
     def breakdown_groups(self, df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         """Summary groups beyond ``all``/``task=``: category, secondary category, difficulty,

@@ -2,9 +2,11 @@
 evalcore's strict reading beside it.
 
 A judge of a benchmark's released scorer (``mcq_mmau``, ``mcq_mmar``, ``mcq_mmau_pro``, ``mcq_rul``,
-``mcq_muchomusic``: :class:`~evalcore.judges.base.PublishedRule`) says of each response which options the released
+``mcq_muchomusic``: :class:`~evalcore.schema.PublishedRule`) says of each response which options the released
 scorer credits (``credited``) and which one option evalcore's strict reading names (``parsed_index``, never a
-guess). Per request (:func:`verdict`):
+guess). Which rule a row's judge follows is read from its ``judge`` column by a lookup the caller passes
+(:data:`Rules`; the scoring stage passes the judges' registry's, :func:`evalcore.judges.base.published_rule`: this
+package imports no judge). Per request (:func:`verdict`):
 
 * ``correct`` — the **published** verdict: the answer is among the credited options (what the released scorer
   prints for that response, its quirks included): the default figure, ``accuracy``;
@@ -19,20 +21,28 @@ rule's quirks (:data:`evalcore.schema.QUIRKS`), which the report names ("17 of 1
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from evalcore.judges.base import PublishedRule, published_rule
+from evalcore.schema import QUIRKS, STRICT, VERDICTS_DIFFER, PublishedRule, strict_name
 from evalcore.stats.aggregate import Aggregate
-from evalcore.schema import QUIRKS, STRICT, VERDICTS_DIFFER, strict_name
 
-__all__ = ["STRICT_COLUMN", "verdict", "rule_of", "has_strict", "strict_of", "published_aggregates", "differ_rows"]
+__all__ = ["STRICT_COLUMN", "Rules", "no_rules", "verdict", "rule_of", "has_strict", "strict_of",
+           "published_aggregates", "differ_rows"]
 
 #: the per-item column of the strict verdict (the published one is ``correct``)
 STRICT_COLUMN = "correct" + STRICT
 _UNKNOWN = PublishedRule(source="the judge's published rule", quirks="the published rule's quirks")
+#: the published rule of the judge a judged row names (its ``judge`` column, ``name@version``); None for a judge of
+#: evalcore's own rule or an unknown one
+Rules = Callable[[str | None], PublishedRule | None]
+
+
+def no_rules(label: str | None) -> PublishedRule | None:
+    """A lookup that knows no judge's rule (rows with strict verdicts then name a generic one)."""
+    return None
 
 
 def verdict(parsed: Any, credited: Any, correct_index: Any) -> dict[str, float]:
@@ -57,10 +67,11 @@ def strict_of(df: pd.DataFrame) -> pd.Series:
     return df[STRICT_COLUMN].fillna(df["correct"]) if STRICT_COLUMN in df.columns else df["correct"]
 
 
-def rule_of(df: pd.DataFrame) -> PublishedRule:
-    """The published rule the rows' judge follows (from their ``judge`` column; a generic one if unknown)."""
+def rule_of(df: pd.DataFrame, rules: Rules) -> PublishedRule:
+    """The published rule the rows' judge follows (their ``judge`` column read by ``rules``; a generic one if
+    unknown)."""
     labels = df["judge"].dropna() if "judge" in df.columns else pd.Series([], dtype=object)
-    return next((r for r in map(published_rule, pd.unique(labels.astype(str))) if r is not None), _UNKNOWN)
+    return next((r for r in map(rules, pd.unique(labels.astype(str))) if r is not None), _UNKNOWN)
 
 
 def published_aggregates(aggregates: tuple[Aggregate, ...], rule: PublishedRule) -> tuple[Aggregate, ...]:
@@ -82,12 +93,12 @@ def published_aggregates(aggregates: tuple[Aggregate, ...], rule: PublishedRule)
     return tuple(out)
 
 
-def differ_rows(df: pd.DataFrame, unit: str = "item_id") -> list[dict[str, Any]]:
+def differ_rows(df: pd.DataFrame, rules: Rules, unit: str = "item_id") -> list[dict[str, Any]]:
     """The ``verdicts_differ`` row of one cell's rows (none without strict verdicts): items whose published and
-    strict verdicts differ in at least one option order (value only, no CI)."""
+    strict verdicts differ in at least one option order (value only, no CI); ``rules`` reads their judge's rule."""
     if not has_strict(df):
         return []
-    rule = rule_of(df)
+    rule = rule_of(df, rules)
     differs = df["correct"].to_numpy(dtype=float) != strict_of(df).to_numpy(dtype=float)
     n_items = int(df[unit].nunique())
     count = int(pd.Series(differs, index=df.index).groupby(df[unit], sort=False).any().sum())

@@ -17,7 +17,7 @@ from evalcore.scorers.base import Scorer
 from evalcore.scorers.factual import FactualScorer
 from evalcore.scorers.factual_formats import BinaryChoiceScorer, TrueFalseScorer
 from evalcore.scorers.freeform import FreeformScorer
-from evalcore.scorers.mcq import MCQScorer
+from evalcore.scoring.mcq_rules import MCQScorer
 from evalcore.scorers.mir import MirScorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 

@@ -20,11 +20,11 @@ from evalcore import storage
 from evalcore.datasets.base import DATASETS
 from evalcore.embedders import EmbedderSpec
 from evalcore.judges.base import JUDGES
-from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.models.base import MODELS
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.registry import Registry
 from evalcore.schema import CONDITIONS, PROTOCOLS
+from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 

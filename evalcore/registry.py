@@ -7,8 +7,9 @@ five registries live in their packages, beside the interface their components im
 * ``DATASETS`` in :mod:`evalcore.datasets.base` (:class:`~evalcore.datasets.base.Dataset`),
 * ``MODELS`` in :mod:`evalcore.models.base` (:class:`~evalcore.models.base.MusicLM`),
 * ``JUDGES`` in :mod:`evalcore.judges.base` (the :class:`~evalcore.judges.base.Judge` protocol),
-* ``METRICS`` in :mod:`evalcore.textmetrics.freeform_metric` (:class:`~evalcore.textmetrics.freeform_metric.FreeformMetric`;
-  it loads ``evalcore/textmetrics/registered/``, a package of metric modules only, beside the interface),
+* ``METRICS`` in :mod:`evalcore.textmetrics.freeform_metric`
+  (:class:`~evalcore.textmetrics.freeform_metric.FreeformMetric`; it loads ``evalcore/textmetrics/registered/``, a
+  package of metric modules only, beside the interface),
 * ``RULES`` in :mod:`evalcore.mir_rules.rules` (:class:`~evalcore.mir_rules.rules.Rule`: CMI-Bench's released
   rules, loading ``evalcore/mir_rules/``).
 

@@ -130,7 +130,7 @@ JUDGMENT = pa.schema(
         # one of them); null for a judge of evalcore's own rule (parsed_index is its only verdict)
         pa.field("credited", pa.list_(pa.int32())),
         pa.field("embedding_key", pa.string()),  # freeform: key of a cached embedding
-        pa.field("scores", pa.string()),  # freeform: per-pair metric values from the pipeline (evalcore.textmetrics.stream_values)
+        pa.field("scores", pa.string()),  # freeform: per-pair metric values from the pipeline (textmetrics.stream_values)
         pa.field("error", pa.string()),
         pa.field("error_stage", pa.string()),
         pa.field("error_class", pa.string()),

@@ -10,8 +10,8 @@ import pytest
 from pycocoevalcap.cider.cider import Cider
 from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
-from evalcore.textmetrics.registered import cider
 from evalcore.textmetrics import text_profiles as tp
+from evalcore.textmetrics.registered import cider
 
 from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 

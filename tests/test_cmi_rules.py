@@ -28,10 +28,10 @@ from evalcore.mir_rules.key import KeyRule, parse_key
 from evalcore.mir_rules.lyrics import LyricsRule
 from evalcore.mir_rules.melody import MelodyRule
 from evalcore.mir_rules.regression import rating
+from evalcore.mir_rules.rules import PublishedStops, Unreproducible, literal
 from evalcore.mir_rules.tagging import TaggingRule, _auc, auc_rows, embedding_truth, exact_vectors, resampled_auc
 from evalcore.mir_rules.technique import TechniqueRule
 from evalcore.scorers.mir import MirScorer
-from evalcore.mir_rules.rules import PublishedStops, Unreproducible, literal
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "cmi_bench"
 

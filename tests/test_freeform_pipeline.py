@@ -26,11 +26,11 @@ import soundfile as sf
 
 from evalcore.config import ConfigError, parse_config
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE
+from evalcore.pipeline.finish import rerender
+from evalcore.pipeline.run import run
 from evalcore.textmetrics.registered.bertscore import BertScoreConfig
 from evalcore.textmetrics.registered.clap_text import ClapTextConfig
 from evalcore.textmetrics.text_profiles import MAX_CHARS, ModelMetrics, score_pairs
-from evalcore.pipeline.finish import rerender
-from evalcore.pipeline.run import run
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
 
 install_test_key()  # before Ray starts, so the model actors inherit it

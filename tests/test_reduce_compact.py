@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from evalcore.pipeline.reduce import _compact, _concat
 from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.stats.aggregate import aggregate
-from evalcore.pipeline.reduce import _compact, _concat
 
 
 def _part(models: list[str], conditions: list[str], start: int) -> pd.DataFrame:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import pytest
 
+from evalcore.judges.base import JUDGES
 from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
 from evalcore.protocols.templates import TEMPLATE_SETS
-from evalcore.judges.base import JUDGES
 
 OPTS = ["Fiddle", "Tin whistle", "Accordion", "Banjo"]  # presented order: A B C D
 

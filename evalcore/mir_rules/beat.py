@@ -26,8 +26,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.mir_rules.rules import RULES, Rule, reference_of
+from evalcore.stats.aggregate import Aggregate, mean_of
 
 __all__ = ["timestamps", "BeatRule"]
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, normalise
+from evalcore.stats.aggregate import Aggregate, mean_of
 
 __all__ = ["label_set", "correct", "MulticlassRule"]
 

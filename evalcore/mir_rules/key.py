@@ -24,8 +24,8 @@ from importlib.metadata import version
 from typing import Any, Mapping
 
 
-from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.mir_rules.rules import RULES, Rule, reference_of
+from evalcore.stats.aggregate import Aggregate, mean_of
 
 __all__ = ["CLASSES", "parse_key", "KeyRule"]
 

@@ -30,8 +30,8 @@ import string
 from importlib.metadata import version
 from typing import Any, Mapping
 
-from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, reference_of
+from evalcore.stats.aggregate import Aggregate, mean_of
 
 __all__ = ["PREFIXES", "clean_prediction", "clean_prediction_released", "clean", "LyricsRule"]
 

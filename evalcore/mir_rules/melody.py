@@ -37,8 +37,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, Unreproducible, literal
+from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 
 __all__ = ["sequence", "MelodyRule"]
 

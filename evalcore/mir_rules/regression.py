@@ -27,8 +27,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 from evalcore.mir_rules.rules import RULES, Rule, reference_of
+from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 
 __all__ = ["rating", "r2_of_means", "RegressionRule"]
 

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from evalcore.embedders import EmbedderSpec, bag_of_words, describe, load
-from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, normalise, reference_of
 from evalcore.seeding import derive_seed
+from evalcore.stats.aggregate import Aggregate, mean_of
 
 __all__ = ["VOCABULARIES", "MAX_RESAMPLES", "FIGURES", "exact_vectors", "embedding_truth", "stand_in", "TaggingRule",
            "configured", "auc_rows"]

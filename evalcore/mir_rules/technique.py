@@ -31,8 +31,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from evalcore.stats.aggregate import Aggregate, safe_ratio
 from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, Unreproducible, literal, normalise
+from evalcore.stats.aggregate import Aggregate, safe_ratio
 
 __all__ = ["TECHNIQUES", "frames", "TechniqueRule"]
 

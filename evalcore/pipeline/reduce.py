@@ -26,9 +26,9 @@ from pandas.api.types import is_string_dtype, union_categoricals
 
 from evalcore import storage
 from evalcore.config import RunConfig
+from evalcore.schema import SCORE_KEY
 from evalcore.scorers.freeform import needs_all_rows
 from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
-from evalcore.schema import SCORE_KEY
 
 GROUP_ROWS = 5_000  # committed rows per group, about (a group's rows are dicts while it is scored: ~25 MB)
 LEFT_OUT = ("request_id", "text", "reference")  # per-item columns the summary never reads

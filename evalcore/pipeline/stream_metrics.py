@@ -20,9 +20,9 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
+from evalcore.scorers.mir import score_batch as mir_batch
 from evalcore.textmetrics.freeform_metric import model_devices, models_key
 from evalcore.textmetrics.metric_config import FreeformMetrics
-from evalcore.scorers.mir import score_batch as mir_batch
 from evalcore.textmetrics.stream_values import encode, merge
 from evalcore.textmetrics.text_profiles import model_metrics, score_pairs
 
@@ -90,9 +90,9 @@ LexicalMetricsActor.__name__ = "score"  # (its qualified name stays LexicalMetri
 
 
 class ModelMetricsActor:
-    """The model-stream metrics of every protocol instance in ``plan`` (:func:`evalcore.textmetrics.stream_values.model_plan`) on judged
-    batches, their models loaded at the first batch and kept; each distinct pair scored once per actor;
-    Ray Data shows the stage as ``score_models``.
+    """The model-stream metrics of every protocol instance in ``plan``
+    (:func:`evalcore.textmetrics.stream_values.model_plan`) on judged batches, their models loaded at the first
+    batch and kept; each distinct pair scored once per actor; Ray Data shows the stage as ``score_models``.
 
     A pair the metrics cannot score, or a batch whose models fail to load, is left without these values:
     the run's scorer computes them again and records the reason as the row's error (stage ``score``)."""

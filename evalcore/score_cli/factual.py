@@ -45,9 +45,6 @@ import typer
 
 from evalcore import storage
 from evalcore.guard import judged as guarded_judge
-from evalcore.scorers import factual_agreement as _agreement
-from evalcore.scorers.factual import FactualScorer
-from evalcore.scorers.factual_modes import Mode, apply_mode, per_label
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
@@ -57,6 +54,9 @@ from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, 
                                    exit_if_unscored, fail, is_missing, quiet_mode, read_rows, say, summarize,
                                    write_outputs)
 from evalcore.score_cli.stage import score_judged
+from evalcore.scorers import factual_agreement as _agreement
+from evalcore.scorers.factual import FactualScorer
+from evalcore.scorers.factual_modes import Mode, apply_mode, per_label
 from evalcore.vocab import (LEXICONS, TASKS, Lexicon, extract, lexicon_name, normalize, read_genre_tree,
                             read_vocab_file, restrict, vocabulary)
 

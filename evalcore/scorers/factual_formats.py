@@ -45,9 +45,9 @@ import pandas as pd
 
 from evalcore.scorers.base import Scorer
 
-from evalcore.stats.aggregate import Aggregate, mean_item_stats, mean_of, safe_ratio
 from evalcore.scorers.factual import micro_prf, set_scores
 from evalcore.scorers.factual_modes import aggregate_answers, union_labels
+from evalcore.stats.aggregate import Aggregate, mean_item_stats, mean_of, safe_ratio
 
 __all__ = ["RULES", "chunk_answers", "combine_choices", "TrueFalseScorer", "BinaryChoiceScorer", "recording_id"]
 

@@ -26,15 +26,15 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from evalcore.stats.aggregate import contrasts
+from evalcore.packages import metric_problem
 from evalcore.scorers.base import Scorer
+from evalcore.stats.aggregate import contrasts
 from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.textmetrics.freeform_metric import metric_class, models_key
 from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.textmetrics.stream_values import decode
 from evalcore.textmetrics.text_profiles import ModelMetrics, library_versions, lexical_names, model_metrics, score_pairs
 from evalcore.textmetrics.wordnet import wordnet_version
-from evalcore.packages import metric_problem
 # the rewrite roles are read from recorded model info (the schema's); re-exported for the pipeline's scorer params
 from evalcore.schema import REWRITE_BACKEND, REWRITE_LABEL, REWRITE_ROLES, rewrite_roles  # noqa: F401
 

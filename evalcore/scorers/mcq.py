@@ -13,12 +13,12 @@ import pandas as pd
 
 from evalcore.scorers.base import Scorer
 
-from evalcore.stats.aggregate import Aggregate, mean_of
-from evalcore.scorers.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.scorers.mcq_breakdowns import breakdown_groups, chosen_type_rows
+from evalcore.scorers.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.scorers.mcq_verdicts import (STRICT_COLUMN, Rules, differ_rows, has_strict, no_rules,
                                            published_aggregates, rule_of, strict_of, verdict)
 from evalcore.scorers.perceptual_index import rul_rows
+from evalcore.stats.aggregate import Aggregate, mean_of
 
 
 class MCQScorer(Scorer):
@@ -72,7 +72,8 @@ class MCQScorer(Scorer):
         per_order = accuracy_per_order(df.rename(columns={"option_order": "order_id"}))["accuracy"].to_numpy()
         sd = float(np.std(per_order, ddof=1)) if len(per_order) > 1 else float("nan")
         return [{"metric": "accuracy_sd", "value": sd, "ci_low": float("nan"), "ci_high": float("nan"),
-                 "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]}, *differ_rows(df, self.rules)]
+                 "n": int(df["item_id"].nunique()), "definition": DEFINITIONS["accuracy_sd"]},
+                *differ_rows(df, self.rules)]
 
     def breakdown_groups(self, df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         """Summary groups beyond ``all``/``task=``: category, secondary category, difficulty,

@@ -22,9 +22,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from evalcore.seeding import derive_seed
 from evalcore.stats.aggregate import mean_of
 from evalcore.stats.bootstrap import estimate
-from evalcore.seeding import derive_seed
 
 __all__ = ["BREAKDOWNS", "as_labels", "breakdown_values", "breakdown_groups", "chosen_type", "chosen_type_rows",
            "CHOSEN_METRIC", "CHOSEN_DEFINITION"]

@@ -16,10 +16,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.stats.aggregate import mean_of, safe_ratio
-from evalcore.stats.bootstrap import estimate
 from evalcore.schema import STRICT, VERDICTS_DIFFER, strict_name
 from evalcore.seeding import derive_seed
+from evalcore.stats.aggregate import mean_of, safe_ratio
+from evalcore.stats.bootstrap import estimate
 
 __all__ = ["DEFINITIONS", "METRICS", "STRICT_METRICS", "agreement", "chosen_option", "accuracy_per_order",
            "question_stats", "summarize_orders"]

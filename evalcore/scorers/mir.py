@@ -30,11 +30,11 @@ import pyarrow as pa
 from evalcore.embedders import EmbedderSpec, spec_of
 from evalcore.errors import INPUT, OUTPUT
 from evalcore.guard import guarded
-from evalcore.scorers.base import Scorer
-from evalcore.stats.aggregate import Aggregate
 from evalcore.mir_rules import tagging as cmi_tagging
 from evalcore.mir_rules.caps import cut
 from evalcore.mir_rules.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
+from evalcore.scorers.base import Scorer
+from evalcore.stats.aggregate import Aggregate
 
 __all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]
 

@@ -38,9 +38,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from evalcore.seeding import derive_seed
 from evalcore.stats.aggregate import mean_of
 from evalcore.stats.bootstrap import estimate
-from evalcore.seeding import derive_seed
 
 __all__ = ["perceptual_index", "vote", "rul_rows", "DEFINITIONS", "TASK"]
 

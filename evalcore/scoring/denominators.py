@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.stats.aggregate import aggregate
-from evalcore.scorers.base import Scorer
 from evalcore.schema import ERRORED, ERRORED_DEFINITION
+from evalcore.scorers.base import Scorer
+from evalcore.stats.aggregate import aggregate
 
 __all__ = ["ERRORED", "ERRORED_DEFINITION", "denominator_rows"]
 

@@ -13,13 +13,13 @@ import pandas as pd
 
 from evalcore.errors import OUTPUT, bounded, class_of
 from evalcore.guard import Reason, not_utf8, one_by_one
+from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
 from evalcore.scorers.base import Scorer
 from evalcore.scorers.factual import FactualScorer
 from evalcore.scorers.factual_formats import BinaryChoiceScorer, TrueFalseScorer
 from evalcore.scorers.freeform import FreeformScorer
-from evalcore.scoring.mcq_rules import MCQScorer
 from evalcore.scorers.mir import MirScorer
-from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
+from evalcore.scoring.mcq_rules import MCQScorer
 
 
 def merge_chunks(rows: Iterable[dict]) -> list[dict]:

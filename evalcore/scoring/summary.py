@@ -13,12 +13,12 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from evalcore.stats.aggregate import _keyed, aggregate, cells, contrasts
-from evalcore.scorers.base import Scorer
-from evalcore.stats.multiplicity import CORRECTION, holm
 from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
+from evalcore.scorers.base import Scorer
 from evalcore.scoring.denominators import denominator_rows
 from evalcore.scoring.requests import ScorerParams, _by, build_scorer
+from evalcore.stats.aggregate import _keyed, aggregate, cells, contrasts
+from evalcore.stats.multiplicity import CORRECTION, holm
 
 
 def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int,

@@ -1,10 +1,10 @@
 """The free-form metric interface and the registry's view of it.
 
 A free-form metric is one module in :mod:`evalcore.textmetrics.registered` (the registry's package: metric modules
-only) with one ``@METRICS.register("name")`` class (:class:`FreeformMetric`): its
-settings (a frozen pydantic ``Params``, the config section ``section``), its definition text, its direction,
-the packages it imports, whether it loads a model and on which device, where the pipeline scores it (``stream``)
-and :meth:`FreeformMetric.score`. The config (:class:`evalcore.textmetrics.metric_config.FreeformMetrics`), the scoring stage
+only) with one ``@METRICS.register("name")`` class (:class:`FreeformMetric`): its settings (a frozen pydantic
+``Params``, the config section ``section``), its definition text, its direction, the packages it imports, whether
+it loads a model and on which device, where the pipeline scores it (``stream``) and :meth:`FreeformMetric.score`.
+The config (:class:`evalcore.textmetrics.metric_config.FreeformMetrics`), the scoring stage
 (:mod:`evalcore.scorers.freeform`), the stream (:mod:`evalcore.textmetrics.stream_values`), :func:`score_pairs
 <evalcore.textmetrics.text_profiles.score_pairs>`, the resources and ``evalcore validate`` all read the registry:
 no list of metric names is kept anywhere else.

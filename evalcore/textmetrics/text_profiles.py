@@ -1,7 +1,8 @@
 """The lexical engine: scores (reference, candidate) pairs with the lexical metrics (BLEU, BLEU-4, METEOR, ROUGE) of
 a named profile, and with any other registered free-form metric, under the same row rules. It batches and caches;
-each metric computes its value in its own file (:mod:`~evalcore.textmetrics.registered.bleu`, :mod:`~evalcore.textmetrics.registered.bleu4`,
-:mod:`~evalcore.textmetrics.registered.meteor`, :mod:`~evalcore.textmetrics.registered.rouge`: :meth:`LexicalMetric.value` of one pair).
+each metric computes its value in its own file (:mod:`~evalcore.textmetrics.registered.bleu`,
+:mod:`~evalcore.textmetrics.registered.bleu4`, :mod:`~evalcore.textmetrics.registered.meteor`,
+:mod:`~evalcore.textmetrics.registered.rouge`: :meth:`LexicalMetric.value` of one pair).
 
 Profiles: ``mullama``, what the published MU-LLaMA evaluation script computes per pair; ``standard``, textbook
 word-level definitions, plus corpus BLEU (sacreBLEU, 13a, ``exp``) over the scored rows as a separate aggregate.

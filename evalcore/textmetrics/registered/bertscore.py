@@ -17,9 +17,9 @@ from typing import Any, ClassVar, Hashable, Sequence
 
 from pydantic import Field
 
+from evalcore.packages import importable
 from evalcore.textmetrics.freeform_metric import (METRICS, FreeformMetric, MetricParams, Scored, guarded, scoreable,
                                               spread)
-from evalcore.packages import importable
 
 PUBLISHED = ("roberta-large", 17)  # bert_score's English default = the MU-LLaMA script's model
 

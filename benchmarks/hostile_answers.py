@@ -3,7 +3,7 @@ rule family, per offline judge and for the free-form metrics, the longest answer
 scorers' throughput on normal answers through the scoring guard against the unguarded call, in one process.
 
 * ``corpus``: ``--n`` generated answers per family (default 100,000; answers up to ``--max-chars``), each scored
-  alone through the ``mir`` scorer (:meth:`evalcore.metrics.mir.MirScorer.score_one`: cap, guard, rule) or judged
+  alone through the ``mir`` scorer (:meth:`evalcore.scorers.mir.MirScorer.score_one`: cap, guard, rule) or judged
   alone (:func:`evalcore.pipeline.stages.judge_batch`, batches of 256); per family the answers that errored, the
   total seconds and the **slowest answer found** (its length, its first characters, its seconds).
 * ``worst``: per rule family, answers built to cost the most **at the family's cap** (and far past it: cut before
@@ -36,9 +36,9 @@ import pyarrow as pa  # noqa: E402
 
 from bad_answers import corpus  # noqa: E402
 from cmi_scorers import synthetic  # noqa: E402
-from evalcore.metrics.cmi.caps import CAPS, cut  # noqa: E402
-from evalcore.metrics.cmi.rules import PublishedStops, Unreproducible  # noqa: E402
-from evalcore.metrics.mir import MirScorer, _meta  # noqa: E402
+from evalcore.mir_rules.caps import CAPS, cut  # noqa: E402
+from evalcore.mir_rules.rules import PublishedStops, Unreproducible  # noqa: E402
+from evalcore.scorers.mir import MirScorer, _meta  # noqa: E402
 
 GENRES = ["blues", "classical", "country", "disco", "hiphop", "jazz", "metal", "pop", "reggae", "rock"]
 NSYNTH = [str(p) for p in range(9, 120)]  # NSynth pitch: the largest label set, and digits inside each other

@@ -20,13 +20,13 @@ from evalcore import storage
 from evalcore.datasets.base import DATASETS
 from evalcore.embedders import EmbedderSpec
 from evalcore.judges.base import JUDGES
-from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.models.base import MODELS
 from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
 from evalcore.registry import Registry
 from evalcore.kinds.base import KINDS, config_mistake
 from evalcore.kinds.base import ProtocolKind as ProtocolKindSpec
 from evalcore.schema import CONDITIONS
+from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 
@@ -205,7 +205,7 @@ class ProtocolConfig(_Strict):
     #: report only: leave breakdown values holding at most this share of the questions out of the category
     #: breakdown (HumMusQA's Figure 1 leaves out categories with <= 5 % of the questions: 0.05)
     breakdown_min_share: float = Field(0.0, ge=0.0, lt=1.0)
-    #: free-form only: metric profile, registered metric names and their settings (evalcore.metrics.metric_config;
+    #: free-form only: metric profile, registered metric names and their settings (evalcore.textmetrics.metric_config;
     #: None = FreeformMetrics(): mullama lexical metrics)
     metrics: FreeformMetrics | None = None
     #: mir only: the text embedder of the rules that score by similarity (CMI-Bench's tagging, released with

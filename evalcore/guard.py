@@ -4,7 +4,7 @@
 row (stage ``score`` or ``judge``, class ``output``: :data:`evalcore.errors.OUTPUT`) and the run goes on.
 
 A rule that raises is a defect to fix where it raises (the released rule's own stops are
-:class:`~evalcore.metrics.cmi.rules.PublishedStops` with their reasons); the guard is what keeps such a defect from
+:class:`~evalcore.mir_rules.rules.PublishedStops` with their reasons); the guard is what keeps such a defect from
 costing a run, or every ``--resume`` of it (the answer is cached and replayed). ``KeyboardInterrupt`` and
 ``SystemExit`` pass: they are the operator's, not the answer's.
 

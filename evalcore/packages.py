@@ -13,7 +13,7 @@ add the ``cpu`` extra, the CPU build of torch: without it pip takes torch's CUDA
 A component that runs in another interpreter defines ``packages_problem(params) -> str | None`` instead
 (``vllm_audio_lm``: vLLM in the interpreter :func:`evalcore.models.vllm_audio.vllm_python` finds, checked in a
 subprocess). A registered free-form metric declares its modules the same way (``requires``,
-:class:`evalcore.metrics.freeform_metric.FreeformMetric`), all in the ``[metrics]`` extra. ``evalcore validate`` and
+:class:`evalcore.textmetrics.freeform_metric.FreeformMetric`), all in the ``[metrics]`` extra. ``evalcore validate`` and
 ``evalcore run``'s preflight (before Ray starts) report each gap as one line naming the component and the command.
 """
 

@@ -24,22 +24,22 @@ from typing import Any, Iterator
 from evalcore import storage
 from evalcore.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.datasets.base import DATASETS
-from evalcore.judges.base import JUDGES
-from evalcore.metrics.freeform import preflight as metric_problems
-from evalcore.models.base import MODELS
-from evalcore.embedders import EmbedderSpec, path_problem, requires
-from evalcore.metrics.mir import REQUIRES as MIR_REQUIRES
-from evalcore.packages import CORE, METRICS_EXTRA, component_problem, missing
-from evalcore.params import path_problems
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validated
+from evalcore.embedders import EmbedderSpec, path_problem, requires
 from evalcore.errors import bounded
+from evalcore.judges.base import JUDGES
+from evalcore.models.base import MODELS
+from evalcore.packages import CORE, METRICS_EXTRA, component_problem, missing
+from evalcore.params import path_problems
 from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
 from evalcore.registry import Registry
 from evalcore.reports import model_card, published
-from evalcore.vocab_fit import declared
+from evalcore.scorers.freeform import preflight as metric_problems
+from evalcore.scorers.mir import REQUIRES as MIR_REQUIRES
 from evalcore.vocab.tasks import misfit
+from evalcore.vocab_fit import declared
 
 
 #: the registry of each kind of configured component

@@ -7,9 +7,11 @@ five registries live in their packages, beside the interface their components im
 * ``DATASETS`` in :mod:`evalcore.datasets.base` (:class:`~evalcore.datasets.base.Dataset`),
 * ``MODELS`` in :mod:`evalcore.models.base` (:class:`~evalcore.models.base.MusicLM`),
 * ``JUDGES`` in :mod:`evalcore.judges.base` (the :class:`~evalcore.judges.base.Judge` protocol),
-* ``METRICS`` in :mod:`evalcore.metrics.freeform_metric` (:class:`~evalcore.metrics.freeform_metric.FreeformMetric`),
-* ``RULES`` in :mod:`evalcore.metrics.cmi.rules` (:class:`~evalcore.metrics.cmi.rules.Rule`: CMI-Bench's released
-  rules, loading ``evalcore/metrics/cmi/``; each registered under the task family it scores, a name of
+* ``METRICS`` in :mod:`evalcore.textmetrics.freeform_metric`
+  (:class:`~evalcore.textmetrics.freeform_metric.FreeformMetric`; it loads ``evalcore/textmetrics/registered/``, a
+  package of metric modules only, beside the interface),
+* ``RULES`` in :mod:`evalcore.mir_rules.rules` (:class:`~evalcore.mir_rules.rules.Rule`: CMI-Bench's released
+  rules, loading ``evalcore/mir_rules/``; each registered under the task family it scores, a name of
   :class:`evalcore.datasets.cmi_bench.Family`, which the items carry as their ``category``).
 
 The first read of a registry (``get``, ``names``, ``in``) imports every module of its package once, so every
@@ -68,7 +70,7 @@ class Registry(Generic[T]):
                 return
             self._loading = True
             try:
-                package = sys.modules[self.package]  # imported: this registry lives in one of its modules
+                package = sys.modules[self.package]  # imported: the module holding this registry imports it
                 for info in pkgutil.iter_modules(package.__path__):
                     if info.name.startswith("_"):  # private: the toys, examples imported by their tests only
                         continue

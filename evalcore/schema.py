@@ -7,6 +7,7 @@ Each later table carries the request key columns so tables join on ``request_id`
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import pyarrow as pa
@@ -22,6 +23,23 @@ STRICT = "_strict"
 #: order); its definition ends with :data:`QUIRKS` and the quirks of the rule that credits them
 VERDICTS_DIFFER = "verdicts_differ"
 QUIRKS = "; credited by "
+
+
+@dataclass(frozen=True)
+class PublishedRule:
+    """The released scorer a judge follows, and where evalcore's strict reading of it departs.
+
+    ``source``: the scorer, where it was read (repository, file, function, commit); ``quirks``: a few words naming
+    what the released scorer credits that the strict reading does not (the report says "17 of 136 items credited
+    by <quirks>"); ``strict``: what the strict reading counts instead ("" when it departs nowhere: both figures
+    are then equal on every response). A judge names its rule (:attr:`evalcore.judges.base.JudgeBase.rule`); the
+    MCQ scorer names it in its figures' definitions (:mod:`evalcore.scorers.mcq_verdicts`)."""
+
+    source: str
+    quirks: str
+    strict: str = ""
+
+
 CONDITIONS = ("correct", "random", "silence", "noise", "text_only")
 
 ITEM = pa.schema(
@@ -111,7 +129,7 @@ JUDGMENT = pa.schema(
         # one of them); null for a judge of evalcore's own rule (parsed_index is its only verdict)
         pa.field("credited", pa.list_(pa.int32())),
         pa.field("embedding_key", pa.string()),  # freeform: key of a cached embedding
-        pa.field("scores", pa.string()),  # freeform: per-pair metric values from the pipeline (evalcore.metrics.stream_values)
+        pa.field("scores", pa.string()),  # freeform: per-pair metric values from the pipeline (textmetrics.stream_values)
         pa.field("error", pa.string()),
         pa.field("error_stage", pa.string()),
         pa.field("error_class", pa.string()),

@@ -1,14 +1,14 @@
 """The figures of docs/layers.md: evalcore's package-level import graph, counted over every import (inside
 functions too, and dynamic ones).
 
-A node is the first name under ``evalcore`` (``evalcore/config.py`` → ``config``, ``evalcore/metrics/bleu.py`` →
-``metrics``). An arrow is an ``import`` / ``from … import`` statement or a dynamic import: a call of
-``importlib.import_module`` or ``__import__`` whose target is written as a string (``"evalcore.x"``, or an f-string
-that begins with one). A dynamic import whose target is computed (a variable) cannot be drawn: each must say on its
-line what it imports (``# dynamic: …``), and the walk lists them. Imports under ``if TYPE_CHECKING:`` are for type
-checkers only (no module is loaded at run time): counted apart, not arrows. Prints the arrows, the two-way pairs,
-the groups of packages in a cycle, the dynamic and type-only imports, the import statements of evalcore modules
-nested in a function, and the files over 500 lines.
+A node is the first name under ``evalcore`` (``evalcore/config.py`` → ``config``,
+``evalcore/textmetrics/registered/bleu.py`` → ``textmetrics``). An arrow is an ``import`` / ``from … import``
+statement or a dynamic import: a call of ``importlib.import_module`` or ``__import__`` whose target is written as a
+string (``"evalcore.x"``, or an f-string that begins with one). A dynamic import whose target is computed (a
+variable) cannot be drawn: each must say on its line what it imports (``# dynamic: …``), and the walk lists them.
+Imports under ``if TYPE_CHECKING:`` are for type checkers only (no module is loaded at run time): counted apart,
+not arrows. Prints the arrows, the two-way pairs, the groups of packages in a cycle, the dynamic and type-only
+imports, the import statements of evalcore modules nested in a function, and the files over 500 lines.
 
     python scripts/import_graph.py [SRC_DIR]    # default: the evalcore package next to this script
 """

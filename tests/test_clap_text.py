@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalcore.metrics import clap_text as ct
-from evalcore.metrics import text_profiles as tp
+from evalcore.textmetrics import text_profiles as tp
+from evalcore.textmetrics.registered import clap_text as ct
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("clap_fixture", REPO / "scripts" / "clap_fixture.py")

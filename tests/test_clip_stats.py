@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalcore.metrics.bootstrap import estimate, paired_difference
-from evalcore.metrics.mcnemar import exact_p, mcnemar
 from evalcore.nightly import compare
 from evalcore.scoring.requests import per_item_table
 from evalcore.scoring.summary import summary_table
+from evalcore.stats.bootstrap import estimate, paired_difference
+from evalcore.stats.mcnemar import exact_p, mcnemar
 
 MEAN = lambda m: m[..., 0]  # noqa: E731
 BOOT = {"resamples": 2000, "confidence": 0.95, "seed": 7}

@@ -23,15 +23,15 @@ from evalcore import audio
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.cmi_bench import TASKS, CmiBench, Family, task_of_file
 from evalcore.datasets.validate import validate_items
-from evalcore.metrics.cmi.classes import MulticlassRule
-from evalcore.metrics.cmi.key import KeyRule, parse_key
-from evalcore.metrics.cmi.lyrics import LyricsRule
-from evalcore.metrics.cmi.melody import MelodyRule
-from evalcore.metrics.cmi.regression import rating
-from evalcore.metrics.cmi.tagging import TaggingRule, _auc, auc_rows, embedding_truth, exact_vectors, resampled_auc
-from evalcore.metrics.cmi.technique import TechniqueRule
-from evalcore.metrics.mir import MirScorer
-from evalcore.metrics.cmi.rules import RULES, PublishedStops, Unreproducible, literal
+from evalcore.mir_rules.classes import MulticlassRule
+from evalcore.mir_rules.key import KeyRule, parse_key
+from evalcore.mir_rules.lyrics import LyricsRule
+from evalcore.mir_rules.melody import MelodyRule
+from evalcore.mir_rules.regression import rating
+from evalcore.mir_rules.rules import RULES, PublishedStops, Unreproducible, literal
+from evalcore.mir_rules.tagging import TaggingRule, _auc, auc_rows, embedding_truth, exact_vectors, resampled_auc
+from evalcore.mir_rules.technique import TechniqueRule
+from evalcore.scorers.mir import MirScorer
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "cmi_bench"
 
@@ -230,7 +230,7 @@ def test_m4a_decodes_by_pyav_and_a_broken_one_is_an_input_error() -> None:
 def test_rules_scored_in_the_stream_are_what_the_run_scorer_takes() -> None:
     """The stage on the workers' judged batches stores each whole request's columns (or its error) in ``scores``;
     the run's scorer takes them as they are, and computes what is missing (a chunked request) the same way."""
-    from evalcore.metrics.mir import score_batch
+    from evalcore.scorers.mir import score_batch
     from evalcore.pipeline.stages import JUDGED
 
     base = {"protocol": "cmi", "error": None, "n_chunks": 1, "task": "GS_key", "category": "cmi_key",

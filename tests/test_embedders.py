@@ -92,7 +92,7 @@ def released_gte(result_list: list[dict], answer_list: list[str], path: str) -> 
 
 
 def test_the_tagging_rule_with_an_embedder_by_config_gives_the_released_aucs(tiny: Path) -> None:
-    from evalcore.metrics.cmi.tagging import auc_rows, configured
+    from evalcore.mir_rules.tagging import auc_rows, configured
 
     spec = EmbedderSpec(kind="sentence_transformers", path=str(tiny))
     rule = configured(spec, vocabularies={"toy": TAGS})
@@ -115,7 +115,7 @@ def test_the_tagging_rule_with_an_embedder_by_config_gives_the_released_aucs(tin
 def test_the_mir_scorer_takes_the_protocols_similarity(tiny: Path) -> None:
     """The run's scorer (and the stream's) builds the tagging rule from the protocol's ``similarity``; without
     one it is the stand-in, which says so."""
-    from evalcore.metrics.mir import MirScorer, score_batch
+    from evalcore.scorers.mir import MirScorer, score_batch
 
     spec = {"kind": "sentence_transformers", "path": str(tiny)}
     assert MirScorer(spec).rules["cmi_tagging"].embedder == describe(EmbedderSpec(**spec))
@@ -129,7 +129,7 @@ def test_the_mir_scorer_takes_the_protocols_similarity(tiny: Path) -> None:
     table = pa.Table.from_pylist([{f.name: row.get(f.name) for f in JUDGED}], schema=JUDGED)
     stand_in, real = (json.loads(score_batch(table, ["cmi"], sim).column("scores")[0].as_py())
                       for sim in (None, {"cmi": spec}))
-    from evalcore.metrics.cmi.tagging import VOCABULARIES
+    from evalcore.mir_rules.tagging import VOCABULARIES
 
     want = load(EmbedderSpec(**spec)).similarity("rock and pop", VOCABULARIES["MTG_genre"])
     assert json.loads(real["tag_vectors"])["scores"] == [float(x) for x in want]

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from evalcore.metrics.factual import set_scores
-from evalcore.metrics.factual_modes import (
+from evalcore.scorers.factual import set_scores
+from evalcore.scorers.factual_modes import (
     aggregate_answers, apply_mode, mode_scores, per_label, true_false_labels, union_labels,
 )
 from evalcore.vocab import (

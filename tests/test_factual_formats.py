@@ -15,13 +15,13 @@ import soundfile as sf
 from evalcore.config import CHUNK_SECONDS_PAPER, ModelConfig, parse_config
 from evalcore.datasets import factual_formats as ff
 from evalcore.datasets.validate import validate_items
+from evalcore.judges.base import JUDGES
 from evalcore.judges.yes_no import read_choice, read_yes_no
-from evalcore.metrics.factual_formats import BinaryChoiceScorer, TrueFalseScorer, combine_choices, recording_id
 from evalcore.pipeline.finish import finish
 from evalcore.pipeline.resources import chunk_window
 from evalcore.pipeline.stages import Decoder, judge_batch
 from evalcore.protocols.requests import expand_requests
-from evalcore.judges.base import JUDGES
+from evalcore.scorers.factual_formats import BinaryChoiceScorer, TrueFalseScorer, combine_choices, recording_id
 from evalcore.scoring.requests import merge_chunks
 
 

@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.metrics.aggregate import aggregate
-from evalcore.metrics.factual import FactualScorer
+from evalcore.scorers.factual import FactualScorer
+from evalcore.stats.aggregate import aggregate
 
 ROWS = [("A", ["piano"], "A piano, and a violin."), ("B", ["flute"], "I cannot tell."),
         ("C", ["cello", "oboe"], "A cello.")]

@@ -11,13 +11,13 @@ import pytest
 from evalcore.config import ProtocolConfig
 from evalcore.datasets import factual_formats as ff
 from evalcore.datasets.base import DatasetContext
+from evalcore.datasets.base import DATASETS
 from evalcore.datasets.fma import FMA, audio_path
 from evalcore.datasets.musicnet import MusicNet
 from evalcore.datasets.validate import validate_items
-from evalcore.metrics.factual_modes import aggregate_answers
 from evalcore.protocols import factual_prompts as fp
 from evalcore.protocols.prompts import render
-from evalcore.datasets.base import DATASETS
+from evalcore.scorers.factual_modes import aggregate_answers
 from evalcore.vocab import FMA_GENRES, MUSICNET_COMPOSERS, MUSICNET_INSTRUMENTS, normalize
 
 # --- FMA: tracks.csv as released (two header rows, then the ``track_id,,,…`` index-name row) ---

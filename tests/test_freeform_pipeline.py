@@ -26,11 +26,11 @@ import soundfile as sf
 
 from evalcore.config import ConfigError, parse_config
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE
-from evalcore.metrics.bertscore import BertScoreConfig
-from evalcore.metrics.clap_text import ClapTextConfig
-from evalcore.metrics.text_profiles import MAX_CHARS, ModelMetrics, score_pairs
 from evalcore.pipeline.finish import rerender
 from evalcore.pipeline.run import run
+from evalcore.textmetrics.registered.bertscore import BertScoreConfig
+from evalcore.textmetrics.registered.clap_text import ClapTextConfig
+from evalcore.textmetrics.text_profiles import MAX_CHARS, ModelMetrics, score_pairs
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key
 
 install_test_key()  # before Ray starts, so the model actors inherit it
@@ -307,7 +307,7 @@ def test_missing_model_files_fail_before_any_work(tmp_path):
 
 def test_a_metric_that_cannot_run_makes_error_rows_not_a_crash(monkeypatch):
     """CIDEr-D without Java (PATH emptied): every free-form row is an error row with the fix, none is dropped."""
-    from evalcore.metrics.freeform import FreeformScorer
+    from evalcore.scorers.freeform import FreeformScorer
     from evalcore.scoring.requests import score_requests
 
     monkeypatch.setenv("PATH", "/nonexistent")

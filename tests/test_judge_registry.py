@@ -101,7 +101,7 @@ def test_a_name_is_written_once_and_loaded_on_first_use():
 def test_importing_the_command_line_loads_no_registry_and_the_toys_stay_private():
     code = ("import evalcore.cli\n"
             "from evalcore.datasets.base import DATASETS\nfrom evalcore.judges.base import JUDGES\n"
-            "from evalcore.metrics.freeform_metric import METRICS\nfrom evalcore.models.base import MODELS\n"
+            "from evalcore.textmetrics.freeform_metric import METRICS\nfrom evalcore.models.base import MODELS\n"
             "print([r.kind for r in (DATASETS, MODELS, JUDGES, METRICS) if r._loaded])\n"
             # loaded: every module but the private toys, which only their tests import
             "print(sorted(n for r in (JUDGES, METRICS) for n in r.names() if n.startswith('toy')))")

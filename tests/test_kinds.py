@@ -10,7 +10,7 @@ import pytest
 
 from evalcore.config import ConfigError, parse_config
 from evalcore.kinds.base import KINDS, config_mistake, kinds_where
-from evalcore.metrics.base import Scorer
+from evalcore.scorers.base import Scorer
 from evalcore.scoring.requests import scorer_class
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -10,10 +10,10 @@ import random
 
 import pytest
 
+from evalcore.judges.base import JUDGES
 from evalcore.judges.mcq_muchomusic import parse_muchomusic
 from evalcore.judges.mcq_string import parse_choice
-from evalcore.metrics.mcq_orders import agreement
-from evalcore.judges.base import JUDGES
+from evalcore.scorers.mcq_orders import agreement
 
 INST = ["Electric guitar", "Piano", "Violin", "Trumpet"]
 MOOD = ["Happy and upbeat", "Sad and melancholic", "Angry and aggressive", "Calm and relaxing"]

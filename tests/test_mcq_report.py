@@ -9,9 +9,9 @@ import math
 import pandas as pd
 import pytest
 
-from evalcore.metrics.mcq_breakdowns import breakdown_groups, chosen_type
 from evalcore.reports import markdown
 from evalcore.reports.mcq import attention_sections, breakdown_sections, chosen_sections
+from evalcore.scorers.mcq_breakdowns import breakdown_groups, chosen_type
 from evalcore.scoring.requests import per_item_table
 from evalcore.scoring.summary import summary_table
 

@@ -1,4 +1,4 @@
-"""A free-form metric is one file plus its registration: ``evalcore/metrics/_toy_recall.py`` registers
+"""A free-form metric is one file plus its registration: ``evalcore/textmetrics/registered/_toy_recall.py`` registers
 ``toy_recall`` (a settings model, a definition, a scorer), only this test imports it, and nothing else in evalcore
 names it, yet the config accepts it and checks
 its settings field by field, ``evalcore validate`` names a bad field in one line, and a run scores it, states its
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -18,9 +20,10 @@ from typer.testing import CliRunner
 from evalcore.cli import app
 from evalcore.config import ConfigError, parse_config
 from evalcore.errors import ExitCode
-from evalcore.metrics.metric_config import FreeformMetrics, registered
-from evalcore.metrics import _toy_recall as toy_metric
+from evalcore.textmetrics.metric_config import FreeformMetrics, registered
+from evalcore.textmetrics.registered import _toy_recall as toy_metric
 
+REPO = Path(__file__).resolve().parents[1]
 BASE = {"name": "toy", "datasets": [{"name": "synth", "kind": "synthetic", "params": {"n_clips": 3}}],
         "models": [{"name": "prior", "kind": "text_prior"}]}
 
@@ -39,6 +42,23 @@ def test_the_registry_is_the_list_of_names():
     assert isinstance(settings, toy_metric.ToyRecallParams) and settings.min_length == 3
     with pytest.raises(ConfigError, match=r"protocols\.0\.metrics\.names: unknown metric\(s\) \['toy_recal'\]"):
         parse_config(_cfg({"names": ["toy_recal"]}))
+
+
+def test_reading_the_metrics_imports_no_mir_rule_and_no_scorer():
+    """The free-form metrics are a package of their own: reading ``METRICS`` and building BLEU imports none of
+    CMI-Bench's rules nor their libraries (mir_eval, jiwer, num2words), nor a scorer or a judge."""
+    code = ("import sys\n"
+            "from evalcore.textmetrics.freeform_metric import METRICS\n"
+            "names = METRICS.names()\n"
+            "bleu = METRICS.get('bleu')('bleu', 'mullama')\n"
+            "print(names, bleu.definition())\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mir_eval', 'jiwer', 'num2words')\n"
+            "             or m.startswith(('evalcore.mir_rules', 'evalcore.scorers', 'evalcore.judges'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    read, loaded = out.stdout.splitlines()[:2]
+    assert "'bleu'" in read and "sentence_bleu" in read  # the registry was read and BLEU built
+    assert loaded == "[]"
 
 
 @pytest.mark.parametrize("settings, line", [

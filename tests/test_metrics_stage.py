@@ -7,10 +7,10 @@ import math
 
 import pyarrow as pa
 
-from evalcore.metrics import stream_values as stage
-from evalcore.metrics.freeform import FreeformScorer
 from evalcore.pipeline import stream_metrics
 from evalcore.pipeline.stages import JUDGED
+from evalcore.scorers.freeform import FreeformScorer
+from evalcore.textmetrics import stream_values as stage
 
 REF = "A calm piano piece in a minor key with soft strings."
 

@@ -31,7 +31,7 @@ from evalcore.datasets.mmau_pro import MMAUPro
 from evalcore.datasets.validate import validate_items
 from evalcore.embedders import bag_of_words
 from evalcore.judges.mmau_pro import TIE_RTOL, McqMmauProJudge, first_nearest, nearest, nearest_choice
-from evalcore.metrics.mcq import MCQScorer
+from evalcore.scorers.mcq import MCQScorer
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "mmau_pro"
 

@@ -17,11 +17,11 @@ import yaml
 from evalcore.config import parse_config
 from evalcore.judges.llm_judges import McqLLMJudge
 from evalcore.llm.prompts import MCQ_MATCH
-from evalcore.metrics.factual_modes import aggregate_answers
-from evalcore.metrics.freeform import FreeformScorer
-from evalcore.metrics.mcq_orders import question_stats, summarize_orders
 from evalcore.protocols.templates import template_set
 from evalcore.reports.published import read
+from evalcore.scorers.factual_modes import aggregate_answers
+from evalcore.scorers.freeform import FreeformScorer
+from evalcore.scorers.mcq_orders import question_stats, summarize_orders
 from evalcore.scoring.requests import merge_chunks
 from paper_text import flat, paper
 

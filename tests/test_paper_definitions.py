@@ -191,7 +191,7 @@ def test_table3_extraction_example() -> None:
     extracted; with one true label and two predicted, precision is 1/2 and recall 1 (the caption's "Precision = 1,
     Recall = 0.5" swaps them); F1 0.667 either way."""
     from evalcore.vocab import GENRE_LEXICON, extract
-    from evalcore.metrics.factual import set_scores
+    from evalcore.scorers.factual import set_scores
 
     labels = extract("This piece of music falls under the genre of pop/soft rock.", GENRE_LEXICON)
     assert labels == ["pop", "rock"]

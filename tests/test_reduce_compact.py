@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from evalcore.metrics.base import Aggregate, mean_of
-from evalcore.metrics.aggregate import aggregate
 from evalcore.pipeline.reduce import _compact, _concat
+from evalcore.stats.aggregate import Aggregate, mean_of
+from evalcore.stats.aggregate import aggregate
 
 
 def _part(models: list[str], conditions: list[str], start: int) -> pd.DataFrame:
@@ -56,7 +56,7 @@ def test_aggregates_of_the_categorical_frame_equal_those_of_the_plain_one():
 
 
 def test_cells_yield_what_pandas_groupby_yields_one_group_at_a_time():
-    from evalcore.metrics.aggregate import cells
+    from evalcore.stats.aggregate import cells
 
     rng = np.random.default_rng(1)
     n = 300

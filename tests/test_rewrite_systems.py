@@ -159,7 +159,7 @@ def test_rewrite_systems_end_to_end_with_error_rows_and_cached_rerun(tmp_path, l
 
     summary = pq.read_table(root / "tables" / "summary.parquet").to_pandas()
     models = set(summary[summary["protocol"] == "freeform"]["model"])
-    # the two systems, plus (since metrics/freeform.py compares them) their paired "paraphrase-adversarial" rows
+    # the two systems, plus (since scorers/freeform.py compares them) their paired "paraphrase-adversarial" rows
     assert {"paraphrase", "adversarial"} <= models <= {"paraphrase", "adversarial", "paraphrase-adversarial"}
     second_summary = pq.read_table(tmp_path / "run2" / "tables" / "summary.parquet").to_pandas()
     key = ["model", "metric", "group", "condition"]
@@ -175,7 +175,7 @@ def test_rewrite_systems_end_to_end_with_error_rows_and_cached_rerun(tmp_path, l
 def test_the_metrics_know_every_rewrite_role_the_backend_records() -> None:
     """The free-form metrics tell a rewrite system's role from the template name its model_info records; the
     roles they know are exactly the backend's templates (kept in step here, not by an import across layers)."""
-    from evalcore.metrics.freeform import REWRITE_BACKEND, REWRITE_ROLES, rewrite_roles
+    from evalcore.scorers.freeform import REWRITE_BACKEND, REWRITE_ROLES, rewrite_roles
     from evalcore.models.reference_rewrite import TEMPLATES
 
     assert set(REWRITE_ROLES) == set(TEMPLATES)

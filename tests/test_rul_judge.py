@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import pytest
 
+from evalcore.judges.base import JUDGES
 from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
 from evalcore.protocols.templates import TEMPLATE_SETS
-from evalcore.judges.base import JUDGES
 
 OPTS = ["Fiddle", "Tin whistle", "Accordion", "Banjo"]  # presented order: A B C D
 
@@ -84,7 +84,7 @@ def test_template_renders_the_released_leave_one_out_prompt() -> None:
 def test_published_and_strict_verdicts_agree_on_every_case() -> None:
     """evalcore reads the extraction with no departure: the default (released) verdict and the strict one are the
     same on every hand-labelled case and every answer (the letter E past four options: wrong by both)."""
-    from evalcore.metrics.mcq import MCQScorer
+    from evalcore.scorers.mcq import MCQScorer
 
     judged = McqRulJudge().judge([t for t, _ in CASES], [OPTS] * len(CASES))
     rows = [{**j, "correct_index": a} for j in judged for a in range(len(OPTS))]

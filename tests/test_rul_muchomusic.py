@@ -21,12 +21,12 @@ import yaml
 from evalcore.config import parse_config
 from evalcore.datasets.rul_muchomusic import RulMuchoMusic
 from evalcore.datasets.validate import validate_items
-from evalcore.metrics.perceptual_index import perceptual_index, rul_rows, vote
+from evalcore.judges.base import JUDGES
 from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.protocols.prompts import option_order
 from evalcore.protocols.requests import expand_requests
-from evalcore.judges.base import JUDGES
 from evalcore.reports import markdown
+from evalcore.scorers.perceptual_index import perceptual_index, rul_rows, vote
 from evalcore.scoring.requests import per_item_table
 from evalcore.scoring.summary import summary_table
 

@@ -1,5 +1,5 @@
 """``evalcore score factual --format true_false|binary_choice``: hand-computed examples, bad rows, and
-agreement with the pipeline's scorers (:mod:`evalcore.metrics.factual_formats`) on the same answers."""
+agreement with the pipeline's scorers (:mod:`evalcore.scorers.factual_formats`) on the same answers."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.metrics.mcq_orders import accuracy_per_order, question_stats, summarize_orders
+from evalcore.scorers.mcq_orders import accuracy_per_order, question_stats, summarize_orders
 
 runner = CliRunner()
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.metrics import text_profiles as tp
-from evalcore.metrics import wordnet as wnmod
+from evalcore.textmetrics import text_profiles as tp
+from evalcore.textmetrics import wordnet as wnmod
 
 from data_paths import MUSICQA_JSON as DATA, missing  # noqa: E402
 
@@ -169,9 +169,9 @@ def test_model_metrics_need_their_models_and_known_names():
         tp.score_pairs(["a"], ["a"], metrics=["bertscore"])
     with pytest.raises(ValueError, match="claptext needs"):
         tp.score_pairs(["a"], ["a"], metrics=["claptext"])
-    from evalcore.metrics.freeform_metric import registered
+    from evalcore.textmetrics.freeform_metric import registered
 
-    # evalcore.metrics registers these, in this order (a test may register more after them: toy_recall)
+    # evalcore.textmetrics.registered registers these, in this order (a test may register more after them: toy_recall)
     assert registered()[:7] == [*tp.lexical_names()[:4], "bertscore", "cider", "claptext"]
     assert tp.lexical_names() == ["bleu", "bleu4", "meteor", "rouge"]
 
@@ -181,7 +181,7 @@ def test_model_metrics_need_their_models_and_known_names():
 def test_check_wordnet_finds_or_provisions_without_loading(tmp_path):
     code = (
         "import sys\n"
-        "from evalcore.metrics.wordnet import check_wordnet\n"
+        "from evalcore.textmetrics.wordnet import check_wordnet\n"
         "from nltk.corpus import wordnet as wn\n"
         "where = check_wordnet()\n"
         "print(where, type(wn).__name__)\n"  # still the lazy loader: nothing was read

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from evalcore.cli import app
 from evalcore.config import parse_config
-from evalcore.metrics.factual_formats import TrueFalseScorer
 from evalcore.pipeline.finish import finish
 from evalcore.reports.published import read
+from evalcore.scorers.factual_formats import TrueFalseScorer
 
 RULES = ("any", "majority")
 

@@ -11,7 +11,7 @@ the root), ``audio_start`` and ``audio_end`` (seconds; ``audio_end`` −1 = to t
 
 Item rows: ``item_id`` = ``<task>-<line number>``; ``protocol`` = ``mir`` (``freeform`` for the captioning tasks,
 scored by the free-form metrics); ``task`` = the released task name (the file's ``<task>``); ``category`` = the
-task's family (:class:`Family`: the rule scoring it is registered under it, :mod:`evalcore.metrics.cmi.rules`);
+task's family (:class:`Family`: the rule scoring it is registered under it, :mod:`evalcore.mir_rules.rules`);
 ``question`` = ``instruction``; ``reference`` = ``output`` (a number as text, a list's first value); the excerpt =
 ``audio_start`` … ``audio_end``;
 ``metadata``: ``source``, ``split``, ``task_type``, ``audio_path`` and, for the multi-class tasks, ``label_set``:
@@ -42,7 +42,7 @@ __all__ = ["Family", "TASKS", "Task", "task_of_file", "label_set_of", "CmiBench"
 
 class Family:
     """The released scorer's task families: the tasks of one family are scored by one rule, registered under the
-    family's name (``@RULES.register(Family.KEY)`` in :mod:`evalcore.metrics.cmi`), and an item carries its task's
+    family's name (``@RULES.register(Family.KEY)`` in :mod:`evalcore.mir_rules`), and an item carries its task's
     family as its ``category``, by which the ``mir`` scorer finds that rule. Each name is written here only."""
 
     MULTICLASS = "cmi_multiclass"  #: one label of the task's closed set (the items' ``label_set``): accuracy

@@ -7,7 +7,7 @@
   by a seeded coin per item (``order="coin"``).
 * :func:`true_false_items` — one ``true_false`` item per (item, vocabulary label), "Is {label} used
   in this song?", labelled ``["yes"]`` or ``["no"]``, with the asked label as its one option. Per-chunk
-  answers are aggregated in scoring, by :func:`evalcore.metrics.factual_modes.aggregate_answers` (rule
+  answers are aggregated in scoring, by :func:`evalcore.scorers.factual_modes.aggregate_answers` (rule
   ``"any"`` or ``"majority"``).
 * :func:`derive_formats` — the items of a factual dataset in the formats a loader's ``formats``
   parameter asks for (``standard``, ``binary_choice``, ``true_false``).
@@ -15,7 +15,7 @@
 The questions are the paper's (:data:`BINARY_QUESTIONS`, :data:`TRUE_FALSE_QUESTIONS`); the derived items carry
 the whole prompt in their question (prompt variants
 :data:`evalcore.protocols.factual_prompts.BINARY_VARIANTS` and ``TRUE_FALSE_VARIANTS``). The derived protocols
-are scored by :mod:`evalcore.metrics.factual_formats` and judged by :mod:`evalcore.judges.yes_no` (their
+are scored by :mod:`evalcore.scorers.factual_formats` and judged by :mod:`evalcore.judges.yes_no` (their
 default judges).
 """
 

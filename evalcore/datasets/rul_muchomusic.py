@@ -3,7 +3,7 @@
 Reads the released ``RUL-MuchoMusic.json`` (github.com/yongyizang/AreYouReallyListening, d3971de) as it is:
 one JSON object keyed by question id (``"1740"``; MuChoMusic's ``question_id``, 1,187 of them), each value
 with ``question``, ``caption`` (the source dataset's caption, never shown to the model), ``correct_answer``,
-``distractors`` (four texts) and ``PI`` (the question's Perceptual Index, :mod:`evalcore.metrics.perceptual_index`).
+``distractors`` (four texts) and ``PI`` (the question's Perceptual Index, :mod:`evalcore.scorers.perceptual_index`).
 
 **Folds**, as the released scripts build them (the leave-one-out protocol the dataset card asks results to be
 reported with): one item per question and left-out distractor, ``<id>-f<k>`` leaving out distractor ``k`` — the

@@ -8,18 +8,19 @@ option lists (each row's task, each request's question) it declares in ``uses_ta
 and ``version`` goes into the ``judge`` column as ``name@version``.
 
 A judge that follows a benchmark's **published rule** (MMAU's, MMAR's, MMAU-Pro's, RUListening's, MuChoMusic's
-scorer) names it in ``rule`` (:class:`PublishedRule`) and gives two verdicts per response: ``parsed_index``,
-evalcore's strict reading (the one option named, never guessed), and ``credited``, the options the released
-scorer would count right for that response, its quirks included. The MCQ scorer makes the published verdict the
-default figure (``accuracy``) and the strict one its twin (``accuracy_strict``), docs/benchmarks.md.
+scorer) names it in ``rule`` (:class:`~evalcore.schema.PublishedRule`) and gives two verdicts per response:
+``parsed_index``, evalcore's strict reading (the one option named, never guessed), and ``credited``, the options
+the released scorer would count right for that response, its quirks included. The MCQ scorer makes the published
+verdict the default figure (``accuracy``) and the strict one its twin (``accuracy_strict``), docs/benchmarks.md;
+the scoring stage hands it :func:`published_rule` (the scorers import no judge).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Sequence, TypedDict, runtime_checkable
 
 from evalcore.registry import Registry
+from evalcore.schema import PublishedRule
 
 __all__ = ["JUDGES", "JUDGMENT_FIELDS", "Judge", "JudgeBase", "Judgment", "PublishedRule", "build_judge",
            "published_rule"]
@@ -67,20 +68,6 @@ class Judge(Protocol):
               questions: Sequence[str | None] | None = None) -> list[Judgment]:
         """One :class:`Judgment` per text; ``options[i]`` are text ``i``'s options (None for a label task)."""
         ...
-
-
-@dataclass(frozen=True)
-class PublishedRule:
-    """The released scorer a judge follows, and where evalcore's strict reading of it departs.
-
-    ``source``: the scorer, where it was read (repository, file, function, commit); ``quirks``: a few words naming
-    what the released scorer credits that the strict reading does not (the report says "17 of 136 items credited
-    by <quirks>"); ``strict``: what the strict reading counts instead ("" when it departs nowhere: both figures
-    are then equal on every response)."""
-
-    source: str
-    quirks: str
-    strict: str = ""
 
 
 class JudgeBase:

@@ -27,7 +27,7 @@ class LexiconJudge(TaskLexicons, JudgeBase):
     ``tree`` (FMA ``genres.csv`` or a JSON {genre: top-level}) widens the genre lexicon to every genre
     of the tree for ``genre-tree`` and ``genre-node`` rows; ``genre-tree`` rows then report each genre
     mentioned as its top-level genre (the "same tree" credit against the FMA top-level label, i.e.
-    :func:`evalcore.metrics.factual_modes.apply_mode` ``"top"``), ``genre-node`` rows the genres
+    :func:`evalcore.scorers.factual_modes.apply_mode` ``"top"``), ``genre-node`` rows the genres
     themselves (exact). ``genre`` rows use the 16 top-level genres only. The params and the choice of a
     row's lexicon are :class:`~evalcore.vocab.tasks.TaskLexicons`'.
     """

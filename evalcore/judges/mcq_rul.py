@@ -21,7 +21,7 @@ Letters run to ``E`` whatever the number of options (the released one-shot mode 
 options an extracted ``E`` is index 4, past the options — answered and wrong, as the released scorer has
 it (its ``letter_mapping`` has no ``E``, so the answer text is empty and ``is_correct`` false). The
 released leave-one-out vote leaves such an answer out, like a parse failure
-(:mod:`evalcore.metrics.perceptual_index`).
+(:mod:`evalcore.scorers.perceptual_index`).
 
 evalcore reads this rule with no departure, so its two verdicts (:class:`~evalcore.judges.base.PublishedRule`)
 agree on every response: ``credited`` is the extracted option, and ``accuracy_strict`` equals ``accuracy``

@@ -32,7 +32,7 @@ Both readers return "unanswered" rather than guess: nothing is ever filled in at
 The judge also returns the **labels named** in the answer (:func:`named_labels`): the two presented
 labels extracted as above but without the one-label rule (a hedge does not hide a mention, both
 affirmed gives both, the position words name nothing), which the binary-choice scorer compares with
-the ground truth by P/R/F1 as the paper does (:mod:`evalcore.metrics.factual_formats`).
+the ground truth by P/R/F1 as the paper does (:mod:`evalcore.scorers.factual_formats`).
 
 The lexicon is chosen from the labels (``vocabulary="auto"``: the first built-in lexicon whose
 vocabulary holds them; a label outside every lexicon is matched by its own name), or named.

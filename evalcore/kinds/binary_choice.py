@@ -12,7 +12,7 @@ from evalcore.kinds.mcq import choice_problem
 @KINDS.register("binary_choice")
 class BinaryChoice(ProtocolKind):
     # a derived factual format: the item's question is the whole prompt (evalcore.protocols.factual_prompts)
-    scorer = "evalcore.metrics.factual_formats:BinaryChoiceScorer"
+    scorer = "evalcore.scorers.factual_formats:BinaryChoiceScorer"
     judge = "binary_choice"
     vocabulary = True
     options = "fixed"

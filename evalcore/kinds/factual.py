@@ -9,7 +9,7 @@ from evalcore.kinds.base import KINDS, ProtocolKind
 
 @KINDS.register("factual")
 class Factual(ProtocolKind):
-    scorer = "evalcore.metrics.factual:FactualScorer"
+    scorer = "evalcore.scorers.factual:FactualScorer"
     judge = "lexicon"
     vocabulary = True
     labels_in_vocabulary = True

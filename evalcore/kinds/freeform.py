@@ -9,7 +9,7 @@ from evalcore.kinds.base import KINDS, ProtocolKind
 
 @KINDS.register("freeform")
 class Freeform(ProtocolKind):
-    scorer = "evalcore.metrics.freeform:FreeformScorer"
+    scorer = "evalcore.scorers.freeform:FreeformScorer"
     text_metrics = True
     row_schema = {"required": ["reference"], "properties": {"reference": {"type": "string"}}}
     config_fields = {"metrics": "metrics applies to the freeform protocol only"}

@@ -30,7 +30,7 @@ ICL = "templates and icl_examples apply to the mcq protocol only"
 
 @KINDS.register("mcq")
 class MCQ(ProtocolKind):
-    scorer = "evalcore.metrics.mcq:MCQScorer"
+    scorer = "evalcore.scoring.mcq_rules:MCQScorer"
     judge = "mcq_string"
     options = "shuffled"
     in_context = True

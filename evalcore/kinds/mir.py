@@ -10,7 +10,7 @@ from evalcore.kinds.base import KINDS, ProtocolKind
 @KINDS.register("mir")
 class Mir(ProtocolKind):
     # a benchmark's released format: the released instruction is the whole prompt
-    scorer = "evalcore.metrics.mir:MirScorer"
+    scorer = "evalcore.scorers.mir:MirScorer"
     released_rules = True
     row_schema = {"required": ["reference", "category"],
                   "properties": {"reference": {"type": "string"}, "category": {"type": "string"}}}

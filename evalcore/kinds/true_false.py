@@ -10,7 +10,7 @@ from evalcore.kinds.base import KINDS, ProtocolKind
 @KINDS.register("true_false")
 class TrueFalse(ProtocolKind):
     # a derived factual format: the item's question is the whole prompt (evalcore.protocols.factual_prompts)
-    scorer = "evalcore.metrics.factual_formats:TrueFalseScorer"
+    scorer = "evalcore.scorers.factual_formats:TrueFalseScorer"
     judge = "true_false"
     vocabulary = True
     options = "fixed"

@@ -30,10 +30,11 @@ import pandas as pd
 
 from evalcore import storage
 from evalcore.fingerprint import digest, fingerprint_of, suite_fingerprint, suite_parts  # noqa: F401 (API)
-from evalcore.metrics.aggregate import CLIP_COLUMN
-from evalcore.metrics.bootstrap import estimate
-from evalcore.metrics.mcnemar import MCNEMAR, is_binary, mcnemar
-from evalcore.metrics.multiplicity import CORRECTION, holm
+from evalcore.stats.aggregate import CLIP_COLUMN
+from evalcore.stats.bootstrap import estimate
+from evalcore.stats.mcnemar import MCNEMAR, is_binary, mcnemar
+from evalcore.stats.multiplicity import CORRECTION, holm
+from evalcore.stats.paired_t import PAIRED_T, paired_p
 
 #: per-item metric column → reported name (higher is better for all of them); a published rule's strict verdict
 #: (``correct_strict``) is compared beside its own (``correct``), as ``accuracy_strict`` beside ``accuracy``
@@ -49,8 +50,6 @@ COLUMNS = KEYS + ["reference_model", "direction", "n", "reference_value", "value
 REGRESSION_COLUMNS = ["series", "checkpoint", "reference", "reference_role", *KEYS, "reference_model", "direction", "n",
                       "reference_value", "value", "delta", "ci_low", "ci_high", "ci_unit", "clusters", "test",
                       "p_value", "p_adjusted", "correction", "min_effect", "flagged", "improved"]
-#: the test of a comparison that is not an accuracy with 0/1 outcomes in both runs
-PAIRED_T = "paired_t"
 #: changes when the rows compare_scores writes change (part of the nightly's cache key; 4: accuracy_strict)
 VERSION = 4
 
@@ -177,15 +176,6 @@ def with_gaps(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- tests
-
-
-def paired_p(d: np.ndarray) -> float:
-    """Two-sided paired t-test p-value of mean(d) = 0 (0 / 1 when every difference is the same)."""
-    from scipy import stats
-
-    if len(d) < 2 or np.allclose(d, d[0]):
-        return 1.0 if np.allclose(d, 0.0) else (0.0 if len(d) >= 2 else 1.0)
-    return float(stats.ttest_1samp(d, 0.0).pvalue)
 
 
 def direction(condition: str) -> str:

@@ -18,8 +18,8 @@ import pandas as pd
 from evalcore.config import ProtocolConfig, RunConfig
 from evalcore.datasets.cmi_bench import Family
 from evalcore.judges.base import JUDGES
-from evalcore.metrics.cmi import tagging
-from evalcore.metrics.cmi.rules import RULES
+from evalcore.mir_rules import tagging
+from evalcore.mir_rules.rules import RULES
 from evalcore.pipeline.outcome import error_reason
 from evalcore.scoring.requests import build_scorer
 

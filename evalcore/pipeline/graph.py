@@ -17,17 +17,17 @@ import pyarrow.compute as pc
 
 from evalcore import cluster, console, ray_internals, storage
 from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
-from evalcore.metrics.stream_values import lexical_plan, model_plan
 from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
-from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
-                                         decode_memory, decode_seconds, metric_gpus, model_groups, uses_audio)
 from evalcore.pipeline.committer import Committer
 from evalcore.pipeline.placement import NodeWatch, elsewhere
 from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.raydata import Bundle, Stream, node_offsets
-from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics, mir_rules
+from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
+                                         decode_memory, decode_seconds, metric_gpus, model_groups, uses_audio)
 from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
+from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics, mir_rules
+from evalcore.textmetrics.stream_values import lexical_plan, model_plan
 
 log = logging.getLogger("evalcore")
 

@@ -5,7 +5,7 @@ The committed rows (one per chunk) are read a group of whole shards at a time
 scorer (built once per run, reused by every group); each group's per-item rows go to a Parquet part, and only
 their compact columns — keys and metric values, never the response texts — stay in the driver for the
 summary's bootstrap. Scoring by groups gives the same values as scoring all rows at once when every scorer
-scores a request from that request alone (:attr:`evalcore.metrics.base.Scorer.row_local`); a run with a
+scores a request from that request alone (:attr:`evalcore.scorers.base.Scorer.row_local`); a run with a
 scorer that needs them all (CIDEr-D's corpus, CLAPText on actors) or a second judge to agree with
 (``agreement_judge``) is reduced in one group.
 """
@@ -26,9 +26,9 @@ from pandas.api.types import is_string_dtype, union_categoricals
 
 from evalcore import storage
 from evalcore.config import RunConfig
-from evalcore.metrics.freeform import needs_all_rows
-from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
 from evalcore.schema import SCORE_KEY
+from evalcore.scorers.freeform import needs_all_rows
+from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
 
 GROUP_ROWS = 5_000  # committed rows per group, about (a group's rows are dicts while it is scored: ~25 MB)
 LEFT_OUT = ("request_id", "text", "reference")  # per-item columns the summary never reads
@@ -39,7 +39,7 @@ CATEGORICAL = ("dataset", "protocol", "model", "condition", "variant", "protocol
 
 def group_rows(cfg: RunConfig) -> int | None:
     """Committed rows per group for ``cfg`` (:data:`GROUP_ROWS`), or None: all at once (a free-form metric of
-    :func:`~evalcore.metrics.freeform.needs_all_rows`, e.g. CIDEr-D, or an ``agreement_judge``)."""
+    :func:`~evalcore.scorers.freeform.needs_all_rows`, e.g. CIDEr-D, or an ``agreement_judge``)."""
     for p in cfg.protocols:
         if getattr(p, "agreement_judge", None) is not None:
             return None
@@ -113,7 +113,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
 
 def _summary_columns(part: pd.DataFrame, scorers: dict[str, Any]) -> list[str]:
     """The per-item columns the summary reads: the keys and every metric column, and what the run's scorers
-    ask besides (:attr:`~evalcore.metrics.base.Scorer.summary_columns`; all, when one does not say)."""
+    ask besides (:attr:`~evalcore.scorers.base.Scorer.summary_columns`; all, when one does not say)."""
     wanted: set[str] | None = set()
     for s in scorers.values():
         if s.summary_columns is None:

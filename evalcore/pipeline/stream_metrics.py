@@ -1,16 +1,16 @@
 """The stream's free-form metrics: the per-pair values of each free-form row scored in the Ray Data stream right
-after the judge, as Ray tasks or actors, and stored in the row's ``scores`` (:mod:`evalcore.metrics.stream_values`
+after the judge, as Ray tasks or actors, and stored in the row's ``scores`` (:mod:`evalcore.textmetrics.stream_values`
 says what is stored and which metrics go where).
 
 * The lexical metrics of a protocol's profile (:func:`lexical_metrics_batch`): in the worker itself, by
-  :func:`evalcore.metrics.text_profiles.score_pairs`, each distinct (reference, answer) pair once per worker
+  :func:`evalcore.textmetrics.text_profiles.score_pairs`, each distinct (reference, answer) pair once per worker
   process; as Ray tasks (:func:`lexical_metrics`), or from :data:`SCORE_POOL_FROM` requests on a pool of actors
   (:class:`LexicalMetricsActor`).
 * The model-based metrics that score one pair at a time (:class:`ModelMetricsActor`): a pool of actors that load
   the models once (on a GPU where the metric's ``device`` is cuda).
 
 Ray Data shows these stages as ``score`` and ``score_models``. The names of a role ("scoring" is the stage of
-:mod:`evalcore.scoring`, a "scorer" a protocol kind's :class:`evalcore.metrics.base.Scorer`): docs/layers.md.
+:mod:`evalcore.scoring`, a "scorer" a protocol kind's :class:`evalcore.scorers.base.Scorer`): docs/layers.md.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from evalcore.metrics.freeform_metric import model_devices, models_key
-from evalcore.metrics.metric_config import FreeformMetrics
-from evalcore.metrics.mir import score_batch as mir_batch
-from evalcore.metrics.stream_values import encode, merge
-from evalcore.metrics.text_profiles import model_metrics, score_pairs
+from evalcore.scorers.mir import score_batch as mir_batch
+from evalcore.textmetrics.freeform_metric import model_devices, models_key
+from evalcore.textmetrics.metric_config import FreeformMetrics
+from evalcore.textmetrics.stream_values import encode, merge
+from evalcore.textmetrics.text_profiles import model_metrics, score_pairs
 
 SCORE_POOL_FROM = 10_000  # requests to run from which lexical scoring runs on a pool of actors
 
@@ -90,9 +90,9 @@ LexicalMetricsActor.__name__ = "score"  # (its qualified name stays LexicalMetri
 
 
 class ModelMetricsActor:
-    """The model-stream metrics of every protocol instance in ``plan`` (:func:`evalcore.metrics.stream_values.model_plan`) on judged
-    batches, their models loaded at the first batch and kept; each distinct pair scored once per actor;
-    Ray Data shows the stage as ``score_models``.
+    """The model-stream metrics of every protocol instance in ``plan``
+    (:func:`evalcore.textmetrics.stream_values.model_plan`) on judged batches, their models loaded at the first
+    batch and kept; each distinct pair scored once per actor; Ray Data shows the stage as ``score_models``.
 
     A pair the metrics cannot score, or a batch whose models fail to load, is left without these values:
     the run's scorer computes them again and records the reason as the row's error (stage ``score``)."""
@@ -152,6 +152,6 @@ ModelMetricsActor.__name__ = "score_models"  # (its qualified name stays ModelMe
 
 
 def mir_rules(batch: pa.Table, protocols: Any, similarity: Any = None) -> pa.Table:
-    """The mir protocols' released rules on a judged batch (:func:`evalcore.metrics.mir.score_batch`) as Ray tasks,
+    """The mir protocols' released rules on a judged batch (:func:`evalcore.scorers.mir.score_batch`) as Ray tasks,
     under the name Ray Data shows: ``mir_rules`` (``similarity``: protocol → its configured embedder)."""
     return mir_batch(batch, protocols, similarity)

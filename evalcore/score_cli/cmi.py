@@ -34,7 +34,6 @@ from evalcore.kinds.base import KINDS
 from evalcore.datasets.released_mcq import read_records, record_problem
 from evalcore.datasets.validate import text_problem
 from evalcore.errors import INPUT
-from evalcore.metrics.metric_config import FreeformMetrics
 from evalcore.reports.tables_html import fmt
 from evalcore.schema import ERRORS, conform
 from evalcore.score_cli.app import score_app
@@ -43,6 +42,7 @@ from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, 
 from evalcore.scoring.requests import error_rows, merge_chunks, score_requests
 from evalcore.scoring.summary import summary_table
 from evalcore.seeding import stable_id
+from evalcore.textmetrics.metric_config import FreeformMetrics
 
 __all__ = ["released_lines", "judged_rows", "score_files"]
 

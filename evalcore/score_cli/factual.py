@@ -6,7 +6,7 @@ unit). Labels are extracted with the deterministic lexicon extractor (default) o
 ``llm_extractor`` judge (``--extractor llm``) against the task's closed vocabulary
 (:mod:`evalcore.vocab`; the lexicon's labels, or ``--vocab``), ground-truth labels are
 normalised to the same canonical forms, and FMA genre tasks compare them under a hierarchy mode
-(:mod:`evalcore.metrics.factual_modes`): ``genre`` → top, ``genre-tree`` → same-tree,
+(:mod:`evalcore.scorers.factual_modes`): ``genre`` → top, ``genre-tree`` → same-tree,
 ``genre-node`` → same-node; instruments and composers are compared exactly.
 
 With ``--extractor llm`` the LLM's out-of-vocabulary terms are dropped (never scored) and counted
@@ -19,7 +19,7 @@ extractor found any label).
 
 ``--format true_false`` / ``--format binary_choice`` score the derived formats with the pipeline's
 readers (the ``true_false`` / ``binary_choice`` judges, lexicon of ``--task``, labels in canonical
-forms) and scorers (:mod:`evalcore.metrics.factual_formats`). Rows: ``response`` + ``label`` (asked)
+forms) and scorers (:mod:`evalcore.scorers.factual_formats`). Rows: ``response`` + ``label`` (asked)
 + ``truth`` (bool), or ``response`` + ``options`` (two, in presented order) + ``correct_index``
 (0/1). Rows sharing grouping values, ``item_id`` (the recording; without the column each row is its
 own question) and, for true/false, the label are one question's chunks (``chunk_index``), combined
@@ -45,9 +45,6 @@ import typer
 
 from evalcore import storage
 from evalcore.guard import judged as guarded_judge
-from evalcore.metrics import factual_agreement as _agreement
-from evalcore.metrics.factual import FactualScorer
-from evalcore.metrics.factual_modes import Mode, apply_mode, per_label
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
@@ -57,6 +54,9 @@ from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, 
                                    exit_if_unscored, fail, is_missing, quiet_mode, read_rows, say, summarize,
                                    write_outputs)
 from evalcore.score_cli.stage import score_judged
+from evalcore.scorers import factual_agreement as _agreement
+from evalcore.scorers.factual import FactualScorer
+from evalcore.scorers.factual_modes import Mode, apply_mode, per_label
 from evalcore.vocab import (LEXICONS, TASKS, Lexicon, extract, lexicon_name, normalize, read_genre_tree,
                             read_vocab_file, restrict, vocabulary)
 

@@ -4,7 +4,7 @@ judges and scored by its stage.
 Rows: ``response`` + ``label`` (asked) + ``truth`` (bool), or ``response`` + ``options`` (two, in presented
 order) + ``correct_index`` (0/1). Rows sharing grouping values, ``item_id`` and, for true/false, the label are
 one question's chunks (``chunk_index``); each question becomes one request of judged chunk rows, merged and
-scored like a run's by :func:`evalcore.score_cli.stage.score_judged` (:mod:`evalcore.metrics.factual_formats`).
+scored like a run's by :func:`evalcore.score_cli.stage.score_judged` (:mod:`evalcore.scorers.factual_formats`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import typer
 
 from evalcore.guard import judged as guarded_judge
 from evalcore.judges.yes_no import BinaryChoiceJudge, TrueFalseJudge
-from evalcore.metrics.aggregate import aggregate
-from evalcore.metrics.factual_formats import chunk_answers
 from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
 from evalcore.score_cli.io import (SUMMARY_TAIL, InputError, arrow_safe, exit_if_unscored, fail, index_value,
                                    is_missing, read_rows, say, write_outputs)
 from evalcore.score_cli.stage import score_judged
+from evalcore.scorers.factual_formats import chunk_answers
 from evalcore.scoring.requests import build_scorer
+from evalcore.stats.aggregate import aggregate
 from evalcore.vocab import lexicon_name, normalize
 
 FORMATS = ("standard", "true_false", "binary_choice")

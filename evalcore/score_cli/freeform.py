@@ -24,19 +24,19 @@ import pandas as pd
 import typer
 
 from evalcore import storage
-from evalcore.metrics.bertscore import BertScoreConfig
-from evalcore.metrics.cider import MetricUnavailable
-from evalcore.metrics.clap_text import ClapTextConfig
-from evalcore.metrics.freeform import aggregates
-from evalcore.metrics.freeform_metric import registered
-from evalcore.metrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
-from evalcore.metrics.aggregate import contrasts
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
                                    default_group_by, exit_if_unscored, fail, quiet_mode, read_rows, say, summarize,
                                    write_outputs)
+from evalcore.scorers.freeform import aggregates
+from evalcore.stats.aggregate import contrasts
+from evalcore.textmetrics.freeform_metric import registered
+from evalcore.textmetrics.registered.bertscore import BertScoreConfig
+from evalcore.textmetrics.registered.cider import MetricUnavailable
+from evalcore.textmetrics.registered.clap_text import ClapTextConfig
+from evalcore.textmetrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
 
 _RESERVED = {"candidate", "reference", "_input_error"}
 

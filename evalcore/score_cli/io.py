@@ -16,8 +16,8 @@ import typer
 
 from evalcore import console, jsonl, storage
 from evalcore.errors import ExitCode
-from evalcore.metrics.base import Aggregate
-from evalcore.metrics.aggregate import aggregate
+from evalcore.stats.aggregate import Aggregate
+from evalcore.stats.aggregate import aggregate
 
 SUMMARY_TAIL = ["kind", "metric", "value", "ci_low", "ci_high", "n", "definition"]
 

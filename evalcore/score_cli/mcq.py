@@ -11,7 +11,7 @@ always carries the strict-vs-muchomusic parser agreement (and llm-vs-each with `
 A parser that follows a published rule (``muchomusic``, ``mmau``, ``mmar``, ``rul``, ``mmau-pro-bow``) is its
 registered judge: ``correct`` is the released scorer's verdict (its quirks included) and ``correct_strict``
 evalcore's strict reading beside it, with ``accuracy_mean_strict`` and ``verdicts_differ`` in the summary
-(:mod:`evalcore.metrics.mcq_verdicts`).
+(:mod:`evalcore.scorers.mcq_verdicts`).
 """
 
 from __future__ import annotations
@@ -25,15 +25,13 @@ import typer
 from evalcore.guard import judged as guarded_judge
 from evalcore.judges.mcq_muchomusic import McqMuchomusicJudge, parse_muchomusic
 from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
+from evalcore.judges.mcq_string import McqStringJudge, parse_choice
 from evalcore.judges.mmar import McqMmarJudge
 from evalcore.judges.mmau import McqMmauJudge, parse_mmau
 from evalcore.judges.mmau_pro import McqMmauProJudge
-from evalcore.judges.mcq_string import McqStringJudge, parse_choice
 from evalcore.judges.parser import ParserJudge
-from evalcore.metrics.mcq_breakdowns import as_labels
-from evalcore.metrics.mcq_orders import METRICS, STRICT_METRICS, agreement, summarize_orders
-from evalcore.schema import VERDICTS_DIFFER
 from evalcore.reports.tables_html import fmt
+from evalcore.schema import VERDICTS_DIFFER
 from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
@@ -41,6 +39,8 @@ from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, 
                                    read_rows, say, write_outputs)
 from evalcore.score_cli.released_mcq import RELEASED, released_rows
 from evalcore.score_cli.stage import score_judged
+from evalcore.scorers.mcq_breakdowns import as_labels
+from evalcore.scorers.mcq_orders import METRICS, STRICT_METRICS, agreement, summarize_orders
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
 PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {

@@ -5,7 +5,7 @@ A protocol that configures ``agreement_judge`` (e.g. ``judge: llm_extractor`` an
 texts on the driver; its labels are united over a request's chunks like the first judge's
 (:func:`evalcore.scoring.requests.merge_chunks`). Per request (``tables/agreement.parquet``): both
 label lists, exact set match, Jaccard and TP/FP/FN of the judge against the agreement judge
-(:func:`evalcore.metrics.factual_agreement.compare`). Summary rows (``agreement_exact``,
+(:func:`evalcore.scorers.factual_agreement.compare`). Summary rows (``agreement_exact``,
 ``agreement_jaccard``, ``agreement_f1``, with bootstrap CIs over items, or over clips where items share one) join the run's summary in
 the groups of the other metrics. A judge that picks an option (``parsed_index``) counts the chosen
 option as its label set. Requests whose second judgment failed are left out (and counted in
@@ -23,8 +23,8 @@ import pandas as pd
 from evalcore.config import JudgeConfig, RunConfig
 from evalcore.guard import judged as guarded_judge
 from evalcore.judges.base import build_judge
-from evalcore.metrics import factual_agreement
-from evalcore.metrics.aggregate import aggregate
+from evalcore.scorers import factual_agreement
+from evalcore.stats.aggregate import aggregate
 
 __all__ = ["second_labels", "agreement"]
 

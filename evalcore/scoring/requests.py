@@ -15,8 +15,14 @@ import pandas as pd
 from evalcore.errors import OUTPUT, bounded, class_of
 from evalcore.guard import Reason, not_utf8, one_by_one
 from evalcore.kinds.base import KINDS
-from evalcore.metrics.base import Scorer
+from evalcore.scorers.base import Scorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
+from evalcore.scorers.base import Scorer
+from evalcore.scorers.factual import FactualScorer
+from evalcore.scorers.factual_formats import BinaryChoiceScorer, TrueFalseScorer
+from evalcore.scorers.freeform import FreeformScorer
+from evalcore.scorers.mir import MirScorer
+from evalcore.scoring.mcq_rules import MCQScorer
 
 
 def merge_chunks(rows: Iterable[dict]) -> list[dict]:
@@ -69,7 +75,7 @@ ScorerParams = Mapping[str, Mapping[str, Any]]  # protocol instance → keyword 
 def scorer_class(kind: str) -> type[Scorer]:
     """The scorer class of protocol kind ``kind``: its kind names it by import path (:attr:`ProtocolKind.scorer`)."""
     module, _, name = KINDS.get(kind).scorer.partition(":")
-    # dynamic: the scorer a registered kind names (in evalcore.metrics, or in the kind's own module)
+    # dynamic: the scorer a registered kind names (in evalcore.scorers, or in the kind's own module)
     return getattr(importlib.import_module(module), name)
 
 

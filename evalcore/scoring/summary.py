@@ -1,7 +1,7 @@
 """The long-form summary table of a run: every protocol's aggregates per cell with bootstrap CIs, paired
 differences between conditions, spreads, scorer-specific rows and explicit denominators.
 
-CIs resample clips where items of a cell share one (``ci_unit``, ``clusters``: :mod:`evalcore.metrics.aggregate`).
+CIs resample clips where items of a cell share one (``ci_unit``, ``clusters``: :mod:`evalcore.stats.aggregate`).
 Paired differences of accuracy with 0/1 outcomes carry McNemar's exact p-value (``test = mcnemar_exact``); the
 run's McNemar p-values are one family, Holm-adjusted (``p_adjusted``, ``correction = holm``), as the nightly
 adjusts the comparisons of one checkpoint."""
@@ -13,12 +13,12 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from evalcore.metrics.aggregate import _keyed, aggregate, cells, contrasts
-from evalcore.metrics.base import Scorer
-from evalcore.metrics.multiplicity import CORRECTION, holm
 from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
+from evalcore.scorers.base import Scorer
 from evalcore.scoring.denominators import denominator_rows
 from evalcore.scoring.requests import ScorerParams, _by, build_scorer
+from evalcore.stats.aggregate import _keyed, aggregate, cells, contrasts
+from evalcore.stats.multiplicity import CORRECTION, holm
 
 
 def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo,
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, ValidationInfo,
                       field_validator, model_validator)
 
 from evalcore import storage
@@ -213,6 +213,7 @@ class ProtocolConfig(_Strict):
     #: (evalcore.embedders); None = the bag-of-words stand-in, named as such in the definitions and on the card
     #: (left out of config.yaml when unset: a config without it dumps, and fingerprints, as before it existed)
     similarity: EmbedderSpec | None = Field(None, exclude_if=lambda v: v is None)
+    _kind_spec: type[ProtocolKindSpec] | None = PrivateAttr(None)
 
     @model_validator(mode="before")
     @classmethod
@@ -276,14 +277,17 @@ class ProtocolConfig(_Strict):
             raise ValueError("give either variants or templates, not both")
         if (mistake := config_mistake(self.kind, {f: getattr(self, f) for f in type(self).model_fields})) is not None:
             raise ValueError(mistake)
+        self._kind_spec = KINDS.get(self.kind)
         if self.icl_pool == "released" and self.templates != "muchomusic":
             raise ValueError("icl_pool 'released' is MuChoMusic's released example and rule: templates muchomusic")
         return self
 
     @property
     def kind_spec(self) -> type[ProtocolKindSpec]:
-        """What this protocol's kind is (:mod:`evalcore.kinds`)."""
-        return KINDS.get(self.kind)
+        """What this protocol's kind is (:mod:`evalcore.kinds`). The class travels with the config (a Ray worker
+        that unpickles it imports the kind's module, so a kind registered outside the package's own modules, a toy
+        imported by its test, is known there too)."""
+        return self._kind_spec or KINDS.get(self.kind)
 
     def freeform_metrics(self) -> FreeformMetrics:
         """The free-form metrics configured, or the default."""

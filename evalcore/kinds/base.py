@@ -18,7 +18,7 @@ class ProtocolKind:
     """What a protocol kind is; the defaults describe a kind that asks a question and scores the answer alone."""
 
     name: ClassVar[str]  #: set by the registration
-    #: ``"module:Class"`` of the kind's scorer (an :class:`evalcore.scorers.base.Scorer`)
+    #: ``"module:Class"`` of the kind's scorer (an :class:`evalcore.kinds.scorer.Scorer`)
     scorer: ClassVar[str]
     #: the judge that reads its answers when the config names none (None: its answers are scored as text)
     judge: ClassVar[str | None] = None

@@ -5,7 +5,7 @@ The committed rows (one per chunk) are read a group of whole shards at a time
 scorer (built once per run, reused by every group); each group's per-item rows go to a Parquet part, and only
 their compact columns — keys and metric values, never the response texts — stay in the driver for the
 summary's bootstrap. Scoring by groups gives the same values as scoring all rows at once when every scorer
-scores a request from that request alone (:attr:`evalcore.scorers.base.Scorer.row_local`); a run with a
+scores a request from that request alone (:attr:`evalcore.kinds.scorer.Scorer.row_local`); a run with a
 scorer that needs them all (CIDEr-D's corpus, CLAPText on actors) or a second judge to agree with
 (``agreement_judge``) is reduced in one group.
 """
@@ -113,7 +113,7 @@ def reduce_rows(groups: Iterable[list[dict]], params: ScorerParams, per_item_uri
 
 def _summary_columns(part: pd.DataFrame, scorers: dict[str, Any]) -> list[str]:
     """The per-item columns the summary reads: the keys and every metric column, and what the run's scorers
-    ask besides (:attr:`~evalcore.scorers.base.Scorer.summary_columns`; all, when one does not say)."""
+    ask besides (:attr:`~evalcore.kinds.scorer.Scorer.summary_columns`; all, when one does not say)."""
     wanted: set[str] | None = set()
     for s in scorers.values():
         if s.summary_columns is None:

@@ -10,7 +10,7 @@ says what is stored and which metrics go where).
   the models once (on a GPU where the metric's ``device`` is cuda).
 
 Ray Data shows these stages as ``score`` and ``score_models``. The names of a role ("scoring" is the stage of
-:mod:`evalcore.scoring`, a "scorer" a protocol kind's :class:`evalcore.scorers.base.Scorer`): docs/layers.md.
+:mod:`evalcore.scoring`, a "scorer" a protocol kind's :class:`evalcore.kinds.scorer.Scorer`): docs/layers.md.
 """
 
 from __future__ import annotations

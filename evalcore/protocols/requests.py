@@ -19,7 +19,6 @@ from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import option_order, render
 from evalcore.protocols.templates import RELEASED_EXAMPLE, set_for_model
 from evalcore.errors import INPUT
-from evalcore.kinds.base import KINDS
 from evalcore.schema import REQUEST_KEY
 from evalcore.seeding import derive_seed, stable_id
 from evalcore.vocab.lexicon import LEXICONS
@@ -77,7 +76,7 @@ def _request(proto: ProtocolConfig, item: dict, model: ModelConfig, condition: s
              order: int, seeds_options: int, vocab: list[str], examples: tuple = ()) -> dict[str, Any]:
     options = item.get("options")
     presented, correct_index = None, None
-    shown = KINDS.get(item["protocol"]).options
+    shown = proto.kind_spec.options  # the item's kind: the instance asks items of its kind only (reads)
     if shown == "shuffled" and options:
         perm = option_order(len(options), item["item_id"], order, seeds_options)
         presented = [options[i] for i in perm]
@@ -176,7 +175,7 @@ _RELEASED = Example("muchomusic-released-example", RELEASED_EXAMPLE[0], RELEASED
 def _examples(pools: IclPools | None, proto: ProtocolConfig, item: dict, k: int,
               seed: int) -> tuple[tuple, str | None]:
     """The item's in-context examples as (question, options, correct index) tuples, or the reason there are none."""
-    if not k or not KINDS.get(item["protocol"]).in_context:
+    if not k or not proto.kind_spec.in_context:
         return (), None
     if proto.icl_pool == "released" and k == 1:
         return (RELEASED_EXAMPLE,), None

@@ -1,4 +1,4 @@
-"""The scorers of the protocol kinds: one :class:`~evalcore.scorers.base.Scorer` per kind (free-form, factual,
+"""The scorers of the protocol kinds: one :class:`~evalcore.kinds.scorer.Scorer` per kind (free-form, factual,
 multiple choice, true/false, binary choice, mir), looked up by kind in the scoring stage's
 :data:`evalcore.scoring.requests.SCORERS`, with the helpers each kind's figures need. They score judged requests
 and declare their aggregates (:class:`evalcore.stats.aggregate.Aggregate`); the free-form scorer computes the

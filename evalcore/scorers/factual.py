@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 
 from evalcore.stats.aggregate import Aggregate, mean_of, safe_ratio
 

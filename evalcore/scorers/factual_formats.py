@@ -43,7 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 
 from evalcore.scorers.factual import micro_prf, set_scores
 from evalcore.scorers.factual_modes import aggregate_answers, union_labels

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from evalcore.packages import metric_problem
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 from evalcore.stats.aggregate import contrasts
 from evalcore.stats.aggregate import Aggregate, mean_of
 from evalcore.textmetrics.freeform_metric import metric_class, models_key

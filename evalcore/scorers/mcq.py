@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 
 from evalcore.scorers.mcq_breakdowns import breakdown_groups, chosen_type_rows
 from evalcore.scorers.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option

@@ -34,7 +34,7 @@ from evalcore.guard import guarded
 from evalcore.mir_rules import tagging as cmi_tagging
 from evalcore.mir_rules.caps import cut
 from evalcore.mir_rules.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 from evalcore.stats.aggregate import Aggregate
 
 __all__ = ["MirScorer", "rule_of", "PRIMARY", "score_batch", "STREAM_KEY"]

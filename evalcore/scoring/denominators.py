@@ -7,7 +7,7 @@ So that this is never silent, each cell also gets
 * ``errored`` — how many of its requests errored (0 included; the rows are in
   ``tables/errors.parquet``), overall and per task when a protocol has several;
 * the scorer's ``with_errors`` aggregates — the same metric with each errored request counted the
-  way an answer that says nothing counts (:meth:`evalcore.scorers.base.Scorer.error_fill`): MCQ
+  way an answer that says nothing counts (:meth:`evalcore.kinds.scorer.Scorer.error_fill`): MCQ
   ``accuracy_with_errors`` (an errored request is wrong; under a published rule ``accuracy_strict_with_errors``
   beside it), factual ``recall_micro_with_errors`` /
   ``f1_micro_with_errors`` (an errored request predicts no label), binary choice likewise, true/false
@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.schema import ERRORED, ERRORED_DEFINITION
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 from evalcore.stats.aggregate import aggregate
 
 __all__ = ["ERRORED", "ERRORED_DEFINITION", "denominator_rows"]

@@ -15,9 +15,9 @@ import pandas as pd
 from evalcore.errors import OUTPUT, bounded, class_of
 from evalcore.guard import Reason, not_utf8, one_by_one
 from evalcore.kinds.base import KINDS
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 from evalcore.scorers.factual import FactualScorer
 from evalcore.scorers.factual_formats import BinaryChoiceScorer, TrueFalseScorer
 from evalcore.scorers.freeform import FreeformScorer

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
-from evalcore.scorers.base import Scorer
+from evalcore.kinds.scorer import Scorer
 from evalcore.scoring.denominators import denominator_rows
 from evalcore.scoring.requests import ScorerParams, _by, build_scorer
 from evalcore.stats.aggregate import _keyed, aggregate, cells, contrasts

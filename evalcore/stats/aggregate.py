@@ -9,7 +9,7 @@ accuracy whose per-item outcomes are 0/1 on both sides also gets McNemar's exact
 ``mcnemar_exact``); other paired differences name ``paired_bootstrap`` (their CI is the test, no p-value).
 
 An aggregate is declared as an :class:`Aggregate` (a name, the per-item columns it reads, ``fn`` of their item
-means, a definition): the scorers of the protocol kinds (:class:`~evalcore.scorers.base.Scorer`) and CMI-Bench's
+means, a definition): the scorers of the protocol kinds (:class:`~evalcore.kinds.scorer.Scorer`) and CMI-Bench's
 rules (:mod:`evalcore.mir_rules.rules`) declare theirs with it."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The scorer interface: per-request metric columns plus aggregate definitions."""
+"""The interface a protocol kind's scorer implements (:attr:`evalcore.kinds.base.ProtocolKind.scorer`): per-request
+metric columns plus aggregate definitions. The scorers of the built-in kinds are in :mod:`evalcore.scorers`."""
 
 from __future__ import annotations
 

@@ -96,6 +96,16 @@ def bounded(text: object, cap: int = MAX_REASON_CHARS) -> str:
     return s
 
 
+def utf8_error(text: str) -> UnicodeEncodeError | None:
+    """Why ``text`` is not UTF-8 text (a lone surrogate, which no Arrow table holds: a JSON ``\\ud800`` escape, a
+    byte read with ``surrogateescape``), or None; its ``reason`` and ``start`` say what and where."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e
+    return None
+
+
 def class_of(stage: str | None, given: str | None = None) -> str:
     """The failure class: ``given`` when the failing site knew it, else the stage's default."""
     if given in CLASSES:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypeVar
 
-from evalcore.errors import OUTPUT, bounded, exception_class
+from evalcore.errors import OUTPUT, bounded, exception_class, utf8_error
 
 __all__ = ["guarded", "reason_of", "one_by_one", "judged", "Reason", "REASON_CHARS", "not_utf8"]
 
@@ -97,9 +97,6 @@ def judged(label: str, fn: Callable[[list[Any]], Sequence[dict]], items: list[An
 def not_utf8(text: Any) -> str | None:
     """Why a model's answer can be neither stored nor scored (text that is not UTF-8: a lone surrogate, which no
     Arrow table holds), or None: checked by the model stage on each answer and by the scoring stage on each row."""
-    if isinstance(text, str):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as e:
-            return f"the answer is not valid UTF-8 text ({e.reason} at character {e.start})"
+    if isinstance(text, str) and (e := utf8_error(text)) is not None:
+        return f"the answer is not valid UTF-8 text ({e.reason} at character {e.start})"
     return None

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from evalcore import storage
 from evalcore.datasets.records import FileUnreadable
+from evalcore.errors import utf8_error
 
 
 def read_table(uri: str) -> pd.DataFrame:
@@ -81,11 +82,8 @@ def undecodable(row: dict[str, Any]) -> str | None:
     """Why a row read by :func:`read_rows` cannot be an item because of its bytes (a cell that was not UTF-8 in the
     file), or None."""
     for k, v in row.items():
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError as e:
-                return f"column {str(k)[:40]!r} is not valid UTF-8 text (at character {e.start})"
+        if isinstance(v, str) and (e := utf8_error(v)) is not None:
+            return f"column {str(k)[:40]!r} is not valid UTF-8 text (at character {e.start})"
     return None
 
 

@@ -17,7 +17,7 @@ import math
 from typing import Any, Iterable, Iterator
 
 from evalcore.datasets.base import BadItem
-from evalcore.errors import INPUT, bounded
+from evalcore.errors import INPUT, bounded, utf8_error
 from evalcore.kinds.base import KINDS, kind_of
 from evalcore.schema import ITEM, MAX_EXCERPT_SECONDS
 
@@ -35,9 +35,7 @@ def text_problem(field: str, v: str) -> str | None:
     limit = MAX_ID_CHARS if field in ("item_id", "audio_uri") else MAX_TEXT_CHARS
     if len(v) > limit:
         return f"field {field!r} is too long ({len(v)} characters > {limit})"
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError as e:
+    if (e := utf8_error(v)) is not None:
         return f"field {field!r} is not valid UTF-8 text ({e.reason} at character {e.start})"
     return None
 

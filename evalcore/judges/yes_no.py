@@ -151,17 +151,27 @@ def read_choice(text: str | None, options: Sequence[str], vocabulary: str = "aut
 
 
 class _Reader(JudgeBase):
-    """Shared constructor and argument checks of the two judges."""
+    """The two judges' constructor and loop over responses; each reads one response (:meth:`read`) and names the
+    field a missing response leaves empty (``answer_field``)."""
+
+    answer_field: str
 
     def __init__(self, vocabulary: VocabularyName = "auto") -> None:
         if vocabulary != "auto" and vocabulary not in LEXICONS:
             raise KeyError(f"unknown vocabulary {vocabulary!r}; known: auto, {', '.join(sorted(LEXICONS))}")
         self.vocabulary = vocabulary
 
-    @staticmethod
-    def _check(texts: list, options: list) -> None:
+    def read(self, text: str, options: list[str] | None) -> Judgment:
+        raise NotImplementedError
+
+    def judge(self, texts: list[str | None], options: list[list[str] | None],
+              tasks: Sequence[str | None] | None = None,
+              questions: Sequence[str | None] | None = None) -> list[Judgment]:
+        """One judgment per text (:meth:`read`); a missing response is a failed request, not an unanswered one."""
         if len(texts) != len(options):
             raise ValueError(f"{len(texts)} texts but {len(options)} option lists")
+        return [{self.answer_field: None, "error": "no response"} if text is None else self.read(text, opts)
+                for text, opts in zip(texts, options)]
 
 
 @JUDGES.register("true_false")
@@ -171,18 +181,11 @@ class TrueFalseJudge(_Reader):
     ``options`` holds the asked label (one string) when known; without it only answer words count.
     """
 
-    def judge(self, texts: list[str | None], options: list[list[str] | None],
-              tasks: Sequence[str | None] | None = None,
-              questions: Sequence[str | None] | None = None) -> list[Judgment]:
-        self._check(texts, options)
-        out: list[Judgment] = []
-        for text, opts in zip(texts, options):
-            if text is None:
-                out.append({"extracted": None, "error": "no response"})
-                continue
-            answer = read_yes_no(text, opts[0] if opts else None, self.vocabulary)
-            out.append({"extracted": [] if answer is None else ["yes" if answer else "no"]})
-        return out
+    answer_field = "extracted"
+
+    def read(self, text: str, options: list[str] | None) -> Judgment:
+        answer = read_yes_no(text, options[0] if options else None, self.vocabulary)
+        return {"extracted": [] if answer is None else ["yes" if answer else "no"]}
 
 
 @JUDGES.register("binary_choice")
@@ -191,18 +194,10 @@ class BinaryChoiceJudge(_Reader):
     over the two options."""
 
     version = "2"
+    answer_field = "parsed_index"
 
-    def judge(self, texts: list[str | None], options: list[list[str] | None],
-              tasks: Sequence[str | None] | None = None,
-              questions: Sequence[str | None] | None = None) -> list[Judgment]:
-        self._check(texts, options)
-        out: list[Judgment] = []
-        for text, opts in zip(texts, options):
-            if text is None:
-                out.append({"parsed_index": None, "error": "no response"})
-            elif not opts or len(opts) != 2:
-                out.append({"parsed_index": None, "error": f"binary choice needs 2 options, got {len(opts or [])}"})
-            else:
-                out.append({"parsed_index": read_choice(text, opts, self.vocabulary),
-                            "extracted": named_labels(text, opts, self.vocabulary)})
-        return out
+    def read(self, text: str, options: list[str] | None) -> Judgment:
+        if not options or len(options) != 2:
+            return {"parsed_index": None, "error": f"binary choice needs 2 options, got {len(options or [])}"}
+        return {"parsed_index": read_choice(text, options, self.vocabulary),
+                "extracted": named_labels(text, options, self.vocabulary)}

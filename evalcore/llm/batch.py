@@ -153,6 +153,8 @@ def run_batch(
 def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval_s: float, timeout_s: float,
                         metadata: dict[str, str] | None, per_batch: int,
                         sleep: Callable[[float], None]) -> dict[str, Completion]:
+    """Every key of ``todo`` answered: recorded batches resumed, the rest submitted ``per_batch`` lines a batch,
+    all polled until they end (or ``timeout_s``, then cancelled), and their answers cached and logged."""
     cfg = client.config
     api_key = os.environ.get(cfg.api_key_env)
     if not api_key:
@@ -169,29 +171,43 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
         job = BatchJob(keys[i:i + per_batch])
         jobs.append(job)
         lines = "".join(_line(cfg.model, todo[k], wire) for k in job.keys).encode("utf-8")
-        try:
-            f = api.call("upload the input file", lambda: api.client.files.create(
-                file=(f"evalcore-batch-{n}.jsonl", lines, "application/jsonl"), purpose="batch",
-                extra_headers=api.auth))
-        except BatchError as e:
-            job.error = str(e)
-            continue
-        try:  # recorded before the create: a crash from here on never leads to a second batch
-            sub_uri, since = states.record_submission(f.id, job.keys), time.time()
-        except OSError as e:
-            job.error = f"could not record the submission of {f.id}, so it was not created: {e}"
-            continue
-        try:
-            b = create_batch(api, f.id, metadata, since)
-        except BatchError as e:
-            job.error = str(e)
-            if e.refused and sub_uri is not None:  # nothing was created: a later call need not look for it
-                states.drop(sub_uri)
-            continue
-        adopt(states, job, b, job.keys, f.id, sub_uri)
-        client._log("", mode="batch", event="submitted", batch_id=b.id, lines=len(job.keys))
+        _submit(api, states, job, f"evalcore-batch-{n}.jsonl", lines, metadata)
+    _poll(api, states, jobs, deadline, timeout_s, poll_interval_s, sleep)
+    out = {k: _answer(client, job, k, todo[k], wire, api_key) for job in jobs for k in job.keys}
+    for job in jobs:  # only now that the answers are cached: the batch need not be collected again
+        if job.status in TERMINAL_STATUSES:
+            states.update(job, "collected" if job.status in ("completed", "expired") else job.status)
+    return out
 
-    # poll every submitted job until it is terminal; bounded by the deadline
+
+def _submit(api: BatchApi, states: StateStore, job: BatchJob, filename: str, lines: bytes,
+            metadata: dict[str, str] | None) -> None:
+    """Upload ``lines`` and create ``job``'s batch; a step that fails is ``job.error`` (no batch is created twice)."""
+    try:
+        f = api.call("upload the input file", lambda: api.client.files.create(
+            file=(filename, lines, "application/jsonl"), purpose="batch", extra_headers=api.auth))
+    except BatchError as e:
+        job.error = str(e)
+        return
+    try:  # recorded before the create: a crash from here on never leads to a second batch
+        sub_uri, since = states.record_submission(f.id, job.keys), time.time()
+    except OSError as e:
+        job.error = f"could not record the submission of {f.id}, so it was not created: {e}"
+        return
+    try:
+        b = create_batch(api, f.id, metadata, since)
+    except BatchError as e:
+        job.error = str(e)
+        if e.refused and sub_uri is not None:  # nothing was created: a later call need not look for it
+            states.drop(sub_uri)
+        return
+    adopt(states, job, b, job.keys, f.id, sub_uri)
+    api.owner._log("", mode="batch", event="submitted", batch_id=b.id, lines=len(job.keys))
+
+
+def _poll(api: BatchApi, states: StateStore, jobs: list[BatchJob], deadline: float, timeout_s: float,
+          poll_interval_s: float, sleep: Callable[[float], None]) -> None:
+    """Poll every submitted job until it is terminal (collecting its files); at ``deadline``, cancel the rest."""
     while True:
         pending = [j for j in jobs if j.batch_id and j.error is None and j.status not in TERMINAL_STATUSES]
         for job in pending:
@@ -206,7 +222,7 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
                 collect(api, job, b)
         pending = [j for j in jobs if j.batch_id and j.error is None and j.status not in TERMINAL_STATUSES]
         if not pending:
-            break
+            return
         left = deadline - time.monotonic()
         if left <= 0:
             for job in pending:
@@ -217,45 +233,41 @@ def _submit_and_collect(client: LLMClient, todo: dict[str, _Item], poll_interval
                 except BatchError:
                     pass
                 states.update(job, "cancelled")
-            break
+            return
         sleep(max(0.0, min(poll_interval_s, left)))
 
-    out: dict[str, Completion] = {}
-    for job in jobs:
-        for k in job.keys:
-            c = job.results.get(k)
-            if c is None:
-                if job.error is not None:
-                    err = job.error
-                elif job.status != "completed":
-                    err = f"batch {job.batch_id} ended {job.status} without an answer for this request"
-                else:
-                    err = f"missing from the output of batch {job.batch_id}"
-                c = Completion(None, None, cached=False, attempts=1 if job.batch_id else 0,
-                               error=bounded(err.replace(api_key, "***")), key=k, error_class=TRANSIENT)
-            it = todo[k]
-            if c.text is not None and it.schema is not None:
-                try:
-                    c = Completion(c.text, c.usage, cached=False, attempts=1, key=k,
-                                   data=parse_json_output(c.text, it.schema))
-                except ValueError as e:
-                    c = Completion(None, None, cached=False, attempts=1, error=f"invalid output: {e}", key=k)
-            if c.text is not None and client.cache is not None:
-                schema_fields = {"output_schema": schema_of(it.schema), "wire": wire} if it.schema else {}
-                client.cache.put(k, {"model": cfg.model, "template_version": it.template_version,
-                                     "messages": it.messages, "params": it.params, "text": c.text,
-                                     "usage": c.usage, **schema_fields})
-            if c.text is not None:
-                client._log(k, cached=False, attempt=1, usage=c.usage, messages=todo[k].messages, text=c.text,
-                            mode="batch", batch_id=job.batch_id)
-            else:
-                client._log(k, cached=False, attempt=c.attempts, error=c.error, messages=todo[k].messages,
-                            mode="batch", batch_id=job.batch_id)
-            out[k] = c
-    for job in jobs:  # only now that the answers are cached: the batch need not be collected again
-        if job.status in TERMINAL_STATUSES:
-            states.update(job, "collected" if job.status in ("completed", "expired") else job.status)
-    return out
+
+def _answer(client: LLMClient, job: BatchJob, k: str, it: _Item, wire: str, api_key: str) -> Completion:
+    """The completion of key ``k`` of ``job`` (an error one where the batch gave none, or its output does not
+    validate); an answer is cached, and either is logged."""
+    c = job.results.get(k)
+    if c is None:
+        if job.error is not None:
+            err = job.error
+        elif job.status != "completed":
+            err = f"batch {job.batch_id} ended {job.status} without an answer for this request"
+        else:
+            err = f"missing from the output of batch {job.batch_id}"
+        c = Completion(None, None, cached=False, attempts=1 if job.batch_id else 0,
+                       error=bounded(err.replace(api_key, "***")), key=k, error_class=TRANSIENT)
+    if c.text is not None and it.schema is not None:
+        try:
+            c = Completion(c.text, c.usage, cached=False, attempts=1, key=k,
+                           data=parse_json_output(c.text, it.schema))
+        except ValueError as e:
+            c = Completion(None, None, cached=False, attempts=1, error=f"invalid output: {e}", key=k)
+    if c.text is not None and client.cache is not None:
+        schema_fields = {"output_schema": schema_of(it.schema), "wire": wire} if it.schema else {}
+        client.cache.put(k, {"model": client.config.model, "template_version": it.template_version,
+                             "messages": it.messages, "params": it.params, "text": c.text,
+                             "usage": c.usage, **schema_fields})
+    if c.text is not None:
+        client._log(k, cached=False, attempt=1, usage=c.usage, messages=it.messages, text=c.text,
+                    mode="batch", batch_id=job.batch_id)
+    else:
+        client._log(k, cached=False, attempt=c.attempts, error=c.error, messages=it.messages,
+                    mode="batch", batch_id=job.batch_id)
+    return c
 
 
 def _line(model: str, it: _Item, wire: str) -> str:

@@ -192,43 +192,14 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
         log.warning("items: %s", w)
 
     # 2. requests, minus those an earlier attempt committed: counted in one pass on the driver, produced on Ray
-    # what earlier attempts committed, from the markers' indexes: only the shards of requests run again are read
-    index = commit.load_index(cfg.root) if resume else commit.CommitIndex({}, {})
-    again_ids = index.with_errors(set(retry_errors)) if resume else set()
-    retried = retried_requests(commit.load_requests(cfg.root, index, again_ids), set(retry_errors)) if again_ids else {}
-    done = index.request_ids - set(retried)
-    rejudge = rejudged_rows(retried)
-    again = {r["request_id"] for r in rejudge}
+    earlier = Earlier.of(cfg.root, resume, set(retry_errors))
     exp = expansion(cfg, items)
-    if done:  # committed ids the run cannot produce mean the run changed: refused before anything is written
-        check_committed(cfg.root, plan_requests(cfg, items, exp, done, again), len(done))
+    if earlier.done:  # committed ids the run cannot produce mean the run changed: refused before anything is written
+        check_committed(cfg.root, plan_requests(cfg, items, exp, earlier.done, earlier.again), len(earlier.done))
 
     # 3–5. decode → model → judge → score → commit on Ray; the driver commits what cannot be formed
-    with commit.ShardWriter(out, attempt=index.next_attempt, every_s=commit_every_s) as writer:
-        with profile.driver("requests") as rows:
-            plan = plan_requests(cfg, items, exp, done, again,
-                                 on_unformed=lambda r: writer.add([{**r, "chunk_index": 0, "n_chunks": 1}]))
-            rows.update(rows_in=len(items), rows_out=plan.total)
-        if plan.outside:
-            log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", plan.outside)
-        log.info("requests: %d (%d could not be formed; %d committed earlier, %d to run)",
-                 plan.total, plan.unformed, plan.committed, plan.to_run + plan.rejudged)
-        if retried:
-            log.info("resume: %d committed error row(s) of class %s run again (%d judged again on their committed "
-                     "answer)", len(retried), "/".join(sorted(set(retry_errors))), len(again))
-        if plan.to_run or rejudge:
-            init_ray(cfg.ray)
-            budgets = hold_budgets(cfg)  # named rate budgets live as long as the driver holds them
-            graph = GraphSettings.of(cfg, protocol_judges(cfg))
-            for batch in rejudged_batches(graph, rejudge):
-                writer.add_stream(batch)
-            streams = judged_batches(graph, sources(cfg, items, exp, plan, done | again), writer.attempt,
-                                     commit.worker_shard_rows(plan.to_run), plan.to_run >= SCORE_POOL_FROM,
-                                     plan.ready, profile, commit_every_s)
-            for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
-                writer.add_stream(batch)
-            del budgets
-    account_for_all(cfg, items, exp, plan.total, out, index.next_attempt, frozenset(retried))
+    plan = run_requests(cfg, out, items, exp, earlier, profile, commit_every_s)
+    account_for_all(cfg, items, exp, plan.total, out, earlier.index.next_attempt, frozenset(earlier.retried))
 
     # 6. score and report over every committed row; the error budget is checked after both are written
     attempt = {"requests_sent": plan.to_run, "requests_rejudged": plan.rejudged,
@@ -244,6 +215,62 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
         return result
     log.info("tracking: the run waited %.1f s for its trackers after its report", tracking.waited_s)
     return dataclasses.replace(result, tracking_wait_s=tracking.waited_s)
+
+
+@dataclasses.dataclass(frozen=True)
+class Earlier:
+    """What earlier attempts committed (``index``) and what of it this attempt runs again: ``retried`` (request →
+    its committed rows, for each with an error row of a class in ``classes``), ``rejudge`` (the rows of those that
+    only their judge failed, judged again on their committed answer; ``again``: their ids), ``done`` (the rest)."""
+
+    index: commit.CommitIndex
+    classes: frozenset[str]
+    retried: dict[str, list[dict]]
+    rejudge: list[dict]
+    again: set[str]
+    done: set[str]
+
+    @classmethod
+    def of(cls, root: str, resume: bool, classes: set[str]) -> Earlier:
+        """Read from the markers' indexes at ``root`` (nothing when not ``resume``): only the shards of requests
+        run again are read."""
+        index = commit.load_index(root) if resume else commit.CommitIndex({}, {})
+        again_ids = index.with_errors(classes) if resume else set()
+        retried = retried_requests(commit.load_requests(root, index, again_ids), classes) if again_ids else {}
+        rejudge = rejudged_rows(retried)
+        return cls(index, frozenset(classes), retried, rejudge, {r["request_id"] for r in rejudge},
+                   index.request_ids - set(retried))
+
+
+def run_requests(cfg: RunConfig, out: storage.RunStorage, items: ItemTable, exp: Expansion, earlier: Earlier,
+                 profile: Profile, commit_every_s: float) -> RequestPlan:
+    """Stages 2–5: plan the requests not ``earlier`` done, commit those that cannot be formed, judge ``earlier``'s
+    rejudged rows again, and stream the rest through decode → model → judge → score → commit on Ray."""
+    with commit.ShardWriter(out, attempt=earlier.index.next_attempt, every_s=commit_every_s) as writer:
+        with profile.driver("requests") as rows:
+            plan = plan_requests(cfg, items, exp, earlier.done, earlier.again,
+                                 on_unformed=lambda r: writer.add([{**r, "chunk_index": 0, "n_chunks": 1}]))
+            rows.update(rows_in=len(items), rows_out=plan.total)
+        if plan.outside:
+            log.warning("requests: %d with audio outside storage.allowed_audio_roots (error rows)", plan.outside)
+        log.info("requests: %d (%d could not be formed; %d committed earlier, %d to run)",
+                 plan.total, plan.unformed, plan.committed, plan.to_run + plan.rejudged)
+        if earlier.retried:
+            log.info("resume: %d committed error row(s) of class %s run again (%d judged again on their committed "
+                     "answer)", len(earlier.retried), "/".join(sorted(earlier.classes)), len(earlier.again))
+        if plan.to_run or earlier.rejudge:
+            init_ray(cfg.ray)
+            budgets = hold_budgets(cfg)  # named rate budgets live as long as the driver holds them
+            graph = GraphSettings.of(cfg, protocol_judges(cfg))
+            for batch in rejudged_batches(graph, earlier.rejudge):
+                writer.add_stream(batch)
+            streams = judged_batches(graph, sources(cfg, items, exp, plan, earlier.done | earlier.again),
+                                     writer.attempt, commit.worker_shard_rows(plan.to_run),
+                                     plan.to_run >= SCORE_POOL_FROM, plan.ready, profile, commit_every_s)
+            for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
+                writer.add_stream(batch)
+            del budgets
+    return plan
 
 
 def sources(cfg: RunConfig, items: ItemTable, exp: Expansion, plan: RequestPlan, skip: set[str]) -> dict[str, Any]:

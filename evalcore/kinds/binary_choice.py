@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalcore.kinds.base import KINDS, ProtocolKind
+from evalcore.kinds.base import KINDS
+from evalcore.kinds.factual import DerivedFormat
 from evalcore.kinds.mcq import choice_problem
 
 
 @KINDS.register("binary_choice")
-class BinaryChoice(ProtocolKind):
-    # a derived factual format: the item's question is the whole prompt (evalcore.protocols.factual_prompts)
+class BinaryChoice(DerivedFormat):
     scorer = "evalcore.scorers.factual_formats:BinaryChoiceScorer"
     judge = "binary_choice"
-    vocabulary = True
-    options = "fixed"
-    outcome, score_column, answered_column, card_metric = "choice", "correct", "answered", "f1_micro"
+    score_column, answered_column, card_metric = "correct", "answered", "f1_micro"
     shown_columns = ("precision", "recall", "f1")
     row_schema = {"required": ["options"], "properties": {"options": {"type": "array", "minItems": 2, "maxItems": 2}}}
     needs_correct_option = True

@@ -24,3 +24,13 @@ class Factual(ProtocolKind):
         if not row["labels"]:
             return "field 'labels' is empty: a factual item needs at least one label"
         return None
+
+
+class DerivedFormat(ProtocolKind):
+    """What the factual paper's derived formats of factual items share (binary choice, true/false): the item's
+    question is the whole prompt (:mod:`evalcore.protocols.factual_prompts`), its options are shown as the item
+    gives them, the answer picks one of them and is read into the vocabulary's labels."""
+
+    vocabulary = True
+    options = "fixed"
+    outcome = "choice"

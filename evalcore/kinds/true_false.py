@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalcore.kinds.base import KINDS, ProtocolKind
+from evalcore.kinds.base import KINDS
+from evalcore.kinds.factual import DerivedFormat
 
 
 @KINDS.register("true_false")
-class TrueFalse(ProtocolKind):
-    # a derived factual format: the item's question is the whole prompt (evalcore.protocols.factual_prompts)
+class TrueFalse(DerivedFormat):
     scorer = "evalcore.scorers.factual_formats:TrueFalseScorer"
     judge = "true_false"
-    vocabulary = True
-    options = "fixed"
-    outcome, score_column, answered_column = "choice", "correct_majority", "answered_majority"
-    card_metric = "accuracy_any"
+    score_column, answered_column, card_metric = "correct_majority", "answered_majority", "accuracy_any"
     row_schema = {"required": ["labels", "options"],
                   "properties": {"labels": {"enum": [["yes"], ["no"]]},
                                  "options": {"type": "array", "minItems": 1, "maxItems": 1}}}

@@ -34,12 +34,12 @@ import pyarrow as pa
 import soundfile as sf
 import yaml
 
-from evalcore import storage
-from evalcore.item_table import ItemTable
+from evalcore.core import storage
+from evalcore.core.item_table import ItemTable
 from evalcore.pipeline import commit
 from evalcore.pipeline.browse import requests_table, write_browser
-from evalcore.schema import ERRORS, conform
-from evalcore.seeding import derive_seed, stable_id
+from evalcore.core.schema import ERRORS, conform
+from evalcore.core.seeding import derive_seed, stable_id
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the DevTools pipe client of the page tests

@@ -70,7 +70,7 @@ def models(sim: float | None) -> list[dict]:
 
 def config(musicqa: str, audio: str, copies: int, root: str, ray: dict | None = None, limit: int | None = None,
            sim: float | None = None):
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
 
     params = {"path": musicqa, "audio_root": audio, **({"limit": limit} if limit else {})}
     return parse_config({
@@ -93,7 +93,7 @@ def bottleneck(profile: dict) -> tuple[str, dict] | None:
 def one(musicqa: str, copies: int, ray: dict | None = None, limit: int | None = None,
         sim: float | None = None) -> dict:
     """One run in this process; its figures (from its run.json's profile)."""
-    from evalcore import cluster
+    from evalcore.core import cluster
     from evalcore.pipeline import run as run_mod
 
     audio = make_audio(musicqa)
@@ -120,7 +120,7 @@ def one(musicqa: str, copies: int, ray: dict | None = None, limit: int | None = 
 
 
 def print_run(r: dict) -> None:
-    from evalcore.console import profile_lines
+    from evalcore.reports.console import profile_lines
 
     print(f"\n{r['requests']:,} requests: {r['wall_s']:.1f} s ({r['requests_per_s']:.1f} req/s), driver peak RSS "
           f"{r['driver_peak_rss_mb']:.0f} MB ({1000 * r['driver_peak_rss_mb'] / r['requests']:.1f} MB per 1,000 "

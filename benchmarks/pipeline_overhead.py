@@ -25,8 +25,8 @@ import time
 import numpy as np
 import soundfile as sf
 
-from evalcore import audio
-from evalcore.config import parse_config
+from evalcore.core import audio
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline.run import run
 
 WORK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_work")

@@ -67,7 +67,7 @@ def make_items(n_items: int) -> str:
 
 
 def config(n_items: int, root: str, busy: str, seconds_per_batch: float, batch_size: int):
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
 
     models = [{"name": f"sim{m}", "kind": "simulated_gpu_text",
                "params": {"seconds_per_batch": seconds_per_batch, "busy_log": busy,
@@ -144,7 +144,7 @@ def timed_iter(stages: dict[str, float], name: str, fn):
 
 def one(n_requests: int, gpus: int, seconds_per_batch: float, batch_size: int) -> dict:
     """One run in this process; its figures."""
-    from evalcore import cluster
+    from evalcore.core import cluster
     from evalcore.pipeline import run as run_mod
     n_items = n_requests // (MODELS * len(CONDITIONS))
     root = os.path.join(WORK, f"run-{n_requests}")

@@ -26,12 +26,12 @@ import time
 
 import yaml
 
-from evalcore.config import demo_config_path, parse_config
+from evalcore.runconfig.config import demo_config_path, parse_config
 from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.run import run
 from evalcore.tracking.record import FinishedRun, headline
 from evalcore.tracking.sinks import track_run
-from evalcore.tracking_config import LmEvalSink, MlflowSink, WandbSink
+from evalcore.core.tracking_config import LmEvalSink, MlflowSink, WandbSink
 
 
 def config(root: str, datasets: int, clips: int, resamples: int):

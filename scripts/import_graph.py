@@ -1,7 +1,7 @@
 """The figures of docs/layers.md: evalcore's package-level import graph, counted over every import (inside
 functions too, and dynamic ones).
 
-A node is the first name under ``evalcore`` (``evalcore/config.py`` → ``config``,
+A node is the first name under ``evalcore`` (``evalcore/runconfig/config.py`` → ``config``,
 ``evalcore/textmetrics/registered/bleu.py`` → ``textmetrics``). An arrow is an ``import`` / ``from … import``
 statement or a dynamic import: a call of ``importlib.import_module`` or ``__import__`` whose target is written as a
 string (``"evalcore.x"``, or an f-string that begins with one). A dynamic import whose target is computed (a

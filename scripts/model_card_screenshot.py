@@ -27,7 +27,7 @@ def run_card(out: Path) -> Path:
     """The music card over the fixtures, without the test's dead benchmark; returns its run root."""
     from test_benchmark_configs import _localized
 
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.run import run
 
     cfg = parse_config(_localized(out, dead=False))

@@ -58,7 +58,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 def local_ray():
     """A local Ray runtime bound to 127.0.0.1 with 2 CPUs, shut down at the end of the session.
 
-    ``evalcore.pipeline.run.run`` and ``evalcore.cluster.start`` reuse it (they start Ray only when none is up), so
+    ``evalcore.pipeline.run.run`` and ``evalcore.core.cluster.start`` reuse it (they start Ray only when none is up), so
     every in-process run of the session shares this one; a test never shuts it down."""
     import ray
 
@@ -78,7 +78,7 @@ def local_ray():
 
 
 class DemoRun(NamedTuple):
-    cfg: object  # evalcore.config.RunConfig
+    cfg: object  # evalcore.runconfig.config.RunConfig
     result: object  # evalcore.pipeline.outcome.RunResult
 
 
@@ -88,7 +88,7 @@ def demo_run(tmp_path_factory, local_ray) -> DemoRun:
     session: ``(cfg, result)``. Its root is shared: a test reads it, and copies it before writing anything there."""
     import yaml
 
-    from evalcore.config import demo_config_path, parse_config
+    from evalcore.runconfig.config import demo_config_path, parse_config
     from evalcore.pipeline.run import run
 
     data = yaml.safe_load(demo_config_path().read_text())

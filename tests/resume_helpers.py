@@ -6,7 +6,7 @@ fingerprint of every input it is called on and answers with that fingerprint. Th
 SIGKILL as soon as a shard is committed, what remains of its Ray is killed too, and ``evalcore run --resume``
 finishes the run; :func:`check_resumed` asserts nothing was lost, duplicated or called again.
 
-Run roots are local paths or ``s3://`` URIs: everything here reads them through :mod:`evalcore.storage`.
+Run roots are local paths or ``s3://`` URIs: everything here reads them through :mod:`evalcore.core.storage`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.pipeline import commit
 
 REPO = Path(__file__).resolve().parents[1]

@@ -170,7 +170,7 @@ def as_run_identity(shared: S3Server | None = None) -> Iterator[S3Server]:
     is ``shared`` (the session's, conftest ``seaweedfs``: left running for the next module)."""
     import pytest
 
-    from evalcore import storage
+    from evalcore.core import storage
 
     server = shared or start()
     mp = pytest.MonkeyPatch()

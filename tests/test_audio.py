@@ -1,4 +1,4 @@
-"""Tests for evalcore.audio: decoding, mono mixdown, excerpts, resampling, chunking, errors."""
+"""Tests for evalcore.core.audio: decoding, mono mixdown, excerpts, resampling, chunking, errors."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from evalcore import audio
-from evalcore.audio import AudioError
+from evalcore.core import audio
+from evalcore.core.audio import AudioError
 
 SR = 16000
 

@@ -1,5 +1,5 @@
 """No answer can stop a run: every model answer is scored or an error row (stage ``score`` or ``judge``, class
-``output``, a bounded one-line reason), in bounded time — the scoring guard (evalcore/guard.py), the CMI rule
+``output``, a bounded one-line reason), in bounded time — the scoring guard (evalcore/core/guard.py), the CMI rule
 families' caps (evalcore/mir_rules/caps.py), and a seeded corpus of hostile answers (tests/bad_answers.py) run
 against every rule family, every offline judge and the free-form metrics (docs/bad_inputs.md, "Bad answers")."""
 
@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from bad_answers import NAMED, corpus
 from evalcore.cli import app
 from evalcore.datasets.released_mcq import AudioOutside, audio_uri
-from evalcore.errors import MAX_REASON_CHARS
-from evalcore.guard import guarded, one_by_one
+from evalcore.core.errors import MAX_REASON_CHARS
+from evalcore.core.guard import guarded, one_by_one
 from evalcore.mir_rules.caps import CAPS, cut
 from evalcore.mir_rules.lyrics import clean_prediction, clean_prediction_released
 from evalcore.mir_rules.rules import Rule

@@ -38,7 +38,7 @@ def bad_answer(messages: list[dict]) -> str:
 
 @pytest.mark.slow
 def test_a_run_answered_with_bad_answers_finishes_and_resumes_to_nothing(tmp_path, local_ray) -> None:
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.outcome import RunUnscored
     from evalcore.pipeline.run import run
 

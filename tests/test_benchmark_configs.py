@@ -99,7 +99,7 @@ def test_music_card_holds_every_benchmark_config_and_task() -> None:
 def test_validate_names_the_mmau_pro_judge_whose_package_is_missing(tmp_path: pathlib.Path, monkeypatch) -> None:
     """The music card with MMAU-Pro's published judge (NV-Embed-v2) where torch does not import: validate exits 2
     with one line naming the judge and the command that installs it (the run was all error rows for it)."""
-    from evalcore.packages import MODELS_EXTRA
+    from evalcore.core.packages import MODELS_EXTRA
 
     cfg = _localized(tmp_path, dead=False)
     for p in cfg["protocols"]:
@@ -108,7 +108,7 @@ def test_validate_names_the_mmau_pro_judge_whose_package_is_missing(tmp_path: pa
             assert p["judge"]["params"]["embedder"] == "nv-embed-v2"
     path = tmp_path / "card.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    from evalcore import packages
+    from evalcore.core import packages
 
     found = packages.importable
     monkeypatch.setattr(packages, "importable", lambda m: m != "torch" and found(m))  # torch does not import here
@@ -192,7 +192,7 @@ def _localized(out: pathlib.Path, dead: bool = True) -> dict:
 @pytest.fixture(scope="module")
 def card_run(tmp_path_factory, local_ray):
     """The music card over the fixtures, in one run (module-scoped: every test below reads it)."""
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.run import run
 
     from evalcore.pipeline.outcome import ErrorBudgetExceeded
@@ -390,7 +390,7 @@ def test_model_card_in_the_report_and_in_chromium(card_run: dict, tmp_path: path
 def test_a_dead_benchmark_ends_the_run_with_exit_4_and_reads_as_no_score(card_run: dict) -> None:
     """MMAU-Pro under NV-Embed-v2 without its weights: every request errors (a judge that raises), the run exits 4
     naming the benchmark and its top reason, its card cells read "—, all N errored", never a number."""
-    from evalcore.errors import ExitCode
+    from evalcore.core.errors import ExitCode
     from evalcore.pipeline.outcome import RunUnscored
 
     budget = card_run["budget"]

@@ -97,7 +97,7 @@ def test_the_dashboard_links_flagged_rows_only() -> None:
 def test_a_page_that_cannot_be_written_is_a_warning_not_a_failed_run(tmp_path, caplog) -> None:
     import yaml
 
-    from evalcore.config import demo_config_path, parse_config
+    from evalcore.runconfig.config import demo_config_path, parse_config
     from evalcore.pipeline.browse import items_page
 
     data = yaml.safe_load(demo_config_path().read_text())

@@ -19,7 +19,7 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app, unwrapped
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 
 runner = CliRunner()
 
@@ -173,7 +173,7 @@ def test_the_run_sent_itself_to_its_trackers_and_the_failing_ones_are_one_warnin
     mlflow_said = ("mlflow sink failed (MlflowException" if importlib.util.find_spec("mlflow") is not None
                    else "mlflow sink skipped: needs mlflow")
     assert any(mlflow_said in w and "evalcore track" in w for w in RUN_WARNINGS)
-    from evalcore.packages import install
+    from evalcore.core.packages import install
 
     assert any("wandb sink skipped: needs wandb" in w and install("tracking") in w for w in RUN_WARNINGS)
     assert next((finished / "lm_eval" / "listener").glob("results_*.json"))

@@ -1,5 +1,5 @@
 """A driver killed with ``kill -9`` leaves no process of the local Ray cluster it started (the watchdog of
-:mod:`evalcore.cluster`), and a stale ``ray_current_cluster`` record does not stop the next start.
+:mod:`evalcore.core.cluster`), and a stale ``ray_current_cluster`` record does not stop the next start.
 
 Only the processes of the cluster this test's own driver starts are looked at (its descendants, by PID and
 start time): other Ray clusters on the machine are never touched. Whatever survives is killed at the end.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore import cluster
+from evalcore.core import cluster
 
 pytestmark = [pytest.mark.ray, pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")]
 
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 DRIVER = """
 import sys, time, ray
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline.graph import init_ray
 cfg = parse_config({"name": "t", "datasets": [{"name": "d", "kind": "synthetic"}], "models": [{"name": "m", "kind": "null"}],
                     "protocols": [{"name": "factual"}], "ray": {"progress_bars": False}})

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from evalcore import audio
+from evalcore.core import audio
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.cmi_bench import TASKS, CmiBench, Family, task_of_file
 from evalcore.datasets.validate import validate_items

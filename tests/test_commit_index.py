@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.pipeline import commit
 from evalcore.pipeline.commit import RunStateError, commit_shard, load_committed, load_index, load_requests
 from evalcore.pipeline.resume import retried_requests
@@ -101,7 +101,7 @@ def test_a_worker_commits_whole_requests_and_hands_back_split_ones(tmp_path):
     """commit_batch: complete requests of the batch become one shard (its marker indexes them) and come back
     as tally rows with the shard's key (a row per model, failing stage and first chunk or not, with
     how many rows it stands for); a request missing a chunk comes back whole for the driver."""
-    from evalcore.console import StageTally
+    from evalcore.reports.console import StageTally
     from evalcore.pipeline.stages import JUDGED, _table
 
     rows = [_row("a"), _row("b", 0, 2), _row("b", 1, 2, "timeout", "model", "transient"), _row("c", 0, 2)]

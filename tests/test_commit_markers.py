@@ -11,10 +11,10 @@ import logging
 import numpy as np
 import soundfile as sf
 
-from evalcore import storage
-from evalcore.config import parse_config
-from evalcore.errors import TRANSIENT
-from evalcore.item_table import ItemTable
+from evalcore.core import storage
+from evalcore.runconfig.config import parse_config
+from evalcore.core.errors import TRANSIENT
+from evalcore.core.item_table import ItemTable
 from evalcore.pipeline import commit
 from evalcore.pipeline.run import account_for_all, read_items
 from evalcore.protocols.requests import expansion, iter_requests

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 from evalcore.nightly import compare
 
 runner = CliRunner()

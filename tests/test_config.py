@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from evalcore.config import ConfigError, demo_config_path, load_config, parse_config
+from evalcore.runconfig.config import ConfigError, demo_config_path, load_config, parse_config
 
 BASE = yaml.safe_load(demo_config_path().read_text())
 

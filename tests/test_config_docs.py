@@ -1,6 +1,6 @@
 """docs/config.md's "Every field" block names every field of the run config models, and nothing else: its YAML's
 keys (nested mappings and lists of mappings followed; a component's ``params`` and other free-form mappings not)
-equal the fields of :class:`evalcore.config.RunConfig` and of the config sections it holds, as dotted paths."""
+equal the fields of :class:`evalcore.runconfig.config.RunConfig` and of the config sections it holds, as dotted paths."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel
 
-from evalcore.config import RunConfig, _types_in
+from evalcore.runconfig.config import RunConfig, _types_in
 
 REPO = Path(__file__).resolve().parents[1]
 #: mappings whose keys are the user's own (a component's params, Ray resources, prompt variants, …), not fields

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from evalcore import console
+from evalcore.reports import console
 
 pytestmark = pytest.mark.ray
 
@@ -68,9 +68,9 @@ def test_stages_are_named_one_line_each(tiny_run):
 
 
 def test_ray_data_shows_the_stage_names(local_ray, tmp_path):
-    from evalcore.config import load_config
+    from evalcore.runconfig.config import load_config
     from evalcore.pipeline.graph import judge, model_branch
-    from evalcore.schema import REQUEST
+    from evalcore.core.schema import REQUEST
 
     cfg = load_config(REPO / "configs" / "small.yaml")
     row = {f.name: None for f in REQUEST} | {"request_id": "r", "model": "listener",

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import chromium
-from evalcore.nightly_outcome import CheckpointKey, CheckpointVerdict, Counts, LedgerRecord, Status, Tonight, Verdict
+from evalcore.core.nightly_outcome import CheckpointKey, CheckpointVerdict, Counts, LedgerRecord, Status, Tonight, Verdict
 from evalcore.reports.dashboard import render
 
 

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from evalcore.deadline import DeadlineExceeded, call_within
+from evalcore.core.deadline import DeadlineExceeded, call_within
 from evalcore.llm.ping import ping
 from evalcore.nightly import tonight as tn
-from evalcore.nightly_outcome import Tonight
+from evalcore.core.nightly_outcome import Tonight
 
 SECRET = "T000/B000/TRICKLESECRET"
 

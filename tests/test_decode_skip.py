@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore.config import ModelConfig, parse_config
+from evalcore.runconfig.config import ModelConfig, parse_config
 from evalcore.models.base import MusicLM
 from evalcore.models.dsp_listener import DSPListener
 from evalcore.models.reference_rewrite import ReferenceRewrite

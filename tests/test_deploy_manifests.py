@@ -157,7 +157,7 @@ def test_the_run_job_reads_and_writes_s3_only_and_cleans_up_after_itself() -> No
     """k8s/rayjob-run.yaml: one evaluation run (jobs/run_eval.py) on a RayCluster whose pods share no disk: its run
     root is an s3:// --out, everything a worker reads is on S3 (no placement problem on a cluster of several nodes),
     and KubeRay deletes the cluster when the job ends and the RayJob after a while."""
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline import placement
     from evalcore.pipeline.llm_resources import with_run_llm_roots
 

@@ -1,4 +1,4 @@
-"""A text embedder by config (evalcore/embedders.py) for CMI-Bench's tagging rule and MMAU-Pro's judge, on a tiny
+"""A text embedder by config (evalcore/core/embedders.py) for CMI-Bench's tagging rule and MMAU-Pro's judge, on a tiny
 random-weight sentence-embedding model built here (a 1-layer BERT with its own word-piece vocabulary, mean pooling
 and normalisation, saved as a sentence-transformers folder with a ``query`` prompt, as GTE-Qwen2's is): nothing is
 fetched from a hub.
@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytestmark = pytest.mark.e2e  # tiny model checkpoints: left out by the fast tier (docs/testing.md)
 
-from evalcore.embedders import EmbedderSpec, describe, load, path_problem  # noqa: E402
+from evalcore.core.embedders import EmbedderSpec, describe, load, path_problem  # noqa: E402
 
 WORDS = sorted(set("rock pop jazz poprock sounds like with some a trio anthem smooth and i hear nothing to say query "
                    "blues violin piano drums double bass female vocals no the answer is".split()))
@@ -174,7 +174,7 @@ def test_validate_names_an_embedder_that_cannot_load_and_the_packages_it_needs(t
     lacks = path_problem(EmbedderSpec(kind="sentence_transformers", path=str(tiny), query_prompt="search_query"))
     assert "defines no prompt 'search_query' (its prompts: ['document', 'query'])" in lacks
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # not installed
-    from evalcore.packages import METRICS_EXTRA, importable
+    from evalcore.core.packages import METRICS_EXTRA, importable
 
     if importable("sentence_transformers"):
         pytest.skip("the import system still finds sentence_transformers")

@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 from llm_server import LLMServer
 from ports import free_ports
 

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore import storage
-from evalcore.config import DEFAULT_MAX_ERROR_RATE, ConfigError, parse_config
+from evalcore.core import storage
+from evalcore.runconfig.config import DEFAULT_MAX_ERROR_RATE, ConfigError, parse_config
 from evalcore.pipeline.outcome import (BUDGET_NO_ITEMS, BUDGET_SCOPES, ErrorBudgetExceeded, RunResult,
                                        check_error_budget, error_reason)
 from evalcore.pipeline.run import run

@@ -6,9 +6,9 @@ import base64
 
 import pyarrow as pa
 
-from evalcore.errors import CLASSES, MAX_REASON_CHARS, bounded, class_of
+from evalcore.core.errors import CLASSES, MAX_REASON_CHARS, bounded, class_of
 from evalcore.pipeline.stages import _fail, judge_batch
-from evalcore.schema import ERRORS, JUDGMENT, REQUEST
+from evalcore.core.schema import ERRORS, JUDGMENT, REQUEST
 
 
 def test_bounded_elides_payloads_and_caps_length():
@@ -36,7 +36,7 @@ def test_a_cut_reason_ends_on_a_whole_word():
 
 
 def test_validate_names_an_unreachable_checkpoint_in_whole_words(monkeypatch):
-    from evalcore import params, storage
+    from evalcore.core import params, storage
 
     class Unreachable:
         def get_file_info(self, path):
@@ -106,7 +106,7 @@ def test_judge_errors_keep_the_class_the_judge_gave():
 
 
 def test_http_statuses_and_bodies_decide_the_class() -> None:
-    from evalcore.errors import http_class, names_response_format
+    from evalcore.core.errors import http_class, names_response_format
 
     llama = "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), " \
             "'msg': \"Input should be 'text' or 'json_object'\"}"
@@ -121,7 +121,7 @@ def test_http_statuses_and_bodies_decide_the_class() -> None:
 def test_exceptions_that_tell_their_class() -> None:
     import ray.exceptions
 
-    from evalcore.errors import exception_class
+    from evalcore.core.errors import exception_class
 
     assert exception_class(ConnectionResetError("reset")) == "transient"
     assert exception_class(TimeoutError()) == "transient"

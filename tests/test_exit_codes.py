@@ -12,8 +12,8 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.config import demo_config_path
-from evalcore.errors import ExitCode
+from evalcore.runconfig.config import demo_config_path
+from evalcore.core.errors import ExitCode
 
 runner = CliRunner()
 

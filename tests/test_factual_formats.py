@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore.config import CHUNK_SECONDS_PAPER, ModelConfig, parse_config
+from evalcore.runconfig.config import CHUNK_SECONDS_PAPER, ModelConfig, parse_config
 from evalcore.datasets import factual_formats as ff
 from evalcore.datasets.validate import validate_items
 from evalcore.judges.base import JUDGES

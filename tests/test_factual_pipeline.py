@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.datasets.synthetic import ClipSpec, synthesize_clip
 from evalcore.pipeline.run import run
 

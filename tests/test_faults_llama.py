@@ -22,7 +22,7 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.errors import MAX_REASON_CHARS
+from evalcore.core.errors import MAX_REASON_CHARS
 from evalcore.judges.llm_judges import McqLLMJudge
 from evalcore.llm.cache import ResponseCache
 from evalcore.llm.client import EndpointConfig, LLMClient

@@ -20,8 +20,8 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.config import parse_config
-from evalcore.errors import MAX_REASON_CHARS
+from evalcore.runconfig.config import parse_config
+from evalcore.core.errors import MAX_REASON_CHARS
 from evalcore.pipeline.commit import load_committed
 from evalcore.pipeline.run import NothingScored, run
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key, parenthesised_letter

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pathlib
 
-from evalcore.config import RunConfig, load_config
-from evalcore.fingerprint import NOT_THE_SUITE, SUITE, suite_config
+from evalcore.runconfig.config import RunConfig, load_config
+from evalcore.core.fingerprint import NOT_THE_SUITE, SUITE, suite_config
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -13,7 +13,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 def test_every_run_config_field_is_declared_in_or_out_of_the_suite() -> None:
     fields = set(RunConfig.model_fields)
     undeclared = sorted(fields - set(SUITE) - set(NOT_THE_SUITE))
-    assert not undeclared, ("a run config field neither in evalcore/fingerprint.py's SUITE nor in its NOT_THE_SUITE "
+    assert not undeclared, ("a run config field neither in evalcore/core/fingerprint.py's SUITE nor in its NOT_THE_SUITE "
                             f"(declare it in one, with why): {undeclared}")
     assert not set(SUITE) & set(NOT_THE_SUITE)
     assert set(SUITE) | set(NOT_THE_SUITE) == fields, "declared, but no longer a field of the run config"

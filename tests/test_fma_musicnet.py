@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from evalcore.config import ProtocolConfig
+from evalcore.runconfig.config import ProtocolConfig
 from evalcore.datasets import factual_formats as ff
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.base import DATASETS

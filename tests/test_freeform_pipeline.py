@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore.config import ConfigError, parse_config
+from evalcore.runconfig.config import ConfigError, parse_config
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE
 from evalcore.pipeline.finish import rerender
 from evalcore.pipeline.run import run

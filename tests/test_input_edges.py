@@ -19,13 +19,13 @@ import pyarrow as pa
 import pytest
 import soundfile as sf
 
-from evalcore import audio, storage
+from evalcore.core import audio, storage
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.items_file import ItemsFile
 from evalcore.datasets.validate import validate_items
 from evalcore.pipeline.stages import decode_batch
 from evalcore.protocols import checks
-from evalcore.schema import REQUEST
+from evalcore.core.schema import REQUEST
 
 ITEM = {"item_id": "a", "protocol": "factual", "question": "Which instruments?", "labels": ["guitar"],
         "audio_uri": "/audio/a.wav"}

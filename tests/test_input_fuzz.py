@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from evalcore.datasets.items_file import ItemsFile
 from evalcore.datasets.validate import FIELDS, validate_items
-from evalcore.schema import ITEM, conform
+from evalcore.core.schema import ITEM, conform
 from evalcore.score_cli import factual as score_factual
 from evalcore.score_cli import factual_formats
 from evalcore.score_cli import mcq as score_mcq

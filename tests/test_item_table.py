@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from evalcore.item_table import ItemTable
-from evalcore.schema import ITEM, conform
+from evalcore.core.item_table import ItemTable
+from evalcore.core.schema import ITEM, conform
 
 
 def _rows(n: int) -> list[dict]:

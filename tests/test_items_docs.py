@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from evalcore.cli import app
 from evalcore.datasets.validate import FIELDS, validate_items
-from evalcore.errors import ExitCode
-from evalcore.input_schemas import schema_names
+from evalcore.core.errors import ExitCode
+from evalcore.cli.input_schemas import schema_names
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "items.md").read_text()
 EXAMPLES = [json.loads(line) for block in re.findall(r"```jsonl\n(.*?)```", DOC, re.S)

@@ -17,7 +17,7 @@ import pytest
 import soundfile as sf
 from typer.testing import CliRunner
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.cli import app
 
 PAGE = 25

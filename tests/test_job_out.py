@@ -9,9 +9,9 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from evalcore import cluster
+from evalcore.core import cluster
 from evalcore.cli import app
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from evalcore import jsonl
+from evalcore.core import jsonl
 from evalcore.cli import app
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.items_file import ItemsFile

@@ -17,13 +17,13 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.config import parse_config
-from evalcore.errors import ExitCode
+from evalcore.runconfig.config import parse_config
+from evalcore.core.errors import ExitCode
 from evalcore.judges import _toy_first_letter  # noqa: F401  (the toy: private, so only its test registers it)
 from evalcore.judges.base import JUDGES, Judge, JudgeBase, build_judge
 from evalcore.pipeline.run import protocol_judges
 from evalcore.pipeline.stages import JUDGED, judge_batch
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 
 REPO = Path(__file__).resolve().parents[1]
 OPTS = ["a violin", "a piano", "drums"]

@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from evalcore.config import ConfigError, parse_config
+from evalcore.runconfig.config import ConfigError, parse_config
 from evalcore.kinds.base import KINDS, config_mistake, kinds_where
 from evalcore.kinds.scorer import Scorer
 from evalcore.scoring.requests import scorer_class

@@ -59,6 +59,6 @@ def test_the_graph_with_dynamic_imports_has_no_cycle_and_hides_nothing() -> None
     assert import_graph.cycles(g["arrows"]) == []
     assert [(f, n, t) for f, n, t, _ in g["dynamic"] if t] == []  # no import_module("evalcore…")
     computed = {f: why for f, _, t, why in g["dynamic"] if not t}
-    assert set(computed) == {"evalcore/registry.py", "evalcore/models/isolated.py",
+    assert set(computed) == {"evalcore/core/registry.py", "evalcore/models/isolated.py",
                              "evalcore/models/example_adapter.py", "evalcore/scoring/requests.py"} \
         and all(computed.values()), computed

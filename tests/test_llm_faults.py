@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from evalcore.errors import MAX_REASON_CHARS
+from evalcore.core.errors import MAX_REASON_CHARS
 from evalcore.judges.llm_judges import McqLLMJudge
 from evalcore.llm.cache import RequestLog, ResponseCache
 from evalcore.llm.client import EndpointConfig, LLMClient

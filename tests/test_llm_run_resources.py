@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.llm.budget import Lease, RayBudget
 from evalcore.llm.runner import CACHE_ENV
 from evalcore.pipeline.llm_resources import hold_budgets, with_run_llm_roots

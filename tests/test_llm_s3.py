@@ -11,7 +11,7 @@ import threading
 import pytest
 
 import s3_server
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.judges.llm_judges import LLMExtractorJudge
 from evalcore.llm.actors import complete_many
 from evalcore.llm.batch import STATE_DIR

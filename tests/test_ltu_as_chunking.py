@@ -3,7 +3,7 @@
 Tables 8 ("any" chunk says yes) and 9 ("majority" of chunks) print different LTU-AS numbers, which a clip heard
 as one piece cannot give: the paper chunked LTU-AS. The only window it states is that of its chunked models,
 "60-second segments" (§4.2), with no overlap stated; evalcore's chunks are consecutive and non-overlapping
-(:func:`evalcore.audio.chunk`). The test reads the window a run would decode with (:func:`chunk_window` of the
+(:func:`evalcore.core.audio.chunk`). The test reads the window a run would decode with (:func:`chunk_window` of the
 model's configured window), so a ``max_audio_seconds`` that cuts shorter chunks fails it too.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalcore.config import CHUNK_SECONDS_PAPER, parse_config
+from evalcore.runconfig.config import CHUNK_SECONDS_PAPER, parse_config
 from evalcore.pipeline.resources import audio_spec, chunk_window
 from evalcore.reports.published import read
 from paper_text import flat, paper

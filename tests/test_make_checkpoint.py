@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 from evalcore.models.base import AudioPrompt
 from evalcore.models.tiny import FAMILIES
 

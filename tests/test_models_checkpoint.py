@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s3_server
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.models import checkpoint as ck
 from evalcore.models.base import AudioPrompt
 from s3_server import DATA_BUCKET

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore import audio as audio_io
+from evalcore.core import audio as audio_io
 from evalcore.models.base import AudioPrompt
 from evalcore.models import tiny
 from evalcore.models.audio_chat import answer_view
@@ -107,7 +107,7 @@ def test_chat_template_is_the_checkpoints(models):
 
 
 def test_audio_spec_from_the_checkpoint_without_loading(checkpoints, models):
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.models.hf_audio import HFAudioLM
     from evalcore.pipeline.resources import audio_spec
 
@@ -172,7 +172,7 @@ def _wav(path: str, seconds: float, freq: float) -> str:
 
 @pytest.fixture(scope="module")
 def pipeline_run(checkpoints, tmp_path_factory, local_ray):
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.run import run
 
     tmp = tmp_path_factory.mktemp("hfrun")

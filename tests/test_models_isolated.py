@@ -63,7 +63,7 @@ def test_adapter_protocol_in_process():
 
 
 def test_adapter_runs_in_its_runtime_env(isolated_env, tmp_path, local_ray):
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.run import run
 
     clips = []

@@ -109,7 +109,7 @@ def test_bad_api_key_env_param_fails_fast():
 
 
 def test_actor_pool_run_with_shared_budget(tmp_path, local_ray):
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.run import run
 
     wav = tmp_path / "clip.wav"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from evalcore.config import ConfigError, ModelConfig, parse_config
+from evalcore.runconfig.config import ConfigError, ModelConfig, parse_config
 from evalcore.models.base import AudioPrompt
 from evalcore.models.simulated import SimulatedGPU
 from evalcore.pipeline.resources import model_groups, uses_audio
@@ -95,7 +95,7 @@ def test_each_model_batch_is_full_but_a_models_last(two_models):
 def test_a_model_whose_decode_is_slow_is_reported_starved_by_decode(two_models):
     """The model whose decode tasks sleep waits for input most of its stage: run.json's profile counts its starved
     seconds and names decode as what held it, and the report's run section and the console's closing lines say so."""
-    from evalcore.console import profile_lines
+    from evalcore.reports.console import profile_lines
 
     _, root, res = two_models
     profile = json.loads((root / "run.json").read_text())["profile"]

@@ -117,7 +117,7 @@ def engine_runs(checkpoints, tmp_path_factory) -> dict[str, subprocess.Popen]:
     ({"limit_mm_per_prompt": {"audio": 0}}, {}, "params.limit_mm_per_prompt"),
 ])
 def test_config_mistakes_name_the_field(checkpoints, params, resources, field):
-    from evalcore.config import ConfigError, parse_config
+    from evalcore.runconfig.config import ConfigError, parse_config
 
     with pytest.raises((ConfigError, ValueError), match=field.replace(".", r"\.")):
         parse_config({"name": "x", "datasets": [{"name": "d", "kind": "synthetic"}],
@@ -211,7 +211,7 @@ def test_run_through_the_stream_gives_hf_audio_lms_tables(checkpoints, tmp_path,
     """One run, two models on the same checkpoint: ``hf_audio_lm`` and ``vllm_audio_lm`` (its actor in the vLLM
     interpreter). Every request gets the same answer or error from both, the summary tables agree cell for cell,
     counts reconcile, and ``--resume`` runs nothing again."""
-    from evalcore.config import parse_config
+    from evalcore.runconfig.config import parse_config
     from evalcore.pipeline.run import run
 
     _python()
@@ -268,8 +268,8 @@ def test_validate_catches_what_the_engine_would_refuse(checkpoints, tmp_path):
     """Finding 4, before any engine starts: a decoder head size vLLM's CPU attention cannot run on a model that asks
     no GPU, and a ``max_model_len`` that holds the audio window and the answer but not the run's longest prompt
     (it used to pass, then every row failed), each one line naming the field."""
-    from evalcore import preflight
-    from evalcore.config import parse_config
+    from evalcore.runconfig import preflight
+    from evalcore.runconfig.config import parse_config
     from evalcore.models.tiny import build_tiny
 
     narrow = build_tiny("qwen2_audio", str(tmp_path / "narrow"))  # head size 8

@@ -15,7 +15,7 @@ import pathlib
 import pytest
 import yaml
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.protocols import expand_requests
 from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.templates import TEMPLATE_SETS

@@ -34,7 +34,7 @@ import yaml
 
 import multinode
 import s3_server
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.pipeline import commit
 from s3_server import DATA_BUCKET
 

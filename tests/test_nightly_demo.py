@@ -27,7 +27,7 @@ from evalcore.nightly.demo import DEMO_CHECKPOINTS, demo_config_path, write_chec
 from evalcore.nightly.ledger import Ledger
 from evalcore.nightly.night import night
 from evalcore.nightly.tonight import CHANGE_KEY
-from evalcore.nightly_outcome import CheckpointKey, Outcome, Status
+from evalcore.core.nightly_outcome import CheckpointKey, Outcome, Status
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 

@@ -11,10 +11,10 @@ import time
 import pytest
 
 import s3_server
-from evalcore import storage, storage_conditional as cond
+from evalcore.core import storage, storage_conditional as cond
 from evalcore.nightly.lease import LeaseLost, Leases
 from evalcore.nightly.ledger import Ledger
-from evalcore.nightly_outcome import LedgerRecord, Status
+from evalcore.core.nightly_outcome import LedgerRecord, Status
 
 CLAIMERS = 8
 

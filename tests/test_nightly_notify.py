@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from evalcore.nightly import tonight as tn
-from evalcore.nightly_outcome import CheckpointVerdict, Counts, LedgerRecord, Status, Tonight
+from evalcore.core.nightly_outcome import CheckpointVerdict, Counts, LedgerRecord, Status, Tonight
 from ports import free_ports
 
 SECRET = "T000/B000/XXXXSECRETXXXX"

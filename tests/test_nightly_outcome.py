@@ -13,7 +13,7 @@ import pytest
 
 from evalcore.nightly.ledger import Ledger, LedgerError
 from evalcore.nightly.tonight import write
-from evalcore.nightly_outcome import CheckpointKey, LedgerRecord, Status, Tonight, Verdict
+from evalcore.core.nightly_outcome import CheckpointKey, LedgerRecord, Status, Tonight, Verdict
 from evalcore.reports.dashboard import render
 
 OLD = Path(__file__).parent / "fixtures" / "nightly_v1"

@@ -17,7 +17,7 @@ from evalcore.nightly import compare
 from evalcore.nightly.config import parse_nightly
 from evalcore.nightly.demo import demo_config_path, write_checkpoint
 from evalcore.nightly.ledger import Ledger, LedgerError
-from evalcore.nightly_outcome import CheckpointKey, LedgerRecord, Status, Verdict
+from evalcore.core.nightly_outcome import CheckpointKey, LedgerRecord, Status, Verdict
 from evalcore.nightly.series import discover, natural_key
 
 

@@ -15,7 +15,7 @@ import yaml
 
 import s3_server
 from conftest import REPO
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.nightly.demo import demo_config_path, write_checkpoint
 from s3_server import DATA_BUCKET
 from ray_heads import RAY, ray_env, ray_head  # noqa: F401 (fixtures)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalcore import packages
-from evalcore.errors import ExitCode
+from evalcore.core import packages
+from evalcore.core.errors import ExitCode
 
 pytestmark = pytest.mark.e2e  # each test starts a Python of its own
 
@@ -179,8 +179,8 @@ def test_without_torch_the_mmau_pro_judge_is_named_by_validate_and_run(tmp_path)
 
 def test_a_mir_protocol_needs_its_rules_libraries(tmp_path, monkeypatch) -> None:
     """The released rules' libraries (mir_eval, jiwer, …) are checked as a model's packages are."""
-    from evalcore import preflight
-    from evalcore.config import parse_config
+    from evalcore.runconfig import preflight
+    from evalcore.runconfig.config import parse_config
 
     cfg = parse_config({"name": "mir", "datasets": [{"name": "cmi", "kind": "cmi_bench",
                                                      "params": {"root": str(tmp_path), "tasks": ["GS_key"]}}],

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.judges.llm_judges import McqLLMJudge
 from evalcore.llm.prompts import MCQ_MATCH
 from evalcore.protocols.templates import template_set

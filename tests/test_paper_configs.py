@@ -52,7 +52,7 @@ import os  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from evalcore.config import parse_config  # noqa: E402
+from evalcore.runconfig.config import parse_config  # noqa: E402
 from evalcore.pipeline.run import run  # noqa: E402
 from evalcore.reports.published import read  # noqa: E402
 from llm_server import TEST_API_KEY_ENV, LLMServer, install_test_key  # noqa: E402

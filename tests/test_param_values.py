@@ -12,9 +12,9 @@ import yaml
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.config import ConfigError, parse_config
+from evalcore.runconfig.config import ConfigError, parse_config
 from evalcore.datasets.base import DATASETS
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 from evalcore.models.base import MODELS
 
 runner = CliRunner()

@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from evalcore.config import demo_config_path
+from evalcore.runconfig.config import demo_config_path
 from evalcore.pipeline.finish import rerender
 
 pytestmark = pytest.mark.ray

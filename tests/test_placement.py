@@ -9,7 +9,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline import placement
 from evalcore.pipeline.llm_resources import with_run_llm_roots
 

@@ -5,7 +5,7 @@ empty nor failed under an error budget."""
 
 from __future__ import annotations
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline.outcome import protocols_without_items
 from evalcore.protocols.requests import expand_requests, reads
 

@@ -18,7 +18,7 @@ from evalcore.judges.mmar import McqMmarJudge
 from evalcore.reports import browser, browser_rows, markdown, model_card, readings
 from evalcore.reports.browser_links import verdicts_href, verdicts_key
 from evalcore.reports.verdict import listening_rows, verdicts
-from evalcore.schema import VERDICTS_DIFFER, quirks_of, strict_name
+from evalcore.core.schema import VERDICTS_DIFFER, quirks_of, strict_name
 from evalcore.scorers.mcq import MCQScorer
 from evalcore.scoring.requests import merge_chunks, score_requests
 from evalcore.scoring.summary import summary_table

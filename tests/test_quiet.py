@@ -1,4 +1,4 @@
-"""``--quiet`` (:func:`evalcore.console.setup` with ``quiet``): Python warnings (matplotlib's, transformers') and
+"""``--quiet`` (:func:`evalcore.reports.console.setup` with ``quiet``): Python warnings (matplotlib's, transformers') and
 evalcore's INFO lines stay off the console, evalcore's own warnings stay on it; without ``quiet`` both show. In a
 process of its own, as a command runs (pytest records warnings itself, which would hide what the console does)."""
 
@@ -11,7 +11,7 @@ from conftest import REPO
 
 SCRIPT = """
 import logging, sys, warnings
-from evalcore import console
+from evalcore.reports import console
 console.setup(quiet=sys.argv[1] == "quiet")
 warnings.warn("a library's warning", UserWarning)
 logging.getLogger("evalcore").info("stage decode: 4 requests")

@@ -1,4 +1,4 @@
-"""The private Ray API evalcore uses, all of it named in evalcore/ray_internals.py, checked against the installed
+"""The private Ray API evalcore uses, all of it named in evalcore/core/ray_internals.py, checked against the installed
 Ray without starting it: an upgrade that moves a module, a class, a method or an attribute fails here, by name,
 before any run does. (The live behaviour is checked by tests/test_backpressure.py and the full model batches of
 the pipeline tests.)"""
@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from evalcore import ray_internals as ri
+from evalcore.core import ray_internals as ri
 
 
 def test_the_backpressure_policy_interface():
@@ -93,7 +93,7 @@ def test_importing_it_imports_no_ray() -> None:
     import subprocess
     import sys
 
-    code = "import sys, evalcore.ray_internals; print(sorted(m for m in sys.modules if m.split('.')[0] == 'ray'))"
+    code = "import sys, evalcore.core.ray_internals; print(sorted(m for m in sys.modules if m.split('.')[0] == 'ray'))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
         ri.NoSuchName  # noqa: B018

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from evalcore.config import demo_config_path
+from evalcore.runconfig.config import demo_config_path
 from ports import free_ports
 from readme import readme_block
 from ray_heads import RAY

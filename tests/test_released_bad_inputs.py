@@ -245,7 +245,7 @@ def outcome(loader: Loader, case: str, tmp: Path) -> str:
     (tmp / "genres.csv").write_bytes(GENRES)
     params = {**({loader.path_param: str(path)} if loader.path_param else {}), **loader.params(tmp)}
     cls = DATASETS.get(loader.kind)
-    from evalcore.params import path_problems
+    from evalcore.core.params import path_problems
 
     found = path_problems(cls, params)  # what `evalcore validate` checks of the dataset's files
     if found:

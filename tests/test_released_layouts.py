@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore import audio
+from evalcore.core import audio
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.hummusqa import HumMusQA
 from evalcore.datasets.muchomusic import MuChoMusic, audio_id

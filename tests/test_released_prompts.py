@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.protocols import expand_requests
 from evalcore.protocols.templates import RELEASED_EXAMPLE, TEMPLATE_SETS
 

@@ -15,7 +15,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from evalcore.config import ConfigError, demo_config_path, load_config, parse_config
+from evalcore.runconfig.config import ConfigError, demo_config_path, load_config, parse_config
 from evalcore.reports import markdown, plots, report_html
 from evalcore.scoring.requests import per_item_table
 from evalcore.scoring.summary import summary_table

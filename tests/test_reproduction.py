@@ -108,7 +108,7 @@ def test_tables_named_brings_the_papers_prose() -> None:
 
 
 def test_reproduces_takes_one_table_or_a_list(tmp_path) -> None:
-    from evalcore.config import ConfigError, parse_config
+    from evalcore.runconfig.config import ConfigError, parse_config
 
     cfg = yaml.safe_load((REPO / "configs" / "paper" / "factual-table08-09-true-false.yaml").read_text())
     assert parse_config({**cfg, "reproduces": "factual/table8"}).reproduces == ["factual/table8"]

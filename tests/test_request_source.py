@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.datasets.validate import validate_items
 from evalcore.pipeline.sources import plan_requests, request_source
 from evalcore.protocols.requests import expand_requests, expansion

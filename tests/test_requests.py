@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.datasets.base import BadItem
 from evalcore.datasets.validate import validate_items
 from evalcore.protocols import expand_requests

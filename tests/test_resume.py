@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 import resume_helpers as rh
-from evalcore import storage
-from evalcore.config import parse_config
+from evalcore.core import storage
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline import commit
 from evalcore.pipeline.commit import RunStateError, ShardWriter
 from evalcore.pipeline.resume import open_run, resume_config

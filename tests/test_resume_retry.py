@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore import storage
-from evalcore.errors import parse_classes
+from evalcore.core import storage
+from evalcore.core.errors import parse_classes
 from evalcore.pipeline.commit import RunStateError, commit_shard, load_committed
 from evalcore.pipeline.resume import rejudged_rows, retried_requests
 

@@ -15,8 +15,8 @@ import yaml
 import resume_helpers as rh
 import s3_server
 from ports import free_ports
-from evalcore import storage
-from evalcore.config import parse_config
+from evalcore.core import storage
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline import commit
 from evalcore.pipeline.commit import RunStateError, ShardWriter
 from evalcore.pipeline.resume import open_run, resume_config

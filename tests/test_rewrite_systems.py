@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE
 from evalcore.models.base import AudioPrompt
 from evalcore.models.reference_rewrite import ReferenceRewrite, RewriteFailed

@@ -18,7 +18,7 @@ import pytest
 import soundfile as sf
 import yaml
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.datasets.rul_muchomusic import RulMuchoMusic
 from evalcore.datasets.validate import validate_items
 from evalcore.judges.base import JUDGES

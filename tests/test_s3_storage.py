@@ -21,8 +21,8 @@ import pytest
 import soundfile as sf
 import yaml
 
-from evalcore import audio, storage
-from evalcore.config import ConfigError, parse_config
+from evalcore.core import audio, storage
+from evalcore.runconfig.config import ConfigError, parse_config
 import s3_server
 from conftest import REPO
 from s3_server import DATA_BUCKET, PRIVATE_BUCKET
@@ -228,7 +228,7 @@ def test_secret_key_is_in_no_output(s3, s3_demo):
 WRITER = """
 import json, signal, sys
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # as a Ray worker does: SystemExit wherever it is
-from evalcore import storage
+from evalcore.core import storage
 body = json.dumps({"key": "k", "rows": 1, "index": list(range(20000))}).encode()
 i = 0
 while True:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline.stages import JUDGED, _table
 
 

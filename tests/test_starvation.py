@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import types
 
-from evalcore.console import profile_lines
+from evalcore.reports.console import profile_lines
 from evalcore.pipeline import starvation
 from evalcore.reports.run_profile import section, starved_notes
 

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from evalcore import storage
-from evalcore.config import StorageConfig
+from evalcore.core import storage
+from evalcore.runconfig.config import StorageConfig
 
 
 def _s(endpoint: str, timeout: float = 300.0) -> storage.StorageSettings:

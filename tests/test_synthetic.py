@@ -26,7 +26,7 @@ from evalcore.datasets.synthetic import (
 )
 from evalcore.datasets.synth_audio import karplus_strong
 from evalcore.kinds.base import KINDS
-from evalcore.schema import ITEM, conform
+from evalcore.core.schema import ITEM, conform
 
 SR = 22050
 

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from evalcore.config import ConfigError, parse_config
+from evalcore.runconfig.config import ConfigError, parse_config
 from evalcore.nightly.config import parse_nightly, run_config_dict
 from evalcore.tracking import steps
 from evalcore.tracking.record import FinishedRun, cell_key, headline
 from evalcore.tracking.sinks import scrub, track_run
-from evalcore.tracking_config import MlflowSink, TrackFlagError, uri_problem, with_track_flags
+from evalcore.core.tracking_config import MlflowSink, TrackFlagError, uri_problem, with_track_flags
 from conftest import REPO
 
 SMALL = yaml.safe_load((REPO / "configs" / "small.yaml").read_text())
@@ -164,7 +164,7 @@ def test_validate_names_a_sink_whose_package_is_missing_with_its_install_command
     monkeypatch.setitem(sys.modules, "wandb", None)  # W&B not installed
     res = CliRunner().invoke(app, ["validate", str(path)])
     assert res.exit_code == 2, res.output
-    from evalcore.packages import install
+    from evalcore.core.packages import install
 
     hint = install("tracking")  # absolute: it runs from any directory (a relative ".[tracking]" fails outside the clone)
     assert f"{sys.executable} -m pip install -e {REPO}[tracking]" == hint.replace("'", "")

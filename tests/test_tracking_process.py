@@ -16,7 +16,7 @@ import pytest
 
 from evalcore.tracking.process import Beside, beside
 from evalcore.tracking.sinks import track_run
-from evalcore.tracking_config import LmEvalSink, MlflowSink, WandbSink
+from evalcore.core.tracking_config import LmEvalSink, MlflowSink, WandbSink
 from tracking_helpers import fresh_mlflow_uri, handmade_run, mlflow_runs
 
 mlflow = pytest.importorskip("mlflow")

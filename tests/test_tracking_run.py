@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli import app
 from evalcore.tracking.sinks import track_run
-from evalcore.tracking_config import LmEvalSink, MlflowSink, WandbSink
+from evalcore.core.tracking_config import LmEvalSink, MlflowSink, WandbSink
 from tracking_helpers import expected_cells, fresh_mlflow_uri, mlflow_runs, same
 
 mlflow = pytest.importorskip("mlflow")
@@ -199,7 +199,7 @@ def test_a_replay_adds_nothing_and_failing_sinks_are_one_warning_each(logged, tm
     mlflow_line = next(w for w in warnings if "mlflow sink failed" in w)
     assert "MlflowException" in mlflow_line and f"evalcore track {cfg.root}" in mlflow_line
     wandb_line = next(w for w in warnings if "wandb sink skipped" in w)
-    from evalcore.packages import install
+    from evalcore.core.packages import install
 
     assert install("tracking") in wandb_line
     assert before == {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(cfg.root).rglob("*") if p.is_file()}

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.config import parse_config
+from evalcore.runconfig.config import parse_config
 from evalcore.pipeline.finish import finish
 from evalcore.reports.published import read
 from evalcore.scorers.factual_formats import TrueFalseScorer

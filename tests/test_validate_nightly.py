@@ -13,9 +13,9 @@ import yaml
 from typer.testing import CliRunner
 
 import s3_server
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.cli import app
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 from evalcore.nightly.demo import demo_config_path, write_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent

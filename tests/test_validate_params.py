@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from evalcore.cli import app
 from evalcore.datasets.base import DATASETS, Dataset
-from evalcore.errors import ExitCode
+from evalcore.core.errors import ExitCode
 from evalcore.models.base import MODELS, MusicLM
-from evalcore.params import params_schema
-from evalcore.registry import Registry
+from evalcore.core.params import params_schema
+from evalcore.core.registry import Registry
 
 runner = CliRunner()
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore import preflight
-from evalcore.config import ConfigError, parse_config
+from evalcore.runconfig import preflight
+from evalcore.runconfig.config import ConfigError, parse_config
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.fma import FMA
 from evalcore.datasets.validate import validate_items
@@ -17,7 +17,7 @@ from evalcore.pipeline.stages import judge_batch
 from evalcore.protocols import expand_requests
 from evalcore.scoring.requests import merge_chunks, per_item_table
 from evalcore.scoring.summary import summary_table
-from evalcore.schema import RESPONSE, conform
+from evalcore.core.schema import RESPONSE, conform
 from test_fma_musicnet import GENRES_CSV, TRACKS_CSV
 
 

@@ -1,4 +1,4 @@
-"""The dataset interface: a source of item rows (see ``evalcore.schema.ITEM``), the error row a dataset yields in
+"""The dataset interface: a source of item rows (see ``evalcore.core.schema.ITEM``), the error row a dataset yields in
 place of a record that cannot be an item (:class:`BadItem`), and the datasets' registry."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Dataset(ABC):
 
     @abstractmethod
     def items(self, ctx: DatasetContext) -> Iterator[dict[str, Any] | BadItem]:
-        """Item rows with the fields of ``evalcore.schema.ITEM`` but ``dataset`` (the run sets it from the config),
+        """Item rows with the fields of ``evalcore.core.schema.ITEM`` but ``dataset`` (the run sets it from the config),
         and a :class:`BadItem` in place of each record that cannot be one."""
 
     @classmethod

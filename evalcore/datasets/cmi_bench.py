@@ -7,7 +7,7 @@ one record a line with ``instruction`` (the prompt), ``input`` (the audio placeh
 ``output`` (the answer: text, or a number for NSynth pitch), ``uuid`` (empty), ``split`` (a list; its first value
 is the split), ``task_type`` (``major`` / ``minor`` lists), ``domain``, ``audio_path`` (a list of paths relative to
 the root), ``audio_start`` and ``audio_end`` (seconds; ``audio_end`` −1 = to the end of the file), ``source`` and
-``other``. DSing's audio is ``.m4a`` (AAC), decoded by PyAV (:mod:`evalcore.audio`).
+``other``. DSing's audio is ``.m4a`` (AAC), decoded by PyAV (:mod:`evalcore.core.audio`).
 
 Item rows: ``item_id`` = ``<task>-<line number>``; ``protocol`` = ``mir`` (``freeform`` for the captioning tasks,
 scored by the free-form metrics); ``task`` = the released task name (the file's ``<task>``); ``category`` = the
@@ -31,11 +31,11 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 
 from pydantic import Field
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.records import FileUnreadable
 from evalcore.datasets.released_mcq import AudioOutside, audio_uri, check_records, read_records, record_problem
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 __all__ = ["Family", "TASKS", "Task", "task_of_file", "label_set_of", "CmiBench"]
 

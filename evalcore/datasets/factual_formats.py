@@ -25,7 +25,7 @@ import json
 from typing import Any, Iterable, Sequence
 
 from evalcore.kinds.base import kind_of
-from evalcore.seeding import rng
+from evalcore.core.seeding import rng
 from evalcore.vocab.labels import family
 
 __all__ = ["BINARY_QUESTIONS", "TRUE_FALSE_QUESTIONS", "BINARY_ORDERS", "FORMATS", "binary_choice_items",

@@ -31,12 +31,12 @@ from typing import Any, Iterator, Literal, Sequence
 
 import pandas as pd
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.datasets.records import FileUnreadable
 from evalcore.datasets.tabular import check_table, csv_frame, read_table, string_list, text, undecodable
-from evalcore.params import Count, PathStr
+from evalcore.core.params import Count, PathStr
 from evalcore.vocab import normalize, vocabulary
 
 SUBSETS = ("small", "medium", "large", "full")

@@ -17,14 +17,14 @@ import json
 import os
 from typing import Any, Iterator
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.records import outside_root
 from evalcore.datasets.tabular import check_table, read_rows, seconds, string_list, text, undecodable
 
 #: the columns the loader reads (the released Parquet and CSV have them all)
 COLUMNS = ("identifier", "question", "answer", "distractor_1", "distractor_2", "distractor_3")
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 
 @DATASETS.register("hummusqa")

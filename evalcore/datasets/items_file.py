@@ -9,9 +9,9 @@ from typing import Any, Iterator
 
 import pyarrow.parquet as pq
 
-from evalcore import jsonl, storage
+from evalcore.core import jsonl, storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 
 @DATASETS.register("items_file")

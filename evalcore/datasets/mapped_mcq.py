@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import BadItem, Dataset, DatasetContext
 from evalcore.datasets.released_mcq import (audio_uri, check_records, mcq_item, read_records, record_problem,
                                             subset_problem)

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from evalcore.datasets.base import DATASETS
 from evalcore.datasets.mapped_mcq import FieldMap, MappedMCQ
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 Modality = Literal["sound", "music", "speech", "mix-sound-music", "mix-sound-speech", "mix-music-speech",
                    "mix-sound-music-speech"]

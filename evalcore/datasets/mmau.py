@@ -23,7 +23,7 @@ from pydantic import Field
 
 from evalcore.datasets.base import DATASETS
 from evalcore.datasets.mapped_mcq import FieldMap, MappedMCQ
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 Task = Literal["music", "sound", "speech"]
 

@@ -24,11 +24,11 @@ from typing import Annotated, Any, Iterator, Sequence
 
 from pydantic import AfterValidator, Field
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.records import FileUnreadable
 from evalcore.datasets.released_mcq import audio_uri, mcq_item, subset_problem, text_list
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 #: the released evaluator's categories that are not multiple choice
 NOT_MCQ = ("open", "instruction following")

@@ -35,11 +35,11 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 
 from pydantic import Field
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.records import outside_root
 from evalcore.datasets.tabular import check_table, read_rows, read_table, string_list, text, undecodable
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 DISTRACTORS = {"IR": "distractor_1_answer", "CU": "distractor_2_answer", "IU": "distractor_3_answer"}
 #: the CSV columns the loader reads (the released CSV has them all)

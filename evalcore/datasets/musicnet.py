@@ -25,12 +25,12 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Literal, Sequence
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.factual_formats import BINARY_ORDERS, FORMATS, derive_formats
 from evalcore.datasets.records import leaves_root
 from evalcore.datasets.tabular import check_table, number, read_rows, read_table, text, undecodable
-from evalcore.params import Count, PathStr
+from evalcore.core.params import Count, PathStr
 from evalcore.vocab import MUSICNET_INSTRUMENTS, normalize, vocabulary
 
 TASKS = ("instrument", "composer")

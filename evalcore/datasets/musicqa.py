@@ -16,10 +16,10 @@ import posixpath
 from collections import Counter
 from typing import Any, Iterator, Literal
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.records import Unreadable, check_json, json_records, leaves_root
-from evalcore.params import Count, PathStr
+from evalcore.core.params import Count, PathStr
 
 # The questions asked of all 560 clips of EvalMusicQA.json (560 rows each; no other question exceeds 79).
 CAPTIONING_QUESTIONS = (

@@ -25,7 +25,7 @@ import posixpath
 import re
 from typing import Any, Iterator, Literal
 
-from evalcore import jsonl, storage
+from evalcore.core import jsonl, storage
 from evalcore.datasets.base import BadItem
 
 #: a JSON string, or one of the structural characters outside strings
@@ -177,7 +177,7 @@ def leaves_root(relative: str) -> bool:
 def outside_root(root: str, relative: str) -> bool:
     """Whether ``relative`` under ``root`` leaves it: by its text (:func:`leaves_root`), or — on a local disk — by
     a symlink inside the root that leads out (the joined path resolved, symlinks and all, then checked against the
-    resolved root: :func:`evalcore.storage.within`). Object-store keys have no symlinks: their text decides."""
+    resolved root: :func:`evalcore.core.storage.within`). Object-store keys have no symlinks: their text decides."""
     if leaves_root(relative):
         return True
     if storage.is_s3(root) or "://" in root and not root.startswith("file://"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import BadItem
 from evalcore.datasets.records import FileUnreadable, check_json, json_records, jsonl_records, outside_root
 

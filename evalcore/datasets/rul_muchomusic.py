@@ -32,12 +32,12 @@ import json
 import math
 from typing import Any, Iterator
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, BadItem, Dataset, DatasetContext
 from evalcore.datasets.muchomusic import _ReleasedAudio, audio_id
 from evalcore.datasets.records import Unreadable, check_json, json_records, leaves_root
 from evalcore.datasets.tabular import read_table, text
-from evalcore.params import PathStr
+from evalcore.core.params import PathStr
 
 __all__ = ["RulMuchoMusic", "TASK", "read_released"]
 

@@ -17,10 +17,10 @@ import numpy as np
 import soundfile as sf
 from pydantic import BeforeValidator
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS, Dataset, DatasetContext, FactualVocabulary
 from evalcore.datasets.synth_audio import INSTRUMENTS, MODES, NOTE_NAMES, TEMPO_RANGE, ClipSpec, synthesize_clip
-from evalcore.params import Count, NonNegative, PathStr, Rate, Seconds
+from evalcore.core.params import Count, NonNegative, PathStr, Rate, Seconds
 
 MODE_OPTIONS = (
     "A bright major key",

@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.records import FileUnreadable
-from evalcore.errors import utf8_error
+from evalcore.core.errors import utf8_error
 
 
 def read_table(uri: str) -> pd.DataFrame:

@@ -17,9 +17,9 @@ import math
 from typing import Any, Iterable, Iterator
 
 from evalcore.datasets.base import BadItem
-from evalcore.errors import INPUT, bounded, utf8_error
+from evalcore.core.errors import INPUT, bounded, utf8_error
 from evalcore.kinds.base import KINDS, kind_of
-from evalcore.schema import ITEM, MAX_EXCERPT_SECONDS
+from evalcore.core.schema import ITEM, MAX_EXCERPT_SECONDS
 
 _STR_FIELDS = ("item_id", "task", "audio_uri", "question", "reference", "category", "difficulty")
 _FLOAT_FIELDS = ("excerpt_start", "excerpt_end")

@@ -5,7 +5,7 @@ opens the response ("B) a violin" → 1); a response that opens with no option's
 A judge implements :class:`evalcore.judges.base.Judge`: a ``version`` (it goes into the ``judge`` column as
 ``name@version``), what it reads besides texts and options (``uses_tasks``, ``uses_questions``; :class:`JudgeBase`
 says neither) and :meth:`judge`, one :class:`Judgment` per text. Its constructor's parameters are its ``params``
-in the config, checked by ``evalcore validate`` (:mod:`evalcore.params`).
+in the config, checked by ``evalcore validate`` (:mod:`evalcore.core.params`).
 """
 
 from __future__ import annotations

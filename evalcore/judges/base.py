@@ -8,7 +8,7 @@ option lists (each row's task, each request's question) it declares in ``uses_ta
 and ``version`` goes into the ``judge`` column as ``name@version``.
 
 A judge that follows a benchmark's **published rule** (MMAU's, MMAR's, MMAU-Pro's, RUListening's, MuChoMusic's
-scorer) names it in ``rule`` (:class:`~evalcore.schema.PublishedRule`) and gives two verdicts per response:
+scorer) names it in ``rule`` (:class:`~evalcore.core.schema.PublishedRule`) and gives two verdicts per response:
 ``parsed_index``, evalcore's strict reading (the one option named, never guessed), and ``credited``, the options
 the released scorer would count right for that response, its quirks included. The MCQ scorer makes the published
 verdict the default figure (``accuracy``) and the strict one its twin (``accuracy_strict``), docs/benchmarks.md;
@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol, Sequence, TypedDict, runtime_checkable
 
-from evalcore.registry import Registry
-from evalcore.schema import PublishedRule
+from evalcore.core.registry import Registry
+from evalcore.core.schema import PublishedRule
 
 __all__ = ["JUDGES", "JUDGMENT_FIELDS", "Judge", "JudgeBase", "Judgment", "PublishedRule", "build_judge",
            "published_rule"]
 
 
 class Judgment(TypedDict, total=False):
-    """What a judge says of one response (the judged row's columns, :data:`evalcore.schema.JUDGMENT`).
+    """What a judge says of one response (the judged row's columns, :data:`evalcore.core.schema.JUDGMENT`).
 
     An MCQ or binary-choice judge sets ``parsed_index`` (-1: unanswered), a label judge ``extracted`` (the labels
     named, ``[]``: none) and, where it proposes labels outside the vocabulary, ``dropped`` (how many). An MCQ judge
@@ -35,7 +35,7 @@ class Judgment(TypedDict, total=False):
     order shown) its released scorer would count right for this response were each the answer — one, none, or
     several where the rule credits a response for more than one option (MMAU's choices with the same words). A
     response that cannot be judged (none came back, no options to choose from, an endpoint failed) sets ``error``,
-    a bounded reason, and may set ``error_class`` (:mod:`evalcore.errors`); its other fields are then not read.
+    a bounded reason, and may set ``error_class`` (:mod:`evalcore.core.errors`); its other fields are then not read.
     """
 
     parsed_index: int | None

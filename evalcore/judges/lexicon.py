@@ -20,7 +20,7 @@ class LexiconJudge(TaskLexicons, JudgeBase):
 
     ``vocabulary``: a name in :data:`evalcore.vocab.lexicon.LEXICONS`, or ``"auto"`` — each row's lexicon from
     its task: ``tasks`` (task → lexicon name, e.g. what the datasets of a run declare:
-    :func:`evalcore.vocab_fit.default_judge`), else the built-in map
+    :func:`evalcore.runconfig.vocab_fit.default_judge`), else the built-in map
     (:func:`evalcore.vocab.labels.lexicon_name`: FMA genre tasks → genres, ``instrument`` → the
     MusicNet instruments, ``composer`` → composers), so one protocol can hold every factual task; a row whose
     task has no vocabulary (none, or unknown) uses ``fallback`` if given, else is an error row.

@@ -37,7 +37,7 @@ can be built from config params inside Ray workers.
   the one-letter text answer.
 
 A failed API call (after the client's bounded retries) gives ``{"error": reason, "error_class": class}``
-(with ``extracted``/``parsed_index`` None; the class from :mod:`evalcore.errors`: a connection error is
+(with ``extracted``/``parsed_index`` None; the class from :mod:`evalcore.core.errors`: a connection error is
 ``transient``, retried by ``evalcore run --resume``), like a missing response; nothing is dropped.
 """
 
@@ -52,7 +52,7 @@ from evalcore.llm.client import Completion, EndpointConfig, LLMClient
 from evalcore.llm.prompts import (LABEL_EXTRACTION, LABEL_EXTRACTION_PAPER, MCQ_MATCH, MCQ_MATCH_JSON, McqChoice,
                                   PromptTemplate, parse_letter)
 from evalcore.llm.runner import CACHE_ENV, DEFAULT_CACHE_ROOT, LLMRunner, default_cache_root
-from evalcore.packages import CORE
+from evalcore.core.packages import CORE
 from evalcore.judges.base import JUDGES, JudgeBase, Judgment
 from evalcore.vocab.files import read_genre_tree
 from evalcore.vocab.labels import FMA_GENRES, GENRE_TREE_TASKS, lexicon_name
@@ -92,12 +92,12 @@ def validate_labels(output: str | None, vocabulary: Sequence[str],
 class _LLMJudge(JudgeBase):
     """Endpoint, cache, budget and the lazily built client shared by the LLM judges."""
 
-    params_extend = (LLMRunner,)  # ``**params`` are the runner's (evalcore.params)
+    params_extend = (LLMRunner,)  # ``**params`` are the runner's (evalcore.core.params)
     params_exclude = ("api", "log_name")  # set from ``mode`` and the judge's name
 
     judge_version = "1"
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
-    requires = ("openai",)  # checked before any judge runs (evalcore.packages)
+    requires = ("openai",)  # checked before any judge runs (evalcore.core.packages)
     install_hint = CORE
     template: PromptTemplate
     schema: type[BaseModel] | None = None

@@ -12,7 +12,7 @@ id ``nvidia/NV-Embed-v2``, loaded with transformers and ``trust_remote_code``; `
 default cuda when there is one), or ``bag-of-words``, a weight-free stand-in that is **not** the published
 scorer (cosine of lowercased word counts, words as MMAU's rule cuts them) for offline runs and tests. Or
 ``similarity`` — another embedder by config, ``{kind: sentence_transformers | transformers_mean, path: <folder>}``
-(:mod:`evalcore.embedders`: a response encoded without a prompt, as NV-Embed's ``instruction=""``), in place of
+(:mod:`evalcore.core.embedders`: a response encoded without a prompt, as NV-Embed's ``instruction=""``), in place of
 ``embedder``. The judge's version names the embedder, so the judged rows say which one decided; what it needs to
 import is checked by ``evalcore validate`` (:meth:`McqMmauProJudge.packages_problem`: NV-Embed-v2 needs torch and
 transformers), so a run without them is refused before any model runs, not a benchmark of error rows.
@@ -43,10 +43,10 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from evalcore.embedders import KINDS, EmbedderSpec, bag_of_words, load, spec_of
+from evalcore.core.embedders import KINDS, EmbedderSpec, bag_of_words, load, spec_of
 from evalcore.judges.base import JUDGES, Judgment, PublishedRule
 from evalcore.judges.parser import ParserJudge, named
-from evalcore.packages import METRICS_EXTRA, MODELS_EXTRA, missing
+from evalcore.core.packages import METRICS_EXTRA, MODELS_EXTRA, missing
 
 __all__ = ["TIE_RTOL", "nearest", "nearest_choice", "first_nearest", "McqMmauProJudge", "RULE"]
 
@@ -100,7 +100,7 @@ class _NVEmbed:
 
 
 class _Configured:
-    """A configured embedder (:mod:`evalcore.embedders`) as the released rule uses one: each row L2-normalised."""
+    """A configured embedder (:mod:`evalcore.core.embedders`) as the released rule uses one: each row L2-normalised."""
 
     def __init__(self, spec: EmbedderSpec) -> None:
         self.embedder = load(spec)

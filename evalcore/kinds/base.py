@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 
 
 class ProtocolKind:
@@ -23,7 +23,7 @@ class ProtocolKind:
     #: the judge that reads its answers when the config names none (None: its answers are scored as text)
     judge: ClassVar[str | None] = None
     #: its answers are read into labels of a closed vocabulary; the default judge is fitted to the datasets' tasks
-    #: (:func:`evalcore.vocab_fit.default_judge`)
+    #: (:func:`evalcore.runconfig.vocab_fit.default_judge`)
     vocabulary: ClassVar[bool] = False
     #: its default judge reads labels of a vocabulary fitted to its datasets' tasks, and its items' labels must lie
     #: in the judge's vocabulary (an item whose every label is outside is an error row)

@@ -57,7 +57,7 @@ from pydantic import BaseModel
 from evalcore.llm.batch_api import ENDPOINT, TERMINAL_STATUSES, BatchApi, BatchError, BatchJob, collect
 from evalcore.llm.batch_state import STATE_DIR, SUBMIT_PREFIX, StateStore, adopt, create_batch, resume_jobs
 from evalcore.llm.cache import RequestLog, ResponseCache
-from evalcore.errors import TRANSIENT, bounded
+from evalcore.core.errors import TRANSIENT, bounded
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient, parse_json_output, response_format, schema_of
 
 __all__ = ["run_batch", "BatchRequest", "BatchError", "MAX_LINES_PER_BATCH", "TERMINAL_STATUSES", "STATE_DIR",

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import openai
 
-from evalcore import jsonl
-from evalcore.errors import INCOMPLETE, TRANSIENT, bounded, http_class
+from evalcore.core import jsonl
+from evalcore.core.errors import INCOMPLETE, TRANSIENT, bounded, http_class
 from evalcore.llm.client import UNFINISHED, Completion, LLMClient
 
 ENDPOINT = "/v1/chat/completions"

@@ -9,7 +9,7 @@ import time
 import uuid
 from typing import Any
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.llm.batch_api import (COMPLETION_WINDOW, ENDPOINT, TERMINAL_STATUSES, BatchApi, BatchError, BatchJob,
                                     collect)
 from evalcore.llm.cache import canonical_json

@@ -1,7 +1,7 @@
 """Content-addressed LLM response cache and the per-run request/response log.
 
 Cache layout: ``<root>/llm-cache/<key[:2]>/<key>.json``, one JSON object per key, written with
-:func:`evalcore.storage.write_bytes` (temp file + rename locally, one PUT on S3), so many
+:func:`evalcore.core.storage.write_bytes` (temp file + rename locally, one PUT on S3), so many
 concurrent writers are safe: a reader sees either no file or a whole one, and writers of the
 same key write the same request. Nothing secret is ever part of a key or a record.
 """
@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from evalcore import storage
+from evalcore.core import storage
 
 
 def canonical_json(obj: Any) -> str:

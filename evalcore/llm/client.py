@@ -7,7 +7,7 @@ client, logging or caching can never leak it. The ``openai`` client's own retrie
 ``retry-after-ms`` / ``Retry-After``. :meth:`LLMClient.complete` never raises for a failed
 item: after the last attempt it returns a :class:`Completion` with ``error`` set.
 
-What the server says decides what happens next (:mod:`evalcore.errors` names the classes):
+What the server says decides what happens next (:mod:`evalcore.core.errors` names the classes):
 
 * a connection error, a timeout, HTTP 408/409/425/429 or a 5xx that is not a validation error is
   *transient*: retried up to ``max_retries`` times with backoff;
@@ -44,7 +44,7 @@ from typing import Any, Literal
 import openai
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalcore.errors import INCOMPLETE, INPUT, MAX_REASON_CHARS, TRANSIENT, bounded, http_class, names_response_format
+from evalcore.core.errors import INCOMPLETE, INPUT, MAX_REASON_CHARS, TRANSIENT, bounded, http_class, names_response_format
 from evalcore.llm.budget import Budget, Lease, TokenBucketBudget, acquire_blocking, estimate_tokens
 from evalcore.llm.cache import RequestLog, ResponseCache, cache_key, loggable
 from evalcore.llm.flights import LEAD, flights_for
@@ -95,7 +95,7 @@ class Completion:
     error: str | None = None
     key: str = ""
     data: Any = None
-    #: the failure class of ``error`` (:data:`evalcore.errors.CLASSES`)
+    #: the failure class of ``error`` (:data:`evalcore.core.errors.CLASSES`)
     error_class: str | None = None
     #: True when an identical request in flight made the call and this one shared its outcome
     shared: bool = False

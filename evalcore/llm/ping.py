@@ -7,7 +7,7 @@ model it does not serve stops the run with exit 2 before Ray starts, instead of 
 What the answer means:
 
 * connection refused, a DNS failure or no complete answer within the timeout: unreachable (``base_url``); the
-  timeout bounds the whole call (:func:`evalcore.deadline.call_within`), not each read, so a server that trickles
+  timeout bounds the whole call (:func:`evalcore.core.deadline.call_within`), not each read, so a server that trickles
   its answer a byte at a time cannot hold the ping;
 * HTTP 401 / 403: the key in ``api_key_env`` is refused (the variable is named, its value never);
 * a list of models that lacks the configured one: unknown model (``model``);
@@ -24,8 +24,8 @@ import os
 
 import openai
 
-from evalcore.deadline import DeadlineExceeded, call_within
-from evalcore.errors import bounded
+from evalcore.core.deadline import DeadlineExceeded, call_within
+from evalcore.core.errors import bounded
 
 #: the longest a ping waits for an answer (the endpoint's own timeout_s, when shorter)
 PING_TIMEOUT_S = 10.0

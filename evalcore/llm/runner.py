@@ -21,13 +21,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.llm.actors import complete_many
 from evalcore.llm.batch import run_batch
 from evalcore.llm.budget import endpoint_budget
 from evalcore.llm.cache import RequestLog, ResponseCache
 from evalcore.llm.client import Completion, EndpointConfig, LLMClient
-from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Seconds
+from evalcore.core.params import Count, NonEmpty, NonNegative, PathStr, Seconds
 
 DEFAULT_CACHE_ROOT = "./.evalcore-llm-cache"
 CACHE_ENV = "EVALCORE_LLM_CACHE"
@@ -43,7 +43,7 @@ def default_cache_root() -> str:
 class LLMRunner:
     """One endpoint + cache + budget + log; ``run`` answers requests online or in batch mode."""
 
-    #: where ``**endpoint`` goes (the params schema of the components built on a runner: evalcore.params)
+    #: where ``**endpoint`` goes (the params schema of the components built on a runner: evalcore.core.params)
     params_extend = (EndpointConfig,)
 
     def __init__(

@@ -31,7 +31,7 @@ import warnings
 from abc import ABC, abstractmethod
 from typing import Any, Mapping
 
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 from evalcore.stats.aggregate import Aggregate
 
 __all__ = ["SOURCE", "Rule", "RULES", "PublishedStops", "Unreproducible", "normalise", "literal", "reference_of"]

@@ -9,10 +9,10 @@ task's tag vocabulary (:data:`VOCABULARIES`: the released sets, MTT's ``data/MTT
 2. Scores: the similarity of the response (lower-cased, stripped) to each tag — released: GTE-Qwen2-7B-instruct
    (``encode(response, prompt_name="query") @ encode(tags).T × 100``) and, printed beside it, BERTScore recall.
    A run names its embedder in the ``mir`` protocol's ``similarity`` (``{kind: sentence_transformers, path: …}``,
-   :mod:`evalcore.embedders`; :func:`configured`), computed as released and named (library, version, folder, config
+   :mod:`evalcore.core.embedders`; :func:`configured`), computed as released and named (library, version, folder, config
    hash) in every definition; a test holds the AUCs to the released function on a tiny sentence-embedding model.
    Where none is configured the rule uses a **bag-of-words stand-in** (the MMAU-Pro judge's,
-   :func:`evalcore.embedders.bag_of_words`), named as such in every definition and on the model card.
+   :func:`evalcore.core.embedders.bag_of_words`), named as such in every definition and on the model card.
 
 **String-match rule** (``multi_label_classification``, kept in the released file, figures ``*_exact``;
 :func:`exact_vectors`): truth = the tag is one of the answer's comma-separated parts, each normalised
@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from evalcore.datasets.cmi_bench import Family
-from evalcore.embedders import EmbedderSpec, bag_of_words, describe, load
+from evalcore.core.embedders import EmbedderSpec, bag_of_words, describe, load
 from evalcore.mir_rules.rules import RULES, PublishedStops, Rule, normalise, reference_of
-from evalcore.seeding import derive_seed
+from evalcore.core.seeding import derive_seed
 from evalcore.stats.aggregate import Aggregate, mean_of
 
 __all__ = ["VOCABULARIES", "MAX_RESAMPLES", "FIGURES", "exact_vectors", "embedding_truth", "stand_in", "TaggingRule",
@@ -106,7 +106,7 @@ def stand_in(response: str, tags: Sequence[str]) -> np.ndarray:
 
 
 class _Configured:
-    """A configured embedder's similarity, loaded on first use (once per process: :func:`evalcore.embedders.load`)."""
+    """A configured embedder's similarity, loaded on first use (once per process: :func:`evalcore.core.embedders.load`)."""
 
     def __init__(self, spec: EmbedderSpec) -> None:
         self.spec = spec

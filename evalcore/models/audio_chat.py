@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 import soundfile as sf
 
-from evalcore.errors import INCOMPLETE, INPUT, MODEL
+from evalcore.core.errors import INCOMPLETE, INPUT, MODEL
 
 
 class IncompleteAnswer(RuntimeError):

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 
 
 @dataclass(frozen=True)

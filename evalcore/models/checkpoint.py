@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from evalcore import storage
+from evalcore.core import storage
 
 CACHE_ENV = "EVALCORE_CHECKPOINT_CACHE"
 _HASH_BLOCK = 1 << 20

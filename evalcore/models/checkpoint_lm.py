@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.models.base import MusicLM
 from evalcore.models.checkpoint import read_checkpoint_json, resolve_checkpoint
-from evalcore.params import ParamsError, check_params
+from evalcore.core.params import ParamsError, check_params
 
 
 class AudioLMParams(BaseModel):

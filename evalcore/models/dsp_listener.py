@@ -18,7 +18,7 @@ import soxr
 
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import CheckpointError, read_checkpoint_json, resolve_checkpoint
-from evalcore.params import PathStr, Rate, Seconds
+from evalcore.core.params import PathStr, Rate, Seconds
 
 ANALYSIS_SR = 16_000
 NOTE_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B")

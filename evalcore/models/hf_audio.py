@@ -35,7 +35,7 @@ from evalcore.models.audio_chat import conversation, incomplete, mistral_convers
 from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.models.checkpoint import read_checkpoint_json
 from evalcore.models.checkpoint_lm import AudioLMParams, CheckpointLM, checkpoint_audio_spec, validated, window
-from evalcore.packages import MODELS_EXTRA
+from evalcore.core.packages import MODELS_EXTRA
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class HFAudioLM(CheckpointLM):
     #: "right" as a negative control: answers then depend on the batch)
     padding_side = "left"
     Params = HFAudioParams
-    requires = ("torch", "transformers")  # checked before any model runs (evalcore.packages)
+    requires = ("torch", "transformers")  # checked before any model runs (evalcore.core.packages)
     install_hint = MODELS_EXTRA
 
     @classmethod

@@ -43,7 +43,7 @@ from typing import Any, Sequence
 
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.checkpoint import resolve_checkpoint
-from evalcore.params import NonEmpty, PathStr, Rate, Seconds
+from evalcore.core.params import NonEmpty, PathStr, Rate, Seconds
 
 
 def load_adapter_class(spec: str) -> type:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
-from evalcore.params import Rate, Seconds
+from evalcore.core.params import Rate, Seconds
 
 
 @MODELS.register("null")

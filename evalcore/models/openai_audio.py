@@ -40,8 +40,8 @@ from evalcore.llm.cache import RequestLog, ResponseCache
 from evalcore.llm.client import EndpointConfig, LLMClient
 from evalcore.llm.runner import default_cache_root
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
-from evalcore.packages import CORE
-from evalcore.params import Count, NonEmpty, NonNegative, PathStr, Positive, Rate, Seconds
+from evalcore.core.packages import CORE
+from evalcore.core.params import Count, NonEmpty, NonNegative, PathStr, Positive, Rate, Seconds
 
 TEMPLATE_VERSION = "openai_audio_chat@1"  # bump when the message layout changes (part of the cache key)
 
@@ -93,7 +93,7 @@ class OpenAIAudioChat(MusicLM):
     sample_rate = 16_000
     max_audio_seconds = 30.0
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
-    requires = ("openai",)  # checked before any model runs (evalcore.packages)
+    requires = ("openai",)  # checked before any model runs (evalcore.core.packages)
     install_hint = CORE
 
     def __init__(

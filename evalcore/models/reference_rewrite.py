@@ -21,19 +21,19 @@ from __future__ import annotations
 
 from typing import Any, Literal, Sequence
 
-from evalcore.errors import INPUT
+from evalcore.core.errors import INPUT
 from evalcore.llm.prompts import ADVERSARIAL, PARAPHRASE, PromptTemplate
 from evalcore.llm.runner import LLMRunner
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
-from evalcore.packages import CORE
-from evalcore.params import Count, NonEmpty, PathStr, Rate, Seconds
+from evalcore.core.packages import CORE
+from evalcore.core.params import Count, NonEmpty, PathStr, Rate, Seconds
 
 TEMPLATES: dict[str, PromptTemplate] = {"paraphrase": PARAPHRASE, "adversarial": ADVERSARIAL}
 
 
 class RewriteFailed(RuntimeError):
     """One reference could not be rewritten (no reference, or the LLM call failed); ``error_class`` is the
-    call's failure class (:mod:`evalcore.errors`), None for no reference (then the model stage's)."""
+    call's failure class (:mod:`evalcore.core.errors`), None for no reference (then the model stage's)."""
 
     def __init__(self, reason: str, error_class: str | None = None) -> None:
         super().__init__(reason)
@@ -45,10 +45,10 @@ class ReferenceRewrite(MusicLM):
     """Rewrites the request's reference answer with an LLM; see the module docstring."""
 
     uses_audio = False  # its audio is never fetched or decoded
-    params_extend = (LLMRunner,)  # ``**llm`` are the runner's (evalcore.params)
+    params_extend = (LLMRunner,)  # ``**llm`` are the runner's (evalcore.core.params)
     params_exclude = ("log_name",)
     llm_backed = True  # a run sets its cache/log roots and holds its budget (pipeline.llm_resources)
-    requires = ("openai",)  # checked before any model runs (evalcore.packages)
+    requires = ("openai",)  # checked before any model runs (evalcore.core.packages)
     install_hint = CORE
 
     def __init__(self, mode: Literal["paraphrase", "adversarial"], base_url: NonEmpty, model: NonEmpty, rpm: Count,

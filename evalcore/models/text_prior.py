@@ -15,7 +15,7 @@ from typing import Any, Literal, Sequence
 
 from evalcore.models.base import MODELS, AudioPrompt, MusicLM
 from evalcore.models.dsp_listener import parse_options
-from evalcore.params import Rate, Seconds
+from evalcore.core.params import Rate, Seconds
 
 INSTRUMENT_ANSWER = "It sounds like guitar and drums."
 MCQ_ANSWER = "The correct answer is (A)."

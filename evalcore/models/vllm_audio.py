@@ -39,7 +39,7 @@ from evalcore.models.audio_chat import (AudioNotReceived, conversation, count, i
 from evalcore.models.base import MODELS, AudioPrompt
 from evalcore.models.checkpoint import read_checkpoint_json
 from evalcore.models.checkpoint_lm import AudioLMParams, CheckpointLM, checkpoint_audio_spec, validated, window
-from evalcore.packages import missing, missing_in
+from evalcore.core.packages import missing, missing_in
 
 
 @dataclass(frozen=True)
@@ -269,7 +269,7 @@ class VLLMAudioLM(CheckpointLM):
     @classmethod
     def packages_problem(cls, params: dict[str, Any]) -> str | None:
         """vLLM and evalcore import in the interpreter the engine actors will run in (:func:`vllm_python`; a subprocess
-        asks another interpreter, nothing is imported), else why not and how to get one (evalcore.packages)."""
+        asks another interpreter, nothing is imported), else why not and how to get one (evalcore.core.packages)."""
         python = vllm_python()
         if python is None:
             return ("needs vllm, and no Python here imports it; build .venv-vllm: bash scripts/build_vllm_venv.sh "

@@ -28,8 +28,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from evalcore import storage
-from evalcore.fingerprint import digest, fingerprint_of, suite_fingerprint, suite_parts  # noqa: F401 (API)
+from evalcore.core import storage
+from evalcore.core.fingerprint import digest, fingerprint_of, suite_fingerprint, suite_parts  # noqa: F401 (API)
 from evalcore.stats.aggregate import CLIP_COLUMN
 from evalcore.stats.bootstrap import estimate
 from evalcore.stats.mcnemar import MCNEMAR, is_binary, mcnemar
@@ -57,7 +57,7 @@ VERSION = 4
 # ----------------------------------------------------------------------------- fingerprints
 
 
-# digest, suite_parts and suite_fingerprint live in evalcore/fingerprint.py (the trackers tag runs with it too)
+# digest, suite_parts and suite_fingerprint live in evalcore/core/fingerprint.py (the trackers tag runs with it too)
 
 
 def _shown(v: object, width: int = 40) -> str:

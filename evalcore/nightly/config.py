@@ -1,9 +1,9 @@
-"""The nightly config: a run config's suite (:class:`evalcore.config.SuiteConfig`: datasets, protocols, stats,
+"""The nightly config: a run config's suite (:class:`evalcore.runconfig.config.SuiteConfig`: datasets, protocols, stats,
 storage …) plus checkpoint series.
 
 A *series* names a checkpoint prefix (a local directory or ``s3://`` prefix) whose direct sub-prefixes
 are checkpoints, and a model template whose ``checkpoint_param`` is set to each checkpoint's URI. Each
-checkpoint becomes one ordinary run (:class:`evalcore.config.RunConfig`) under
+checkpoint becomes one ordinary run (:class:`evalcore.runconfig.config.RunConfig`) under
 ``<root>/runs/<series>/<checkpoint>/``, so everything a run config checks is checked here too.
 """
 
@@ -16,8 +16,10 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from evalcore import preflight, storage
-from evalcore.config import (ConfigError, ModelSpec, RunConfig, Strict, SuiteConfig, error_lines, parse_config,
+from evalcore.runconfig import preflight
+
+from evalcore.core import storage
+from evalcore.runconfig.config import (ConfigError, ModelSpec, RunConfig, Strict, SuiteConfig, error_lines, parse_config,
                              read_yaml)
 
 NAME = r"^[A-Za-z0-9._-]+$"
@@ -162,7 +164,7 @@ def as_series_field(line: str, i: int) -> str:
 def series_problems(cfg: NightlyConfig, uris: dict[str, str] | None = None) -> list[str]:
     """One ``<field>: <reason>`` line per problem of the suite plus each series' model as a run config, the
     template's ``checkpoint_param`` set to ``uris[series name]`` (default: the series prefix, a stand-in that
-    only the path checks of :mod:`evalcore.preflight` would look into)."""
+    only the path checks of :mod:`evalcore.runconfig.preflight` would look into)."""
     out: list[str] = []
     for i, s in enumerate(cfg.series):
         uri = (uris or {}).get(s.name, s.prefix)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.nightly.config import NightlyConfig, parse_nightly
 
 DEMO_CHECKPOINTS = {"step-1000": [], "step-2000": [], "step-3000": ["timbre"]}

@@ -18,8 +18,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from evalcore import storage
-from evalcore.errors import bounded
+from evalcore.core import storage
+from evalcore.core.errors import bounded
 from evalcore.nightly import compare
 from evalcore.reports.browser import ordinals, write_selection
 from evalcore.reports.browser_links import selection_href

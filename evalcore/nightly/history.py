@@ -13,12 +13,12 @@ import json
 import pandas as pd
 import pyarrow as pa
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.nightly import compare
 from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig
 from evalcore.nightly.series import natural_key
-from evalcore.nightly_outcome import LedgerRecord, Status
+from evalcore.core.nightly_outcome import LedgerRecord, Status
 
 
 def finished(records: list[LedgerRecord], series: str) -> list[LedgerRecord]:

@@ -15,7 +15,7 @@ import pandas as pd
 from evalcore.nightly import compare
 from evalcore.nightly.config import NightlyConfig
 from evalcore.nightly.history import cached_comparison, finished
-from evalcore.nightly_outcome import LedgerRecord
+from evalcore.core.nightly_outcome import LedgerRecord
 
 COLUMNS = ["suite_fingerprint", "series", "checkpoint", "leader", "protocol", "dataset", "variant", "metric", "n",
            "value", "leader_value", "delta", "ci_low", "ci_high", "p_adjusted"]

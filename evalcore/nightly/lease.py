@@ -1,7 +1,7 @@
 """Leases: which nightly evaluates a checkpoint, decided by the object store, not by timing.
 
 ``<root>/ledger/<series>/<checkpoint>.lease`` holds ``{owner, token, expires}``. On a store with conditional
-writes (:mod:`evalcore.storage_conditional`; S3 servers that honour ``If-None-Match`` / ``If-Match``, and
+writes (:mod:`evalcore.core.storage_conditional`; S3 servers that honour ``If-None-Match`` / ``If-Match``, and
 every local filesystem):
 
 * **claim** is a create-if-absent of the lease; when one exists and has expired (or was released), a
@@ -15,7 +15,7 @@ every local filesystem):
   once the lease is no longer the holder's (:meth:`evalcore.nightly.ledger.Ledger.put`), so a stale
   holder's late write cannot overwrite the new holder's record.
 
-A store that ignores the conditions is detected at start (:func:`evalcore.storage_conditional.probe`);
+A store that ignores the conditions is detected at start (:func:`evalcore.core.storage_conditional.probe`);
 the nightly then falls back to *write, wait ``lease_settle_seconds``, read back* (not atomic: two claims
 that straddle each other's wait can both win) and names the store and the fallback on the dashboard.
 Clock skew between writers only shortens or lengthens an expiry; keep ``lease_seconds`` well above it.
@@ -33,7 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore import storage, storage_conditional as cond
+from evalcore.core import storage, storage_conditional as cond
 
 log = logging.getLogger("evalcore")
 VERSION = 1

@@ -1,7 +1,7 @@
 """The ledger: one JSON record per checkpoint in the object store, plus leases.
 
 ``<root>/ledger/<series>/<checkpoint>.json`` says what happened to a checkpoint: a
-:class:`~evalcore.nightly_outcome.LedgerRecord` (its URI, content identity, run root, suite fingerprint, status
+:class:`~evalcore.core.nightly_outcome.LedgerRecord` (its URI, content identity, run root, suite fingerprint, status
 ``running`` / ``finished`` / ``failed`` / ``waiting`` with a reason, attempts, timestamps). One object per
 checkpoint, each written whole (atomic: a local temp file renamed, or one S3 PUT), so two nightlies never lose each
 other's rows.
@@ -18,9 +18,9 @@ import time
 
 import pyarrow as pa
 
-from evalcore import storage, storage_conditional as cond
+from evalcore.core import storage, storage_conditional as cond
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, Renewal
-from evalcore.nightly_outcome import LedgerRecord
+from evalcore.core.nightly_outcome import LedgerRecord
 
 VERSION = 1
 

@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 import pandas as pd
 import pyarrow as pa
 
-from evalcore import storage
-from evalcore.config import ConfigError
-from evalcore.errors import bounded
+from evalcore.core import storage
+from evalcore.runconfig.config import ConfigError
+from evalcore.core.errors import bounded
 from evalcore.nightly import compare, evidence, history, leaderboard, series as discovery, tonight as tn, tracked
 from evalcore.nightly.compare import REGRESSION_COLUMNS
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, run_config
 from evalcore.nightly.lease import Lease, LeaseLost, Leases, new_owner
 from evalcore.nightly.ledger import Ledger, iso, now
-from evalcore.nightly_outcome import CheckpointKey, CheckpointVerdict, Counts, LedgerRecord, Outcome, Seen, Status, \
+from evalcore.core.nightly_outcome import CheckpointKey, CheckpointVerdict, Counts, LedgerRecord, Outcome, Seen, Status, \
     Tonight, Verdict
 from evalcore.pipeline.commit import RunStateError
 from evalcore.pipeline.graph import init_ray

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.nightly.config import SeriesConfig
 
 _DIGITS = re.compile(r"(\d+)")

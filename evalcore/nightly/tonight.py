@@ -1,7 +1,7 @@
 """What tonight did, for people and for tools: each checkpoint's verdict, the night's honest counts, the exit
 code, ``<root>/nightly.json`` and the optional webhook.
 
-The night is a :class:`~evalcore.nightly_outcome.Tonight` (its types: :mod:`evalcore.nightly_outcome`). A
+The night is a :class:`~evalcore.core.nightly_outcome.Tonight` (its types: :mod:`evalcore.core.nightly_outcome`). A
 checkpoint's verdict: ``regressed`` (a flagged comparison against its previous checkpoint or the baseline),
 ``improved`` (a significant gain of at least the metric's minimum effect, nothing flagged), ``unchanged``,
 ``failed`` (with its reason), ``waiting`` (not ready), ``leased`` (another nightly holds it) or ``lost`` (another
@@ -20,10 +20,10 @@ import urllib.request
 
 import pandas as pd
 
-from evalcore import storage
-from evalcore.deadline import call_within
-from evalcore.errors import bounded
-from evalcore.nightly_outcome import CheckpointKey, Tonight, Verdict
+from evalcore.core import storage
+from evalcore.core.deadline import call_within
+from evalcore.core.errors import bounded
+from evalcore.core.nightly_outcome import CheckpointKey, Tonight, Verdict
 from evalcore.reports.verdict import verdicts
 
 log = logging.getLogger("evalcore")

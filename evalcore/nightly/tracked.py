@@ -18,10 +18,10 @@ import logging
 
 import pandas as pd
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.nightly.config import NightlyConfig, SeriesConfig
 from evalcore.nightly.series import discover
-from evalcore.nightly_outcome import CheckpointKey, Tonight, Verdict
+from evalcore.core.nightly_outcome import CheckpointKey, Tonight, Verdict
 from evalcore.tracking.record import Checkpoint
 from evalcore.tracking.sinks import Logged, track_run
 from evalcore.tracking.steps import training_step

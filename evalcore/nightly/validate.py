@@ -9,7 +9,7 @@ reports each prefix as unchecked in one line):
   ./runs/<name>), as ``evalcore nightly`` reads it; since the nightly writes that root itself, a relative prefix
   that is not there yet is a note, not a mistake (the embedded demo writes its checkpoints there on its first night);
 - the baseline is one of the checkpoints found (when any is);
-- the suite's and the template's params pass :mod:`evalcore.preflight` with ``checkpoint_param`` set to the first
+- the suite's and the template's params pass :mod:`evalcore.runconfig.preflight` with ``checkpoint_param`` set to the first
   ready checkpoint found; with none found yet, that one param is left unchecked (and said so).
 """
 
@@ -20,7 +20,9 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from evalcore import preflight, storage
+from evalcore.runconfig import preflight
+
+from evalcore.core import storage
 from evalcore.nightly.config import NightlyConfig, SeriesConfig, as_series_field, resolve_prefixes, run_config
 from evalcore.nightly.series import Checkpoint, discover
 

@@ -21,7 +21,7 @@ import socket
 import time
 from typing import Iterable
 
-from evalcore import storage
+from evalcore.core import storage
 
 ATTEMPTS = "_attempts"
 #: every message of :class:`Superseded` starts with it (found again through Ray's wrapping of worker errors)

@@ -21,7 +21,7 @@ commits) ask that little, else they wait on the shared remainder: at 1M requests
 started while the reads were held back.
 
 The policy plugs into Ray Data's ``backpressure_policies.enabled`` setting (Ray 2.60's interface, internal to
-Ray: ray is pinned, every private name it uses comes from :mod:`evalcore.ray_internals`, and
+Ray: ray is pinned, every private name it uses comes from :mod:`evalcore.core.ray_internals`, and
 ``tests/test_backpressure.py`` checks the bound on a live pipeline).
 """
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalcore.ray_internals import (ENABLED_BACKPRESSURE_POLICIES, ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
+from evalcore.core.ray_internals import (ENABLED_BACKPRESSURE_POLICIES, ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
                                     BackpressurePolicy, UnionOperator, policy_context, policy_topology, queued_input,
                                     queued_output, remote_args)
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from evalcore.config import ProtocolConfig, RunConfig
+from evalcore.runconfig.config import ProtocolConfig, RunConfig
 from evalcore.datasets.cmi_bench import Family
 from evalcore.judges.base import JUDGES
 from evalcore.mir_rules import tagging

@@ -17,16 +17,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalcore import storage
-from evalcore.config import RunConfig
-from evalcore.errors import bounded
+from evalcore.core import storage
+from evalcore.runconfig.config import RunConfig
+from evalcore.core.errors import bounded
 from evalcore.pipeline import commit
 from evalcore.pipeline.clips import Spec, rebuild
 from evalcore.pipeline.resources import audio_spec, chunk_window, uses_audio
 from evalcore.pipeline.resume import resume_config
 from evalcore.reports import browser
 from evalcore.scoring.requests import PER_ITEM_FIELDS
-from evalcore.schema import SCORE_KEY
+from evalcore.core.schema import SCORE_KEY
 
 log = logging.getLogger("evalcore")
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.pipeline.stages import Decoder
 
 #: the requests' columns the clips are rebuilt from

@@ -42,11 +42,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evalcore import storage
-from evalcore.item_table import ItemTable
+from evalcore.core import storage
+from evalcore.core.item_table import ItemTable
 from evalcore.pipeline import attempts
-from evalcore.errors import TRANSIENT, bounded, class_of
-from evalcore.schema import ERRORS, JUDGMENT, RESPONSE, conform
+from evalcore.core.errors import TRANSIENT, bounded, class_of
+from evalcore.core.schema import ERRORS, JUDGMENT, RESPONSE, conform
 
 log = logging.getLogger("evalcore")
 
@@ -80,7 +80,7 @@ def shard_key(rows: Iterable[dict], attempt: int = 0) -> str:
 
 def commit_shard(out: storage.RunStorage, rows: list[dict], attempt: int = 0) -> str:
     """Write ``rows`` (complete requests) as one shard, data first, marker last; returns its key.
-    Every error reason is stored bounded (:func:`evalcore.errors.bounded`)."""
+    Every error reason is stored bounded (:func:`evalcore.core.errors.bounded`)."""
     rows = sorted(rows, key=lambda r: (r["request_id"], r.get("chunk_index") or 0))
     rows = [{**r, "error": bounded(r["error"])} if r.get("error") is not None else r for r in rows]
     key = shard_key(rows, attempt)

@@ -19,7 +19,7 @@ it), and the driver's node lives as long as the run. A block a lost node held is
 lineage) before the task that commits it starts. **Fenced.** The commit stage never leaves a commit behind: when
 the stream fails, the tasks in flight are waited for (up to :data:`FENCE_S` seconds) before the error goes on, so
 no commit writes after the driver has given up (a marker is written last and whole, or not at all:
-:func:`evalcore.storage.write_bytes`).
+:func:`evalcore.core.storage.write_bytes`).
 """
 
 from __future__ import annotations

@@ -13,9 +13,11 @@ from typing import Any, Callable
 import pandas as pd
 import pyarrow as pa
 
-from evalcore import console, storage
-from evalcore.config import RunConfig
-from evalcore.errors import bounded
+from evalcore.reports import console
+
+from evalcore.core import storage
+from evalcore.runconfig.config import RunConfig
+from evalcore.core.errors import bounded
 from evalcore.pipeline import commit
 from evalcore.pipeline.benchmarks import benchmarks
 from evalcore.pipeline.browse import items_page
@@ -25,7 +27,7 @@ from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.reduce import group_rows, reduce_rows
 from evalcore.reports import markdown, model_card, published, report_html, verdict
 from evalcore.reports.reproduction import compare, section
-from evalcore.schema import ERRORS, conform
+from evalcore.core.schema import ERRORS, conform
 from evalcore.scorers.freeform import rewrite_roles, uses_ray
 from evalcore.scoring.agreement import agreement
 from evalcore.scoring.requests import error_rows

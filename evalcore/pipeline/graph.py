@@ -15,8 +15,10 @@ from typing import Any, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore import cluster, console, ray_internals, storage
-from evalcore.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
+from evalcore.core import cluster, ray_internals, storage
+
+from evalcore.reports import console
+from evalcore.runconfig.config import FreeformMetrics, ModelConfig, RayConfig, RunConfig
 from evalcore.models.base import MODELS
 from evalcore.pipeline import commit
 from evalcore.pipeline.committer import Committer
@@ -137,7 +139,7 @@ def actor_stage(ds, cls: type, max_restarts: int, **kwargs: Any):
     (0: the first). Every actor pool of a run goes through here: Ray Data's own default restarts without end. Ray
     2.60 takes ``max_restarts`` only as a remote arg, which it marks deprecated (gone in 2.64). A restartable pool
     makes Ray log an ERROR line once per process, which :func:`init_ray` spends away from the console
-    (:func:`evalcore.ray_internals.spend_restart_warning`)."""
+    (:func:`evalcore.core.ray_internals.spend_restart_warning`)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
         return ds.map_batches(cls, max_restarts=max_restarts, **kwargs)
@@ -151,7 +153,7 @@ def batch_aligned(ds: Any, rows: int, num_cpus: float = 0.1) -> Any:
     ds = ds.repartition(target_num_rows_per_block=rows, strict=True)
     # Ray 2.60's repartition takes no resource arguments and asks a whole CPU per task, which stalls a small
     # node's decode and model stages behind it (20k requests on 2 CPUs: 117 s against 79 s); its tasks only
-    # slice request rows. The attribute is private (ray is pinned; evalcore/ray_internals.py), and a test checks
+    # slice request rows. The attribute is private (ray is pinned; evalcore/core/ray_internals.py), and a test checks
     # that the model stage gets full batches.
     return ray_internals.set_repartition_cpus(ds, num_cpus)
 
@@ -282,7 +284,7 @@ _restart_warning_spent = False
 
 def spend_restart_warning() -> None:
     """Once per driver process: Ray's ERROR line about restartable actor pools, printed away from the console
-    (:func:`evalcore.ray_internals.spend_restart_warning`); any other line written meanwhile goes to stderr."""
+    (:func:`evalcore.core.ray_internals.spend_restart_warning`); any other line written meanwhile goes to stderr."""
     global _restart_warning_spent
     if _restart_warning_spent:
         return
@@ -293,7 +295,7 @@ def spend_restart_warning() -> None:
 
 def init_ray(ray_cfg: RayConfig) -> None:
     """Ray for this driver: ``ray.address``, else ``$RAY_ADDRESS``, else a new local cluster that dies with the
-    driver, even on ``kill -9`` (:mod:`evalcore.cluster`)."""
+    driver, even on ``kill -9`` (:mod:`evalcore.core.cluster`)."""
     from ray.data import DataContext
 
     from evalcore.pipeline import backpressure, starvation  # heavy: import ray; `evalcore --help` imports this module

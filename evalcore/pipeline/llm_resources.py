@@ -24,13 +24,13 @@ import os
 import uuid
 from typing import Any
 
-from evalcore.config import JudgeConfig, ModelConfig, RunConfig
+from evalcore.runconfig.config import JudgeConfig, ModelConfig, RunConfig
 from evalcore.judges.base import JUDGES
 from evalcore.llm.budget import endpoint_budget
 from evalcore.llm.flights import RayFlights
 from evalcore.llm.runner import CACHE_ENV
 from evalcore.models.base import MODELS
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 
 __all__ = ["with_run_llm_roots", "hold_budgets"]
 

@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from evalcore.config import RunConfig
-from evalcore.errors import bounded
+from evalcore.runconfig.config import RunConfig
+from evalcore.core.errors import bounded
 from evalcore.protocols.requests import reads
 
 
@@ -33,7 +33,7 @@ class RunResult:
 class RunUnscored(RuntimeError):
     """The run finished but its numbers are not usable (nothing scored, or the error budget exceeded).
     Raised after the tables and report are written (``.result`` holds the run's counts and report); the
-    CLI exits with :attr:`evalcore.errors.ExitCode.UNSCORED` and the message."""
+    CLI exits with :attr:`evalcore.core.errors.ExitCode.UNSCORED` and the message."""
 
     result: RunResult
 

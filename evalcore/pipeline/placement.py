@@ -27,10 +27,10 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore import storage
-from evalcore.config import RunConfig
+from evalcore.core import storage
+from evalcore.runconfig.config import RunConfig
 from evalcore.datasets.base import DATASETS
-from evalcore.errors import TRANSIENT
+from evalcore.core.errors import TRANSIENT
 from evalcore.judges.base import JUDGES
 from evalcore.models.base import MODELS
 

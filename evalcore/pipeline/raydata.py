@@ -1,6 +1,6 @@
 """A Ray Data dataset's output as block references, and its operators' own stats, as the run reads them.
 
-What this reads of Ray Data is private API (Ray 2.60; ray is pinned), all of it through :mod:`evalcore.ray_internals`:
+What this reads of Ray Data is private API (Ray 2.60; ray is pinned), all of it through :mod:`evalcore.core.ray_internals`:
 the stream of ``RefBundle`` s and the executor behind it (whose final stats outlive the iteration), a bundle's
 blocks and slices, and the executor's stats per operator (the rows and task times of every output block, on the
 worker's ``time.perf_counter`` clock, and the operator's runtime metrics). ``tests/test_ray_internals.py`` checks
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from evalcore import ray_internals
+from evalcore.core import ray_internals
 
 
 @dataclass

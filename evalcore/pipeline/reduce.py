@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pandas.api.types import is_string_dtype, union_categoricals
 
-from evalcore import storage
-from evalcore.config import RunConfig
-from evalcore.schema import SCORE_KEY
+from evalcore.core import storage
+from evalcore.runconfig.config import RunConfig
+from evalcore.core.schema import SCORE_KEY
 from evalcore.scorers.freeform import needs_all_rows
 from evalcore.scoring.requests import ScorerParams, merge_chunks, request_counts, score_requests
 

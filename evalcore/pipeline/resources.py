@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from evalcore.config import ModelConfig, RunConfig
+from evalcore.runconfig.config import ModelConfig, RunConfig
 from evalcore.models.base import MODELS
 from evalcore.pipeline.stream_metrics import ModelMetricsActor
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from evalcore import storage
-from evalcore.config import ConfigError, RunConfig, parse_config
-from evalcore.errors import class_of
+from evalcore.core import storage
+from evalcore.runconfig.config import ConfigError, RunConfig, parse_config
+from evalcore.core.errors import class_of
 from evalcore.pipeline import attempts
 from evalcore.pipeline.commit import COMMITS, RunStateError, clean_uncommitted, shard_markers
 

@@ -19,12 +19,16 @@ import logging
 from collections import Counter
 from typing import Any, Iterable
 
-from evalcore import cluster, console, preflight, storage
-from evalcore.config import ConfigError, RunConfig
+from evalcore.core import cluster, storage
+
+from evalcore.reports import console
+
+from evalcore.runconfig import preflight
+from evalcore.runconfig.config import ConfigError, RunConfig
 from evalcore.datasets.base import DATASETS, DatasetContext
-from evalcore.item_table import SLICE_ROWS, ItemTable
+from evalcore.core.item_table import SLICE_ROWS, ItemTable
 from evalcore.datasets.validate import validated
-from evalcore.errors import RETRY_BY_DEFAULT, TRANSIENT
+from evalcore.core.errors import RETRY_BY_DEFAULT, TRANSIENT
 from evalcore.pipeline import commit
 from evalcore.pipeline.finish import finish
 from evalcore.pipeline.graph import GraphSettings, init_ray, judged_batches, rejudged_batches
@@ -39,7 +43,7 @@ from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallo
 from evalcore.protocols import checks
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
 from evalcore.tracking.process import beside
-from evalcore.vocab_fit import default_judge
+from evalcore.runconfig.vocab_fit import default_judge
 
 log = logging.getLogger("evalcore")
 
@@ -92,7 +96,7 @@ def factual_judges(cfg: RunConfig) -> list[tuple[set[str] | None, tuple[str, str
 
 def protocol_judges(cfg: RunConfig) -> dict[str, tuple[str, str]]:
     """protocol instance → (judge kind, params JSON): the configured judge, else its kind's default, fitted to
-    the tasks of its datasets (:func:`evalcore.vocab_fit.default_judge`): factual and MCQ answers
+    the tasks of its datasets (:func:`evalcore.runconfig.vocab_fit.default_judge`): factual and MCQ answers
     are never left unjudged, nor read into another task's vocabulary."""
     return {p.name: (j.kind, json.dumps(j.params, sort_keys=True))
             for p in cfg.protocols if (j := p.judge or default_judge(cfg, p)) is not None}
@@ -169,7 +173,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
     or failed run at ``cfg.root``: committed requests are not sent to any model or judge again, except
     those committed as error rows of a class in ``retry_errors`` (default: transient), which run again —
     a request that failed only in its judge is judged again on its committed answer, without its model.
-    ``ping``: call each LLM endpoint once before anything runs (:func:`evalcore.preflight.check_endpoints`)."""
+    ``ping``: call each LLM endpoint once before anything runs (:func:`evalcore.runconfig.preflight.check_endpoints`)."""
     preflight.check(cfg, datasets=not resume)  # a missing file or checkpoint fails here, before Ray and any model
     if ping:
         preflight.check_endpoints(cfg)  # an endpoint down, a refused key, an unknown model: before Ray too

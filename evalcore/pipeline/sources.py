@@ -18,12 +18,12 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from evalcore import storage
-from evalcore.config import ModelConfig, RunConfig
-from evalcore.errors import INPUT
+from evalcore.core import storage
+from evalcore.runconfig.config import ModelConfig, RunConfig
+from evalcore.core.errors import INPUT
 from evalcore.pipeline.stages import requests_table
 from evalcore.protocols.requests import Expansion, iter_requests
-from evalcore.schema import REQUEST
+from evalcore.core.schema import REQUEST
 
 TASK_REQUESTS = 4096  # requests a read task expands, about: few tasks, yet enough for a cluster to share
 

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from evalcore import audio, storage
-from evalcore.errors import OUTPUT, bounded, class_of, exception_class
-from evalcore.guard import judged, not_utf8
+from evalcore.core import audio, storage
+from evalcore.core.errors import OUTPUT, bounded, class_of, exception_class
+from evalcore.core.guard import judged, not_utf8
 from evalcore.judges.base import JUDGMENT_FIELDS, Judge, build_judge
 from evalcore.models.base import MODELS, AudioPrompt
-from evalcore.schema import JUDGMENT, REQUEST, RESPONSE
+from evalcore.core.schema import JUDGMENT, REQUEST, RESPONSE
 
 AUDIO_FIELD = pa.field("audio", pa.large_list(pa.float32()))
 DECODED = pa.schema([*RESPONSE, AUDIO_FIELD])
@@ -194,7 +194,7 @@ def judge_batch(batch: pa.Table, judges: dict[str, tuple[str, str]]) -> pa.Table
                                tasks=[rows[i]["task"] for i in ix] if judge.uses_tasks else None,
                                questions=[rows[i].get("question") for i in ix] if judge.uses_questions else None)
 
-        # the scoring guard (evalcore/guard.py): a judge that raises on the batch judges each answer alone; an
+        # the scoring guard (evalcore/core/guard.py): a judge that raises on the batch judges each answer alone; an
         # answer it still raises on is that row's error (class output, or transient where the exception says so)
         results = judged(label, call, idx)
         for i, res in zip(idx, results):

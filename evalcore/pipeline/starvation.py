@@ -17,7 +17,7 @@ submission back, or the executor had not yet handed them the waiting batch: ``sc
 Counting starts with the pool's first task (the actors' start-up is the model stage's own first output, in the
 profile) and ends when nothing upstream remains. The run reads the tallies after the execution
 (:meth:`evalcore.pipeline.raydata.Stream.operators`). Everything it reads of Ray Data's internals is in
-:mod:`evalcore.ray_internals`.
+:mod:`evalcore.core.ray_internals`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.ray_internals import (ENABLED_BACKPRESSURE_POLICIES, ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
+from evalcore.core.ray_internals import (ENABLED_BACKPRESSURE_POLICIES, ENABLED_BACKPRESSURE_POLICIES_CONFIG_KEY,
                                     BackpressurePolicy, actor_counts, executor_policies, held_by, policy_topology,
                                     queued_input, queued_output)
 

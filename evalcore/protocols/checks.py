@@ -17,7 +17,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from typing import Any
 
-from evalcore.errors import INPUT
+from evalcore.core.errors import INPUT
 from evalcore.kinds.base import KINDS
 from evalcore.vocab.lexicon import LEXICONS
 from evalcore.vocab.tasks import TaskLexicons

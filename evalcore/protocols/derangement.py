@@ -6,7 +6,7 @@ from typing import Sequence, TypeVar
 
 import numpy as np
 
-from evalcore.seeding import rng
+from evalcore.core.seeding import rng
 
 T = TypeVar("T")
 

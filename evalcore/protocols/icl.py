@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from evalcore.kinds.base import kind_of
-from evalcore.seeding import rng
+from evalcore.core.seeding import rng
 
 __all__ = ["MAX_EXAMPLES", "Example", "IclPools", "draw_examples"]
 

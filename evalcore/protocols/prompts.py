@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 from typing import Sequence, Union
 
-from evalcore.seeding import rng
+from evalcore.core.seeding import rng
 from evalcore.protocols.templates import TemplateSet
 
 LETTERS = string.ascii_uppercase

@@ -18,13 +18,13 @@ from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import option_order, render
 from evalcore.protocols.templates import RELEASED_EXAMPLE, set_for_model
-from evalcore.errors import INPUT
-from evalcore.schema import REQUEST_KEY
-from evalcore.seeding import derive_seed, stable_id
+from evalcore.core.errors import INPUT
+from evalcore.core.schema import REQUEST_KEY
+from evalcore.core.seeding import derive_seed, stable_id
 from evalcore.vocab.lexicon import LEXICONS
 
 if TYPE_CHECKING:  # the run config's sections, read by their fields (the config checks components above this layer)
-    from evalcore.config import ModelConfig, ProtocolConfig, RunConfig
+    from evalcore.runconfig.config import ModelConfig, ProtocolConfig, RunConfig
 
 
 def _clip(item: dict) -> str:

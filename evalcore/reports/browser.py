@@ -36,12 +36,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.reports import browser_rows as rows_
 from evalcore.reports.browser_links import PAGE, VERDICTS, verdicts_key
 from evalcore.reports.tables_html import fmt
 from evalcore.kinds.base import kind_of
-from evalcore.schema import CONDITIONS
+from evalcore.core.schema import CONDITIONS
 
 PER_DATA = 50  #: items per data shard (a page shows 25)
 PER_INDEX = 5_000  #: items per index shard

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.kinds.base import kind_of
-from evalcore.schema import CONDITIONS, STRICT
+from evalcore.core.schema import CONDITIONS, STRICT
 
 OUTCOMES = ("right", "partial", "wrong", "unparsed", "error", "scored")
 CONTROLS = tuple(c for c in CONDITIONS if c != "correct")

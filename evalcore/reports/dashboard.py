@@ -5,8 +5,8 @@ its listening verdict, the night's counts); a **checkpoint × headline metric** 
 last checkpoints, each cell coloured by a significant change against the previous checkpoint; the
 leaderboard of series that share a suite; the trend plots; the comparisons folded per checkpoint and
 reference, flagged rows first; the ledger. Every table wraps inside the page (no horizontal scrolling at
-1280 px). Rendered from tables, the night (:class:`~evalcore.nightly_outcome.Tonight`, what ``nightly.json`` holds)
-and the ledger's records (:class:`~evalcore.nightly_outcome.LedgerRecord`) only.
+1280 px). Rendered from tables, the night (:class:`~evalcore.core.nightly_outcome.Tonight`, what ``nightly.json`` holds)
+and the ledger's records (:class:`~evalcore.core.nightly_outcome.LedgerRecord`) only.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import html
 
 import pandas as pd
 
-from evalcore.nightly_outcome import LedgerRecord, Status, Tonight, Verdict
+from evalcore.core.nightly_outcome import LedgerRecord, Status, Tonight, Verdict
 from evalcore.reports import trends
 from evalcore.reports.html import figure_html, page, wrap_tables
 from evalcore.reports.tables_html import comparison_rows, num, p_value, signed, table_html, table_md

@@ -14,7 +14,7 @@ import pandas as pd
 
 from evalcore.kinds.base import KINDS, kinds_where
 from evalcore.reports.tables_html import fmt
-from evalcore.schema import ERRORED
+from evalcore.core.schema import ERRORED
 
 ROLE_NAMES = {"paraphrase": "paraphrase skyline", "adversarial": "adversarial rewrite"}
 _PROFILE = re.compile(r"\[profile (\w+);")

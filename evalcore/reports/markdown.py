@@ -12,7 +12,7 @@ from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
 from evalcore.reports import model_card, readings, run_profile, verdict
 from evalcore.reports.browser_links import difference_href
-from evalcore.schema import ERRORED, REWRITE_LABEL, VERDICTS_DIFFER, rewrite_roles
+from evalcore.core.schema import ERRORED, REWRITE_LABEL, VERDICTS_DIFFER, rewrite_roles
 
 
 #: metrics shown in the listening table (the summary table has them all)

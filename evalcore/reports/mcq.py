@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.reports.verdict import MIN_ITEMS, ci_over, interval_label, paired_test_label
-from evalcore.schema import strict_name
+from evalcore.core.schema import strict_name
 
 __all__ = ["ATTENTION_CONDITIONS", "sections", "attention_sections", "breakdown_sections", "chosen_sections"]
 

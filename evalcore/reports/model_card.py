@@ -39,7 +39,7 @@ import pandas as pd
 from evalcore.reports import readings
 from evalcore.reports.verdict import MIN_ITEMS, interval_label, listening_rows
 from evalcore.kinds.base import kind_of as registered_kind
-from evalcore.schema import ERRORED
+from evalcore.core.schema import ERRORED
 
 __all__ = ["CARD_METRICS", "MARKS", "GROUPS", "Card", "read_published", "build", "cells", "section"]
 

@@ -2,9 +2,9 @@
 (``accuracy``, the default) and evalcore's strict reading of it (``accuracy_strict``), with how many items they
 judge differently and how much of the published figure rests on the rule's quirks.
 
-Read from the summary alone: the ``verdicts_differ`` rows (:data:`evalcore.schema.VERDICTS_DIFFER`, one per cell
+Read from the summary alone: the ``verdicts_differ`` rows (:data:`evalcore.core.schema.VERDICTS_DIFFER`, one per cell
 of a protocol whose judge follows a published rule), whose definition names the rule's quirks
-(:func:`evalcore.schema.quirks_of`), beside the two accuracies of the same cell. Each count links to exactly those
+(:func:`evalcore.core.schema.quirks_of`), beside the two accuracies of the same cell. Each count links to exactly those
 items in the item browser (:func:`evalcore.reports.browser_links.verdicts_href`).
 """
 
@@ -15,7 +15,7 @@ import math
 import pandas as pd
 
 from evalcore.reports.browser_links import verdicts_href
-from evalcore.schema import VERDICTS_DIFFER, quirks_of, strict_name
+from evalcore.core.schema import VERDICTS_DIFFER, quirks_of, strict_name
 
 __all__ = ["Pair", "pairs", "differ_cell", "line", "note", "section"]
 

@@ -43,7 +43,7 @@ import pandas as pd
 
 from evalcore.kinds.base import kinds_where
 from evalcore.reports.browser_links import difference_href, evidence_href, items_href
-from evalcore.schema import strict_name
+from evalcore.core.schema import strict_name
 
 __all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "ci_over", "degenerate", "describe", "interval_label",
            "listening_rows", "primary_of", "section", "paired_test_label", "verdict", "verdict_lines", "verdicts"]

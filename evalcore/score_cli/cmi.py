@@ -28,20 +28,20 @@ from typing import Any, Callable, Optional
 import pandas as pd
 import typer
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.cmi_bench import TASKS, Family, label_set_of, task_of_file
 from evalcore.kinds.base import KINDS
 from evalcore.datasets.released_mcq import read_records, record_problem
 from evalcore.datasets.validate import text_problem
-from evalcore.errors import INPUT
+from evalcore.core.errors import INPUT
 from evalcore.reports.tables_html import fmt
-from evalcore.schema import ERRORS, conform
+from evalcore.core.schema import ERRORS, conform
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, arrow_safe, exit_if_unscored, fail,
                                    quiet_mode, say, unencodable, write_outputs)
 from evalcore.scoring.requests import error_rows, merge_chunks, score_requests
 from evalcore.scoring.summary import summary_table
-from evalcore.seeding import stable_id
+from evalcore.core.seeding import stable_id
 from evalcore.textmetrics.metric_config import FreeformMetrics
 
 __all__ = ["released_lines", "judged_rows", "score_files"]

@@ -43,8 +43,8 @@ import pandas as pd
 import pyarrow as pa
 import typer
 
-from evalcore import storage
-from evalcore.guard import judged as guarded_judge
+from evalcore.core import storage
+from evalcore.core.guard import judged as guarded_judge
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app

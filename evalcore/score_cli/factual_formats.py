@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import typer
 
-from evalcore.guard import judged as guarded_judge
+from evalcore.core.guard import judged as guarded_judge
 from evalcore.judges.yes_no import BinaryChoiceJudge, TrueFalseJudge
 from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
 from evalcore.score_cli.io import (SUMMARY_TAIL, InputError, arrow_safe, exit_if_unscored, fail, index_value,

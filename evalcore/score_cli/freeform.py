@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import typer
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app

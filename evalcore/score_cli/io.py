@@ -14,8 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from evalcore import console, jsonl, storage
-from evalcore.errors import ExitCode
+from evalcore.reports import console
+
+from evalcore.core import jsonl, storage
+from evalcore.core.errors import ExitCode
 from evalcore.stats.aggregate import Aggregate
 from evalcore.stats.aggregate import aggregate
 
@@ -90,7 +92,7 @@ def arrow_safe(df: pd.DataFrame, int_columns: Sequence[str] = ()) -> pd.DataFram
 
 def fail(command: str, message: str, code: int = ExitCode.USAGE) -> NoReturn:
     """Print ``evalcore score <command>: <message>`` to stderr and exit with ``code`` (default: a usage
-    mistake, :class:`evalcore.errors.ExitCode`)."""
+    mistake, :class:`evalcore.core.errors.ExitCode`)."""
     typer.echo(f"evalcore score {command}: {message}", err=True)
     raise typer.Exit(code=int(code))
 
@@ -219,7 +221,7 @@ QUIET_OPTION: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP)
 
 
 def quiet_mode(quiet: bool) -> None:
-    """``--quiet``: no library progress bars, INFO lines or warnings (:func:`evalcore.console.setup`)."""
+    """``--quiet``: no library progress bars, INFO lines or warnings (:func:`evalcore.reports.console.setup`)."""
     if quiet:
         console.setup(quiet=True)
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import typer
 
-from evalcore.guard import judged as guarded_judge
+from evalcore.core.guard import judged as guarded_judge
 from evalcore.judges.mcq_muchomusic import McqMuchomusicJudge, parse_muchomusic
 from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
 from evalcore.judges.mcq_string import McqStringJudge, parse_choice
@@ -31,7 +31,7 @@ from evalcore.judges.mmau import McqMmauJudge, parse_mmau
 from evalcore.judges.mmau_pro import McqMmauProJudge
 from evalcore.judges.parser import ParserJudge
 from evalcore.reports.tables_html import fmt
-from evalcore.schema import VERDICTS_DIFFER
+from evalcore.core.schema import VERDICTS_DIFFER
 from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.scoring.requests import PER_ITEM_FIELDS, merge_chunks, score_requests
-from evalcore.schema import SCORE_KEY
+from evalcore.core.schema import SCORE_KEY
 
 
 @dataclass

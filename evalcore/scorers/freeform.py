@@ -12,7 +12,7 @@ A row :func:`score_pairs` cannot score (no reference, a text over its length lim
 or a whole metric failing) gets an ``error``: the pipeline makes it an error row (stage ``score``).
 
 The reference-rewrite systems (:mod:`evalcore.models.reference_rewrite`) are recognised by their
-recorded ``model_info`` (:func:`evalcore.schema.rewrite_roles`), not by name; :meth:`FreeformScorer.extra_rows` adds
+recorded ``model_info`` (:func:`evalcore.core.schema.rewrite_roles`), not by name; :meth:`FreeformScorer.extra_rows` adds
 the paired difference paraphrase skyline − adversarial rewrite per metric: ``kind = paired_diff``,
 ``model = paraphrase-adversarial`` (``paraphrase-adversarial:<P>:<A>`` when a run has several of
 either), ``condition`` = the condition both were asked under.
@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from evalcore.packages import metric_problem
+from evalcore.core.packages import metric_problem
 from evalcore.kinds.scorer import Scorer
 from evalcore.stats.aggregate import contrasts
 from evalcore.stats.aggregate import Aggregate, mean_of
@@ -36,7 +36,7 @@ from evalcore.textmetrics.stream_values import decode
 from evalcore.textmetrics.text_profiles import ModelMetrics, library_versions, lexical_names, model_metrics, score_pairs
 from evalcore.textmetrics.wordnet import wordnet_version
 # the rewrite roles are read from recorded model info (the schema's); re-exported for the pipeline's scorer params
-from evalcore.schema import REWRITE_BACKEND, REWRITE_LABEL, REWRITE_ROLES, rewrite_roles  # noqa: F401
+from evalcore.core.schema import REWRITE_BACKEND, REWRITE_LABEL, REWRITE_ROLES, rewrite_roles  # noqa: F401
 
 
 def _join(a: str | None, b: str | None) -> str | None:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from evalcore.seeding import derive_seed
+from evalcore.core.seeding import derive_seed
 from evalcore.stats.aggregate import mean_of
 from evalcore.stats.bootstrap import estimate
 

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.schema import STRICT, VERDICTS_DIFFER, strict_name
-from evalcore.seeding import derive_seed
+from evalcore.core.schema import STRICT, VERDICTS_DIFFER, strict_name
+from evalcore.core.seeding import derive_seed
 from evalcore.stats.aggregate import mean_of, safe_ratio
 from evalcore.stats.bootstrap import estimate
 

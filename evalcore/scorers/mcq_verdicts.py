@@ -2,7 +2,7 @@
 evalcore's strict reading beside it.
 
 A judge of a benchmark's released scorer (``mcq_mmau``, ``mcq_mmar``, ``mcq_mmau_pro``, ``mcq_rul``,
-``mcq_muchomusic``: :class:`~evalcore.schema.PublishedRule`) says of each response which options the released
+``mcq_muchomusic``: :class:`~evalcore.core.schema.PublishedRule`) says of each response which options the released
 scorer credits (``credited``) and which one option evalcore's strict reading names (``parsed_index``, never a
 guess). Which rule a row's judge follows is read from its ``judge`` column by a lookup the caller passes
 (:data:`Rules`; the scoring stage passes the judges' registry's, :func:`evalcore.judges.base.published_rule`: this
@@ -15,7 +15,7 @@ package imports no judge). Per request (:func:`verdict`):
 A judge of evalcore's own rule (``mcq_string``, an LLM matcher) credits nothing apart from what it names: its rows
 get ``correct`` alone, and its protocol no strict figure. Per cell and group, ``verdicts_differ`` counts the items
 whose two verdicts differ in at least one option order (:func:`differ_rows`), and its definition ends with the
-rule's quirks (:data:`evalcore.schema.QUIRKS`), which the report names ("17 of 136 items credited by …").
+rule's quirks (:data:`evalcore.core.schema.QUIRKS`), which the report names ("17 of 136 items credited by …").
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from evalcore.schema import QUIRKS, STRICT, VERDICTS_DIFFER, PublishedRule, strict_name
+from evalcore.core.schema import QUIRKS, STRICT, VERDICTS_DIFFER, PublishedRule, strict_name
 from evalcore.stats.aggregate import Aggregate
 
 __all__ = ["STRICT_COLUMN", "Rules", "no_rules", "verdict", "rule_of", "has_strict", "strict_of",

@@ -8,7 +8,7 @@ mixing tasks of one rule (GTZAN and VocalSet accuracy) reports them pooled over 
 
 A response a rule cannot score the released way (the released scorer would stop on it, or evalcore will not
 evaluate what it would) becomes an error row of the ``score`` stage with the reason — counted in ``errored``,
-never guessed. Every rule is called through the scoring guard (:mod:`evalcore.guard`): an exception no rule
+never guessed. Every rule is called through the scoring guard (:mod:`evalcore.core.guard`): an exception no rule
 expects (a ``RecursionError``, an ``OverflowError``) is that row's error, class ``output``, never the run's; and
 each answer is cut to its family's cap before parsing (:mod:`evalcore.mir_rules.caps`; per-item ``truncated``).
 
@@ -28,9 +28,9 @@ import pandas as pd
 import pyarrow as pa
 
 from evalcore.datasets.cmi_bench import Family
-from evalcore.embedders import EmbedderSpec, spec_of
-from evalcore.errors import INPUT, OUTPUT
-from evalcore.guard import guarded
+from evalcore.core.embedders import EmbedderSpec, spec_of
+from evalcore.core.errors import INPUT, OUTPUT
+from evalcore.core.guard import guarded
 from evalcore.mir_rules import tagging as cmi_tagging
 from evalcore.mir_rules.caps import cut
 from evalcore.mir_rules.rules import RULES, SOURCE, PublishedStops, Rule, Unreproducible
@@ -110,7 +110,7 @@ class MirScorer(Scorer):
     def score_one(self, name: str, r: dict[str, Any]) -> dict[str, Any]:
         """One row's columns by rule ``name`` (or its ``error`` and ``error_class``), with ``truncated``: the
         characters of the answer over the family's cap (:mod:`evalcore.mir_rules.caps`), cut before parsing.
-        The rule is called through the scoring guard (:func:`evalcore.guard.guarded`): whatever it raises on this
+        The rule is called through the scoring guard (:func:`evalcore.core.guard.guarded`): whatever it raises on this
         answer is this row's error, never the run's."""
         text, truncated = cut(name, str(r.get("text") or ""))
         reference = r.get("reference")

@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.config import JudgeConfig, RunConfig
-from evalcore.guard import judged as guarded_judge
+from evalcore.runconfig.config import JudgeConfig, RunConfig
+from evalcore.core.guard import judged as guarded_judge
 from evalcore.judges.base import build_judge
 from evalcore.scorers import factual_agreement
 from evalcore.stats.aggregate import aggregate

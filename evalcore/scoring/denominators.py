@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.schema import ERRORED, ERRORED_DEFINITION
+from evalcore.core.schema import ERRORED, ERRORED_DEFINITION
 from evalcore.kinds.scorer import Scorer
 from evalcore.stats.aggregate import aggregate
 

@@ -1,7 +1,7 @@
 """The MCQ scorer as the scoring stage builds it: it reads each judge's published rule from the judges' registry.
 
 A judged row names its judge (``judge``: ``name@version``), and a judge that follows a benchmark's released scorer
-names that rule (:class:`~evalcore.schema.PublishedRule`, :func:`evalcore.judges.base.published_rule`); the MCQ
+names that rule (:class:`~evalcore.core.schema.PublishedRule`, :func:`evalcore.judges.base.published_rule`); the MCQ
 scorer names it in the definitions of ``accuracy``, ``accuracy_strict`` and ``verdicts_differ``. The scorers import
 no judge (docs/layers.md): the scoring stage, which sits above both, hands the scorer the lookup here.
 """

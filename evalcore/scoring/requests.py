@@ -12,11 +12,11 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from evalcore.errors import OUTPUT, bounded, class_of
-from evalcore.guard import Reason, not_utf8, one_by_one
+from evalcore.core.errors import OUTPUT, bounded, class_of
+from evalcore.core.guard import Reason, not_utf8, one_by_one
 from evalcore.kinds.base import KINDS
 from evalcore.kinds.scorer import Scorer
-from evalcore.schema import ERRORS, SCORE_KEY, protocol_kind
+from evalcore.core.schema import ERRORS, SCORE_KEY, protocol_kind
 from evalcore.kinds.scorer import Scorer
 from evalcore.scorers.factual import FactualScorer
 from evalcore.scorers.factual_formats import BinaryChoiceScorer, TrueFalseScorer
@@ -102,7 +102,7 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
     A scorer may return an ``error`` per row (e.g. a free-form answer over the metrics' length limit), with its
     ``error_class`` where it knows it: that request leaves the per-item table and becomes an error row with
     ``error_stage = "score"`` (class ``output`` unless the scorer said otherwise), so requests in = scored +
-    errored still holds. Each scorer is called through the scoring guard (:func:`evalcore.guard.one_by_one`).
+    errored still holds. Each scorer is called through the scoring guard (:func:`evalcore.core.guard.one_by_one`).
     ``scorers``: protocol instance → its scorer, built here
     when missing (a caller scoring groups of rows passes the same dict to build each scorer once)."""
     scorers = {} if scorers is None else scorers
@@ -125,7 +125,7 @@ def score_requests(merged: list[dict], params: ScorerParams | None = None,
             scorers[proto] = build_scorer(kind, params, proto)
         scorer = scorers[proto]
         # the scoring guard: a scorer that raises on the protocol's rows scores each row alone, and a row it still
-        # raises on is that row's error (class output), never the run's (evalcore/guard.py)
+        # raises on is that row's error (class output), never the run's (evalcore/core/guard.py)
         metrics = one_by_one(f"{kind} scorer", scorer.score, scored)
         if scorer.provenance():
             provenance[proto] = scorer.provenance()

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from evalcore.schema import SCORE_KEY, SUMMARY, protocol_kind
+from evalcore.core.schema import SCORE_KEY, SUMMARY, protocol_kind
 from evalcore.kinds.scorer import Scorer
 from evalcore.scoring.denominators import denominator_rows
 from evalcore.scoring.requests import ScorerParams, _by, build_scorer

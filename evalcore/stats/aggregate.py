@@ -1,7 +1,7 @@
 """Aggregates of per-item metric frames with bootstrap confidence intervals, and paired differences between
 conditions (or systems) over the units both scored.
 
-Where the rows carry the item's clip (``clip_id``, :data:`evalcore.schema.SCORE_KEY`) and some items of a cell
+Where the rows carry the item's clip (``clip_id``, :data:`evalcore.core.schema.SCORE_KEY`) and some items of a cell
 share one, the bootstrap resamples clips (every question of a clip together; both sides of a paired difference
 draw the same clips). Each row names its resampled unit (``ci_unit``: ``item``, ``clip``, or the unit a scorer's
 ``item_stats`` indexes by, e.g. ``recording``) and how many there were (``clusters``). A paired difference of
@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from evalcore.schema import STRICT
-from evalcore.seeding import derive_seed
+from evalcore.core.schema import STRICT
+from evalcore.core.seeding import derive_seed
 from evalcore.stats.bootstrap import Aggregator, Estimate, estimate, paired_difference
 from evalcore.stats.mcnemar import MCNEMAR, is_binary, mcnemar
 

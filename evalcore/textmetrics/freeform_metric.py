@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Literal, Ma
 
 from pydantic import BaseModel, ConfigDict
 
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 from evalcore.textmetrics import registered as _registered  # the registry's package (its __init__ imports nothing)
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class FreeformMetric:
     higher_is_better: ClassVar[bool] = True
     #: in the default list of a protocol that names none (cheap, offline, no model files)
     default: ClassVar[bool] = False
-    #: modules it imports (checked before a run: :mod:`evalcore.packages`) and libraries its definition names
+    #: modules it imports (checked before a run: :mod:`evalcore.core.packages`) and libraries its definition names
     requires: ClassVar[tuple[str, ...]] = ()
     libraries: ClassVar[tuple[str, ...]] = ()
     #: where the pipeline scores it per pair, in the judged stream: "lexical" (scoring tasks, with the profile's

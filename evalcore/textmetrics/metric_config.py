@@ -14,7 +14,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evalcore.params import ParamsError, did_you_mean, value_reason
+from evalcore.core.params import ParamsError, did_you_mean, value_reason
 from evalcore.textmetrics.freeform_metric import METRICS, MetricParams, registered
 
 __all__ = ["FreeformMetrics", "MetricParams", "Profile", "registered"]

@@ -1,6 +1,6 @@
 """``evalcore validate`` of a ``tracking:`` block: what the config model cannot see.
 
-The model (:mod:`evalcore.tracking_config`) refuses an unknown sink, an unknown field and an MLflow URI that cannot be
+The model (:mod:`evalcore.core.tracking_config`) refuses an unknown sink, an unknown field and an MLflow URI that cannot be
 parsed or carries credentials. This adds, where paths are checked, a sink whose package does not import here, with
 the command that installs it. (``evalcore run`` goes on without such a sink, with a warning: a tracker never
 fails a run.)

@@ -39,9 +39,9 @@ import math
 import re
 from typing import Callable
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.tracking.record import ITEM_SCORES, Checkpoint, FinishedRun, primary_metric, safe
-from evalcore.tracking_config import LmEvalSink
+from evalcore.core.tracking_config import LmEvalSink
 
 #: lm-eval's ``sanitize_model_name`` pattern
 _MODEL_UNSAFE = re.compile(r"[\"<>:/|\\?*\[\]]+")

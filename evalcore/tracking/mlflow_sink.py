@@ -40,9 +40,9 @@ import tempfile
 import time
 from typing import Callable, Iterator
 
-from evalcore.fingerprint import digest
+from evalcore.core.fingerprint import digest
 from evalcore.tracking.record import Checkpoint, FinishedRun, headline
-from evalcore.tracking_config import DEFAULT_MLFLOW_URI, MlflowSink
+from evalcore.core.tracking_config import DEFAULT_MLFLOW_URI, MlflowSink
 
 METRICS_PER_BATCH = 1000
 PARAMS_PER_BATCH = 100

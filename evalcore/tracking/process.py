@@ -37,9 +37,9 @@ from typing import Any, Iterator, Sequence
 
 from pydantic import TypeAdapter
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.tracking.sinks import Begun, Logged, Sink, begin, scrub, usable, warm
-from evalcore.tracking_config import Sinks
+from evalcore.core.tracking_config import Sinks
 
 log = logging.getLogger("evalcore")
 #: how much lower the process's CPU priority is than the run's (``os.nice``)

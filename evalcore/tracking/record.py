@@ -29,9 +29,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from evalcore import storage
-from evalcore.fingerprint import digest, suite_fingerprint
-from evalcore.nightly_outcome import Verdict
+from evalcore.core import storage
+from evalcore.core.fingerprint import digest, suite_fingerprint
+from evalcore.core.nightly_outcome import Verdict
 from evalcore.reports.verdict import MIN_ITEMS, PRIMARY, verdicts
 
 log = logging.getLogger("evalcore")

@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from evalcore.errors import bounded
-from evalcore.packages import missing
+from evalcore.core.errors import bounded
+from evalcore.core.packages import missing
 from evalcore.tracking import lm_eval_files, mlflow_sink, wandb_sink
 from evalcore.tracking.record import Checkpoint, FinishedRun
-from evalcore.tracking_config import TRACKING_EXTRA, LmEvalSink, MlflowSink, WandbSink
+from evalcore.core.tracking_config import TRACKING_EXTRA, LmEvalSink, MlflowSink, WandbSink
 
 log = logging.getLogger("evalcore")
 

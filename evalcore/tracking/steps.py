@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from evalcore import storage
+from evalcore.core import storage
 
 TRAINER_STATE = "trainer_state.json"
 DEFAULT_PATTERN = r"(\d+)(?!.*\d)"

@@ -27,7 +27,7 @@ from typing import Callable, Iterator
 import pandas as pd
 
 from evalcore.tracking.record import ITEM_SCORES, Checkpoint, FinishedRun, headline
-from evalcore.tracking_config import WandbSink
+from evalcore.core.tracking_config import WandbSink
 
 #: per-item columns of the sample table (those present), then the request's scores
 SAMPLE_COLUMNS = ("request_id", "item_id", "protocol", "dataset", "condition", "variant", "option_order", "task",

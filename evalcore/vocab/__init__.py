@@ -2,7 +2,7 @@
 
 The bottom layer of the data flow (docs/layers.md): loaders bring ground-truth labels to canonical form with
 it, protocols list a vocabulary in prompts, judges extract labels into it, the preflight checks that a
-configured vocabulary fits its task. It imports no other evalcore package (only :mod:`evalcore.storage`, to read
+configured vocabulary fits its task. It imports no other evalcore package (only :mod:`evalcore.core.storage`, to read
 a genre tree).
 
 * :mod:`evalcore.vocab.labels` — the FMA genres, MusicNet instruments and composers, their synonyms, and the

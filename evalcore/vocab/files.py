@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.vocab.normalize import normalize
 
 __all__ = ["read_vocab_file", "read_genre_tree"]

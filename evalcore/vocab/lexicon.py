@@ -204,7 +204,7 @@ def _lexicon_name(v: str, auto: bool = False) -> str:
     return v
 
 
-#: a lexicon name, as a judge's params take it (checked by ``evalcore validate``: evalcore.params)
+#: a lexicon name, as a judge's params take it (checked by ``evalcore validate``: evalcore.core.params)
 LexiconName = Annotated[str, AfterValidator(_lexicon_name)]
 #: a lexicon name or ``auto`` (each row's lexicon from its task)
 VocabularyName = Annotated[str, AfterValidator(lambda v: _lexicon_name(v, auto=True))]

@@ -3,7 +3,7 @@
 :class:`TaskLexicons` is the choice the ``lexicon`` judge makes per row (:mod:`evalcore.judges.lexicon`); the
 label checks of a run's items (:mod:`evalcore.protocols.checks`) make the same choice to know which labels a
 row can ever be credited with. :func:`misfit` is the vocabulary-fit rule of the preflight
-(:mod:`evalcore.preflight`): a named lexicon of another label family, or a list sharing no label with the task's
+(:mod:`evalcore.runconfig.preflight`): a named lexicon of another label family, or a list sharing no label with the task's
 vocabulary, cannot fit the task.
 """
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Hashable, Sequence
 
 from pydantic import Field
 
-from evalcore.packages import importable
+from evalcore.core.packages import importable
 from evalcore.textmetrics.freeform_metric import (METRICS, FreeformMetric, MetricParams, Scored, guarded, scoreable,
                                               spread)
 

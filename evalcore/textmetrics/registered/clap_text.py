@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.fs as pafs
 from pydantic import Field
 
-from evalcore import cluster, storage
+from evalcore.core import cluster, storage
 from evalcore.textmetrics.freeform_metric import (METRICS, FreeformMetric, MetricParams, Scored, guarded, scoreable,
                                               spread)
 
@@ -48,7 +48,7 @@ class ClapTextConfig(MetricParams):
     num_attention_heads: int | None = Field(None, ge=1)  # None: hidden size / 64 (roberta's convention)
     cache_dir: str | None = None  # local copies of s3:// inputs (default: a temp dir)
     weights_only: bool = True  # torch.load(weights_only=...); False only for a trusted pickle
-    #: evalcore.storage.S3Options fields, for Ray workers reading s3:// (the run's, set when the metric is built)
+    #: evalcore.core.storage.S3Options fields, for Ray workers reading s3:// (the run's, set when the metric is built)
     s3: dict | None = Field(None, exclude=True)
     #: Ray actors embedding the texts in the run's scorer (0 = in the scorer's process)
     actors: int = Field(0, ge=0)

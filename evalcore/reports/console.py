@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore import ray_internals, storage
+from evalcore.core import ray_internals, storage
 from evalcore.reports.run_profile import starved_notes
 
 log = logging.getLogger("evalcore")

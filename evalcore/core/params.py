@@ -37,8 +37,8 @@ from typing import Annotated, Any, Iterable
 import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from evalcore import storage
-from evalcore.errors import bounded
+from evalcore.core import storage
+from evalcore.core.errors import bounded
 
 #: how many of something (clips, rows, tokens, threads, requests per minute): at least one
 Count = Annotated[int, Field(ge=1)]

@@ -1,7 +1,7 @@
 """Conditional writes, the part of the storage layer that leases and ledgers need: create-if-absent and
 compare-and-swap, on S3 and on a local filesystem.
 
-* **S3** (through boto3, the same endpoint, region and credential chain as :mod:`evalcore.storage`):
+* **S3** (through boto3, the same endpoint, region and credential chain as :mod:`evalcore.core.storage`):
   create is ``PutObject`` with ``If-None-Match: *``; compare-and-swap is ``PutObject`` with ``If-Match``
   on the ETag read. The server refuses a lost race with 412 (or 409 while a competing write is in flight).
 * **Local**: create publishes a fully written temp file with ``link(2)``, which fails when the name exists
@@ -21,7 +21,7 @@ import os
 import uuid
 from dataclasses import dataclass
 
-from evalcore import storage
+from evalcore.core import storage
 
 
 @dataclass(frozen=True)

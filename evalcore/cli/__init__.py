@@ -1,6 +1,6 @@
 """The ``evalcore`` command line.
 
-Every command exits with one convention (:class:`evalcore.errors.ExitCode`, docs/commands.md, "Exit codes"):
+Every command exits with one convention (:class:`evalcore.core.errors.ExitCode`, docs/commands.md, "Exit codes"):
 0 ok; 1 the work failed part way (resume it); 2 a usage or config mistake, found before any work;
 3 ``evalcore nightly``: a checkpoint evaluated tonight regressed, with ``fail_on_regression``; 4 finished, but nothing could be scored or the error budget was exceeded.
 """
@@ -17,27 +17,31 @@ from typing import Optional
 
 import typer
 
-from evalcore import cluster, console, preflight, storage
-from evalcore.config import ConfigError, demo_config_path, load_config, read_yaml
-from evalcore.deadline import DeadlineExceeded, call_within
-from evalcore.errors import RETRY_BY_DEFAULT, ExitCode, bounded, parse_classes
-from evalcore.input_schemas import schema as named_schema
+from evalcore.core import cluster, storage
+
+from evalcore.reports import console
+
+from evalcore.runconfig import preflight
+from evalcore.runconfig.config import ConfigError, demo_config_path, load_config, read_yaml
+from evalcore.core.deadline import DeadlineExceeded, call_within
+from evalcore.core.errors import RETRY_BY_DEFAULT, ExitCode, bounded, parse_classes
+from evalcore.cli.input_schemas import schema as named_schema
 from evalcore.models.tiny import FAMILIES, build_tiny
 from evalcore.models.vllm_audio import FAMILIES as VLLM_FAMILIES
 from evalcore.nightly import validate as nv
 from evalcore.nightly.config import parse_nightly, run_config
-from evalcore.packages import MODELS_EXTRA, PIP_INSTALL, missing
+from evalcore.core.packages import MODELS_EXTRA, PIP_INSTALL, missing
 from evalcore.pipeline.attempts import superseded
 from evalcore.pipeline.commit import RunStateError
 from evalcore.pipeline.outcome import budget_rule, model_shares
 from evalcore.pipeline.resume import resume_config
-from evalcore.compare_cli import compare as compare_command
-from evalcore.reproduce_cli import reproduce as reproduce_command
-from evalcore.nightly.cli import nightly as nightly_command
+from evalcore.cli.compare import compare as compare_command
+from evalcore.cli.reproduce import reproduce as reproduce_command
+from evalcore.cli.nightly import nightly as nightly_command
 from evalcore.score_cli import score_app
-from evalcore.track_cli import track as track_command
+from evalcore.cli.track import track as track_command
 from evalcore.tracking.checks import problems as tracking_problems
-from evalcore.tracking_config import TrackFlagError, with_track_flags
+from evalcore.core.tracking_config import TrackFlagError, with_track_flags
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
                   help="Evaluate Music Language Models: does the model actually listen?")
@@ -405,7 +409,3 @@ def _tidy_help(typer_app: typer.Typer) -> None:
 
 
 _tidy_help(app)
-
-
-if __name__ == "__main__":
-    app()

@@ -16,7 +16,7 @@ them; re-parented to PID 1, they keep running and ignore SIGTERM. Ray's own reap
 its process group when its stdin closes) is used only where the kernel cannot fate-share, and it makes the
 driver a process-group leader, which would take it out of a terminal's job control.
 
-So :func:`start` adds a **watchdog** when it starts a local cluster: ``python -m evalcore.cluster``, in a
+So :func:`start` adds a **watchdog** when it starts a local cluster: ``python -m evalcore.core.cluster``, in a
 session of its own, reading a pipe from the driver. Every second it records the cluster's processes (the
 processes Ray's node started and all their descendants, each by PID *and* start time, so a reused PID is
 never touched). When the pipe closes (the driver exited or was killed, whatever the signal) or the driver
@@ -38,7 +38,7 @@ import sys
 import time
 from typing import Any
 
-from evalcore import ray_internals
+from evalcore.core import ray_internals
 
 POLL_S = 1.0
 SETTLE_S = 1.0  # after the driver's end: Ray's own shutdown (a normal exit) finishes first
@@ -110,7 +110,7 @@ def watch_local_cluster() -> subprocess.Popen | None:
     if not roots:
         return None
     # stdin: a pipe whose write end only this driver holds (non-inheritable), so the driver's death closes it
-    _watchdog = subprocess.Popen([sys.executable, "-m", "evalcore.cluster", str(os.getpid()), *map(str, roots)],
+    _watchdog = subprocess.Popen([sys.executable, "-m", "evalcore.core.cluster", str(os.getpid()), *map(str, roots)],
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  start_new_session=True, close_fds=True)
     return _watchdog

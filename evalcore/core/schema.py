@@ -100,7 +100,7 @@ REQUEST = pa.schema(
         pa.field("metadata", pa.string()),  # the item's JSON metadata (breakdowns: genre, dimensions, option types)
         pa.field("error", pa.string()),
         pa.field("error_stage", pa.string()),
-        pa.field("error_class", pa.string()),  # evalcore.errors.CLASSES: transient / input / model / judge
+        pa.field("error_class", pa.string()),  # evalcore.core.errors.CLASSES: transient / input / model / judge
     ]
 )
 

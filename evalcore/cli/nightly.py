@@ -18,18 +18,20 @@ from typing import Optional
 import pyarrow as pa
 import typer
 
-from evalcore import console, storage
-from evalcore.config import ConfigError
-from evalcore.errors import ExitCode
+from evalcore.reports import console
+
+from evalcore.core import storage
+from evalcore.runconfig.config import ConfigError
+from evalcore.core.errors import ExitCode
 from evalcore.nightly import compare as cmp
 from evalcore.nightly.config import load_nightly, resolve_prefixes
 from evalcore.nightly.demo import demo_config
 from evalcore.nightly.ledger import LedgerError
 from evalcore.nightly.night import FLAG_PRINT, night
-from evalcore.nightly_outcome import Verdict
+from evalcore.core.nightly_outcome import Verdict
 from evalcore.reports.html import markdown_html, page
 from evalcore.reports.tables_html import TESTS, comparison_rows, p_value, signed, table_html, table_md
-from evalcore.tracking_config import TrackFlagError, with_track_flags
+from evalcore.core.tracking_config import TrackFlagError, with_track_flags
 
 
 def load_nightly_or_exit(config: Optional[Path], out: Optional[str]):

@@ -7,7 +7,7 @@ The ledger (:mod:`evalcore.nightly.ledger`), the night (:mod:`evalcore.nightly.n
 :mod:`~evalcore.nightly.tonight`), the trackers (:mod:`evalcore.nightly.tracked`, ``evalcore track``) and the
 dashboard (:mod:`evalcore.reports.dashboard`) pass these to each other, never dicts or ``"series/checkpoint"``
 strings. The module sits outside ``nightly/`` so that the dashboard (``reports``) and the trackers (``tracking``),
-below the nightly, read them too; it imports nothing of evalcore but :mod:`evalcore.storage` (the paths of
+below the nightly, read them too; it imports nothing of evalcore but :mod:`evalcore.core.storage` (the paths of
 ``nightly.json``).
 
 On disk: statuses and verdicts are ``str`` enums, so a ledger record and ``nightly.json`` hold the same strings as
@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from evalcore import storage
+from evalcore.core import storage
 
 
 class Status(StrEnum):

@@ -21,17 +21,19 @@ import pandas as pd
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from evalcore import console, storage
-from evalcore.errors import ExitCode
+from evalcore.reports import console
+
+from evalcore.core import storage
+from evalcore.core.errors import ExitCode
 from evalcore.nightly.ledger import Ledger
 from evalcore.nightly.series import natural_key
 from evalcore.nightly.tonight import checkpoint_verdict
 from evalcore.nightly.tracked import flagged_lines
-from evalcore.nightly_outcome import Status, Tonight
+from evalcore.core.nightly_outcome import Status, Tonight
 from evalcore.tracking.record import Checkpoint
 from evalcore.tracking.sinks import Logged, track_run
 from evalcore.tracking.steps import DEFAULT_PATTERN, training_step
-from evalcore.tracking_config import Sink, with_flags
+from evalcore.core.tracking_config import Sink, with_flags
 
 def sinks_of(flags: list[str], saved: list[dict]) -> list:
     """The validated sinks: the flags (over the saved block's sinks of other kinds), else the saved block."""

@@ -43,7 +43,7 @@ def install(extras: str = "") -> str:
     any directory; ``cpu`` is added to extras that bring torch on a machine without a GPU."""
     if extras in ("models", "metrics") and not has_gpu():
         extras += ",cpu"
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     if (root / "pyproject.toml").is_file():  # a checkout (an editable install)
         return f"{PIP_INSTALL} -e " + shlex.quote(f"{root}[{extras}]" if extras else str(root))
     return f"{PIP_INSTALL} " + shlex.quote(f"evalcore[{extras}]" if extras else "evalcore")

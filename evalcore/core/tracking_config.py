@@ -12,7 +12,7 @@ A list of sinks, each optional and independent (``kind`` picks one; :mod:`evalco
 The block holds no secret: keys and tokens come only from the environment (``MLFLOW_TRACKING_TOKEN``,
 ``MLFLOW_TRACKING_USERNAME`` / ``_PASSWORD``, ``WANDB_API_KEY``), so a URI carrying credentials
 (``https://user:token@host``) is refused here, before it could be written to the run's ``config.yaml``.
-This module imports only pydantic (and :mod:`evalcore.packages`, the standard library's), so ``config.py`` reads it
+This module imports only pydantic (and :mod:`evalcore.core.packages`, the standard library's), so ``config.py`` reads it
 without pulling the tracking package in.
 """
 
@@ -23,14 +23,14 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from evalcore.packages import install
+from evalcore.core.packages import install
 
 #: the URI schemes MLflow's tracking stores answer to (a bare path is a local file store)
 MLFLOW_SCHEMES = ("sqlite", "file", "http", "https", "databricks", "databricks-uc", "uc", "postgresql", "mysql",
                   "mssql")
 DEFAULT_MLFLOW_URI = "sqlite:///mlflow.db"
 #: the command that installs the optional packages of the sinks (pyproject's extra), from any directory: this
-#: interpreter's pip and the checkout's absolute path, as validate's other hints (:func:`evalcore.packages.install`)
+#: interpreter's pip and the checkout's absolute path, as validate's other hints (:func:`evalcore.core.packages.install`)
 TRACKING_EXTRA = install("tracking")
 
 

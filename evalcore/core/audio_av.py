@@ -1,5 +1,5 @@
 """Audio in containers libsndfile cannot read — MP4 / M4A (AAC: DSing's released vocals) — decoded by PyAV, whose
-wheels bundle FFmpeg. :func:`evalcore.audio.decode` hands such bytes here; nothing is decoded by hand.
+wheels bundle FFmpeg. :func:`evalcore.core.audio.decode` hands such bytes here; nothing is decoded by hand.
 
 Behaviour worth knowing: FFmpeg applies the MP4 edit list, so the AAC encoder's priming samples are dropped and
 sample 0 is the recording's first sample; the whole stream is decoded and the excerpt cut from it (DSing's files

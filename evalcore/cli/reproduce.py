@@ -16,8 +16,10 @@ from typing import Optional
 import pyarrow as pa
 import typer
 
-from evalcore import console, storage
-from evalcore.errors import ExitCode
+from evalcore.reports import console
+
+from evalcore.core import storage
+from evalcore.core.errors import ExitCode
 from evalcore.reports import published, reproduction as beside
 from evalcore.reports.html import markdown_html, page
 

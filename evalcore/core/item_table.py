@@ -1,4 +1,4 @@
-"""The run's valid items as one Arrow table (:data:`evalcore.schema.ITEM`): columnar in the driver, rows as dicts
+"""The run's valid items as one Arrow table (:data:`evalcore.core.schema.ITEM`): columnar in the driver, rows as dicts
 only a slice at a time.
 
 A million-request run has about 125,000 items; as Python dicts they took about 3 KB each in the driver, as
@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, Sequence, overload
 
 import pyarrow as pa
 
-from evalcore.schema import ITEM, conform
+from evalcore.core.schema import ITEM, conform
 
 SLICE_ROWS = 4096  # rows turned into dicts at a time
 

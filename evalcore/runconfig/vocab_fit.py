@@ -15,14 +15,14 @@ A dataset declares, from its config params alone, the lexicon of each factual ta
   ``true_false`` and ``binary_choice`` get their readers, which take the lexicon from the asked labels.
 
 A configured vocabulary that cannot fit a declared task is a config error the preflight names
-(:func:`evalcore.preflight.vocabulary_problems`, over :func:`declared`).
+(:func:`evalcore.runconfig.preflight.vocabulary_problems`, over :func:`declared`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from evalcore.config import JudgeConfig, ProtocolConfig, RunConfig
+from evalcore.runconfig.config import JudgeConfig, ProtocolConfig, RunConfig
 from evalcore.datasets.base import DATASETS
 from evalcore.vocab.labels import task_family
 

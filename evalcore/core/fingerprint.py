@@ -3,7 +3,7 @@
 
 The suite fingerprint hashes the suite's fields of the run's ``config.yaml`` (:data:`SUITE`; every other field of
 the run config is declared in :data:`NOT_THE_SUITE` with why: ``tests/test_fingerprint.py`` fails on a field of
-:class:`evalcore.config.RunConfig` that is in neither), the item set (audio locations and metadata excluded) and the
+:class:`evalcore.runconfig.config.RunConfig` that is in neither), the item set (audio locations and metadata excluded) and the
 metric definitions of its summary. The nightly compares checkpoints of one fingerprint
 (:mod:`evalcore.nightly.compare`); the trackers tag every run with it (:mod:`evalcore.tracking`).
 """
@@ -15,7 +15,7 @@ import json
 
 import yaml
 
-from evalcore import storage
+from evalcore.core import storage
 
 #: the run config's fields (config.yaml's top-level keys) that make the suite, each with what it fixes
 SUITE: dict[str, str] = {

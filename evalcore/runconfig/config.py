@@ -16,18 +16,18 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, ValidationInfo,
                       field_validator, model_validator)
 
-from evalcore import storage
+from evalcore.core import storage
 from evalcore.datasets.base import DATASETS
-from evalcore.embedders import EmbedderSpec
+from evalcore.core.embedders import EmbedderSpec
 from evalcore.judges.base import JUDGES
 from evalcore.models.base import MODELS
-from evalcore.params import ParamsError, check_params, did_you_mean, value_reason
-from evalcore.registry import Registry
+from evalcore.core.params import ParamsError, check_params, did_you_mean, value_reason
+from evalcore.core.registry import Registry
 from evalcore.kinds.base import KINDS, config_mistake
 from evalcore.kinds.base import ProtocolKind as ProtocolKindSpec
-from evalcore.schema import CONDITIONS
+from evalcore.core.schema import CONDITIONS
 from evalcore.textmetrics.metric_config import FreeformMetrics
-from evalcore.tracking_config import Sinks
+from evalcore.core.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 
 Condition = Literal["correct", "random", "silence", "noise", "text_only"]
@@ -51,7 +51,7 @@ def _registered(reg: Registry[Any], kind: str) -> str:
 
 
 def _params_fit(reg: Registry[Any]):
-    """A validator of ``params`` against the schema the registered ``kind`` declares (evalcore.params)."""
+    """A validator of ``params`` against the schema the registered ``kind`` declares (evalcore.core.params)."""
 
     def check(cls: type, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         kind = info.data.get("kind")  # absent when the kind itself was wrong: that error is reported
@@ -178,7 +178,7 @@ class ProtocolConfig(_Strict):
     #: None = the kind's default (evalcore.kinds: ProtocolKind.variants)
     variants: dict[str, str] | None = Field(None, min_length=1)
     #: None = the kind's default judge, fitted to the tasks of the protocol's datasets
-    #: (evalcore.vocab_fit.default_judge)
+    #: (evalcore.runconfig.vocab_fit.default_judge)
     judge: JudgeConfig | None = None
     #: a second judge applied to the same responses after the run; its agreement with ``judge`` goes into
     #: tables/agreement.parquet and the summary (evalcore.scoring.agreement)
@@ -193,7 +193,7 @@ class ProtocolConfig(_Strict):
     vocabulary: str | list[str] | None = None
     #: multiple choice: named prompt template set(s) (evalcore.protocols.templates), one for every model or
     #: model name → set ("default" for the rest); the set's name is the prompt variant. Not with ``variants``.
-    #: The names are checked by the preflight (evalcore.preflight.template_problems)
+    #: The names are checked by the preflight (evalcore.runconfig.preflight.template_problems)
     templates: str | dict[str, str] | None = None
     #: multiple choice: in-context examples (0–5) before each question; a list is a sweep, one prompt
     #: variant per count ("<variant>-icl<k>", e.g. MuChoMusic's 0–5 shots in one run)
@@ -210,7 +210,7 @@ class ProtocolConfig(_Strict):
     metrics: FreeformMetrics | None = None
     #: mir only: the text embedder of the rules that score by similarity (CMI-Bench's tagging, released with
     #: GTE-Qwen2-7B-instruct): ``{kind: sentence_transformers | transformers_mean, path: <local model folder>}``
-    #: (evalcore.embedders); None = the bag-of-words stand-in, named as such in the definitions and on the card
+    #: (evalcore.core.embedders); None = the bag-of-words stand-in, named as such in the definitions and on the card
     #: (left out of config.yaml when unset: a config without it dumps, and fingerprints, as before it existed)
     similarity: EmbedderSpec | None = Field(None, exclude_if=lambda v: v is None)
     _kind_spec: type[ProtocolKindSpec] | None = PrivateAttr(None)
@@ -396,7 +396,7 @@ class SuiteConfig(_Strict):
     #: evalcore.pipeline.outcome.BUDGET_SCOPES; ``evalcore validate`` says it); null = no budget
     max_error_rate: float | None = Field(DEFAULT_MAX_ERROR_RATE, ge=0.0, le=1.0)
     #: where results are also sent once written: MLflow, Weights & Biases, lm-eval's files
-    #: (evalcore.tracking_config; a failing sink is a warning, never a failed run)
+    #: (evalcore.core.tracking_config; a failing sink is a warning, never a failed run)
     tracking: Sinks = Field(default_factory=list)
 
     @property
@@ -464,7 +464,7 @@ class RunConfig(SuiteConfig):
                     raise ValueError(f"models.{where}.model: {m.name!r} and {column[shown]!r} are both model {shown!r} "
                                      f"and both answer protocol {p.name!r}: one model answers a protocol once")
                 column[shown] = m.name
-        return self  # whether a vocabulary fits its tasks needs the datasets: evalcore.preflight.vocabulary_problems
+        return self  # whether a vocabulary fits its tasks needs the datasets: evalcore.runconfig.preflight.vocabulary_problems
 
 
 def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel] | None:
@@ -555,4 +555,4 @@ def load_config(path: str | Path) -> RunConfig:
 
 def demo_config_path() -> Path:
     """The embedded demo's config, shipped inside the package."""
-    return Path(__file__).parent / "configs" / "demo.yaml"
+    return Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"

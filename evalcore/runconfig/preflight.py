@@ -1,13 +1,13 @@
 """What can be checked of a parsed run config before any model runs, without loading weights.
 
 ``parse_config`` already checks every field, every component's ``params`` against the schema its
-class declares (:mod:`evalcore.params`), vocabulary names and prompt placeholders. This adds, even without
+class declares (:mod:`evalcore.core.params`), vocabulary names and prompt placeholders. This adds, even without
 ``check_paths``, what needs the protocols and the registered datasets (:func:`config_problems`): each configured
 vocabulary fits the factual tasks its protocol's datasets declare and each named prompt template set exists;
 and what lies outside the config: configured files and ``s3://`` objects
 exist, a checkpoint directory holds a config its backend recognises, the free-form metrics' tools and model
 files are there, and each model's, judge's and metric's packages import where it will run
-(:mod:`evalcore.packages`).
+(:mod:`evalcore.core.packages`).
 ``evalcore validate`` and ``evalcore run`` (before Ray starts) both call :func:`check`; ``evalcore validate`` also
 checks that the audio file each item row names exists (:func:`audio_problems`: a run makes a missing one that
 row's error, not a refusal); it also names an
@@ -21,25 +21,25 @@ import os
 import tempfile
 from typing import Any, Iterator
 
-from evalcore import storage
-from evalcore.config import ConfigError, ProtocolConfig, RunConfig
+from evalcore.core import storage
+from evalcore.runconfig.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.datasets.base import DATASETS
 from evalcore.datasets.base import DatasetContext
 from evalcore.datasets.validate import validated
-from evalcore.embedders import EmbedderSpec, path_problem, requires
-from evalcore.errors import bounded
+from evalcore.core.embedders import EmbedderSpec, path_problem, requires
+from evalcore.core.errors import bounded
 from evalcore.judges.base import JUDGES
 from evalcore.models.base import MODELS
-from evalcore.packages import CORE, METRICS_EXTRA, component_problem, missing
-from evalcore.params import path_problems
+from evalcore.core.packages import CORE, METRICS_EXTRA, component_problem, missing
+from evalcore.core.params import path_problems
 from evalcore.protocols.requests import expansion, iter_requests
 from evalcore.protocols.templates import check_templates
-from evalcore.registry import Registry
+from evalcore.core.registry import Registry
 from evalcore.reports import model_card, published
 from evalcore.scorers.freeform import preflight as metric_problems
 from evalcore.scorers.mir import REQUIRES as MIR_REQUIRES
 from evalcore.vocab.tasks import misfit
-from evalcore.vocab_fit import declared
+from evalcore.runconfig.vocab_fit import declared
 
 
 #: the registry of each kind of configured component
@@ -250,13 +250,13 @@ def _embedders(cfg: RunConfig) -> Iterator[tuple[str, EmbedderSpec]]:
 
 def embedder_problems(cfg: RunConfig) -> list[str]:
     """One line per configured embedder whose folder is not a model of its kind on this machine
-    (:func:`evalcore.embedders.path_problem`)."""
+    (:func:`evalcore.core.embedders.path_problem`)."""
     return [f"{where}.path: {why}" for where, spec in _embedders(cfg) if (why := path_problem(spec)) is not None]
 
 
 def package_problems(cfg: RunConfig) -> list[str]:
     """One line per configured model, judge or metric whose packages do not import where it will run, naming it
-    and the install command (:mod:`evalcore.packages`): a judge's embedder (MMAU-Pro's NV-Embed-v2: torch), a mir
+    and the install command (:mod:`evalcore.core.packages`): a judge's embedder (MMAU-Pro's NV-Embed-v2: torch), a mir
     protocol's similarity. A model with its own ``runtime_env`` brings its own packages."""
     out = []
     for i, p in enumerate(cfg.protocols):

@@ -6,7 +6,7 @@ apart from its models, and the metric definitions: :func:`evalcore.nightly.compa
 different suites exit 2 with one line naming what differs (items only in one run, with counts; shared items whose
 content differs; config fields; metric definitions: :func:`evalcore.nightly.compare.suite_differences`) and the
 flag to use, unless ``--shared-items`` asks for the items they share; runs that share no item exit 2 either way
-(there would be nothing in the table). The comparison itself is :func:`evalcore.nightly.cli.compare`: models are
+(there would be nothing in the table). The comparison itself is :func:`evalcore.cli.nightly.compare`: models are
 paired by name, never mixed.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import typer
 
-from evalcore.errors import ExitCode
-from evalcore.nightly.cli import compare as compare_runs
+from evalcore.core.errors import ExitCode
+from evalcore.cli.nightly import compare as compare_runs
 from evalcore.nightly.compare import fingerprint_of, suite_differences, suite_parts
 
 #: the most characters of the differences a refusal names

@@ -1,7 +1,7 @@
 """The scoring boundary no answer crosses: every rule, judge and metric call on a model's answer goes through
 :func:`guarded`, which turns **any** exception the call raises (``RecursionError``, ``MemoryError``,
 ``OverflowError``, ``UnicodeError``, a library's own) into a bounded one-line reason, so the answer becomes an error
-row (stage ``score`` or ``judge``, class ``output``: :data:`evalcore.errors.OUTPUT`) and the run goes on.
+row (stage ``score`` or ``judge``, class ``output``: :data:`evalcore.core.errors.OUTPUT`) and the run goes on.
 
 A rule that raises is a defect to fix where it raises (the released rule's own stops are
 :class:`~evalcore.mir_rules.rules.PublishedStops` with their reasons); the guard is what keeps such a defect from
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypeVar
 
-from evalcore.errors import OUTPUT, bounded, exception_class, utf8_error
+from evalcore.core.errors import OUTPUT, bounded, exception_class, utf8_error
 
 __all__ = ["guarded", "reason_of", "one_by_one", "judged", "Reason", "REASON_CHARS", "not_utf8"]
 
@@ -29,7 +29,7 @@ SAME_FAILURES = 3
 
 class Reason(str):
     """A guarded call's failure: its one-line reason, and ``error_class`` — what the exception itself tells
-    (:func:`evalcore.errors.exception_class`: transient for a connection failure or a dead worker), else
+    (:func:`evalcore.core.errors.exception_class`: transient for a connection failure or a dead worker), else
     ``output``: the call raised on this answer; None where the callee fails whatever the answer (the stage's
     class)."""
 
@@ -63,7 +63,7 @@ def guarded(label: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tupl
 def one_by_one(label: str, fn: Callable[[list[Any]], Sequence[T]], items: list[Any]) -> list[T | Reason]:
     """``fn(items)``; where that raises (or returns a wrong count), ``fn([item])`` for each item alone: each item's
     result, or its :class:`Reason` where the item alone raises. A batch failure that is transient (a connection
-    refused: :func:`evalcore.errors.exception_class`) or that no answer can cause (a file or module missing) is every
+    refused: :func:`evalcore.core.errors.exception_class`) or that no answer can cause (a file or module missing) is every
     item's reason, not tried item by item (an endpoint that is down would be called once per item); so is one that
     the first :data:`SAME_FAILURES` items alone each repeat word for word (the callee fails, whatever the answer)."""
     got, batch_why = guarded(label, fn, items)

@@ -22,14 +22,14 @@ Behaviour worth knowing (libsndfile 1.2 via ``soundfile``):
   from damage inside the stream, so it is reported as ``"corrupt"`` (the message says it
   may be truncated). Excerpts wholly inside the surviving part still decode.
 * **Edges**: only regular files are read (a FIFO, device, socket or directory is ``"unreadable"``
-  before any open, :func:`evalcore.storage.read_bytes`), within the read deadline (``"timeout"``,
+  before any open, :func:`evalcore.core.storage.read_bytes`), within the read deadline (``"timeout"``,
   class ``transient``; an unreachable or overloaded store is ``"unreachable"``, also transient). A
   sample rate outside ``MIN_RATE..MAX_RATE`` is ``"bad_rate"``; excerpt times beyond
   ``schema.MAX_EXCERPT_SECONDS`` are ``"bad_excerpt"``; audio with 0 samples after any step (excerpt,
   mono, resample) is ``"empty"``; a finite float sample too large for float32 (a DOUBLE WAV holding
   1e300), or samples that overflow while mixing or resampling, is ``"out_of_range"`` (NaN and inf
   in the file stay ``"non_finite"``).
-* **MP4 / M4A** (AAC; DSing's vocals): libsndfile cannot read them; :mod:`evalcore.audio_av` decodes the whole
+* **MP4 / M4A** (AAC; DSing's vocals): libsndfile cannot read them; :mod:`evalcore.core.audio_av` decodes the whole
   stream with PyAV (FFmpeg) and the excerpt is cut from it by the same rules; a stream FFmpeg cannot decode is
   ``"corrupt"``, one shorter than its header promises ``"truncated"``.
 * **MP3 seeking**: after a seek mpg123 lands on a frame boundary without the Layer III bit
@@ -46,9 +46,9 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from evalcore import audio_av, storage
-from evalcore.errors import INPUT, TRANSIENT
-from evalcore.schema import MAX_EXCERPT_SECONDS
+from evalcore.core import audio_av, storage
+from evalcore.core.errors import INPUT, TRANSIENT
+from evalcore.core.schema import MAX_EXCERPT_SECONDS
 
 # Enough to refill the Layer III bit reservoir at the lowest bitrates (measured need ≤ ~8k).
 _MP3_PREROLL = 16384

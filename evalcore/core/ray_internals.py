@@ -17,10 +17,10 @@ private classes are imported on first use (:func:`__getattr__`), the rest inside
   ``Dataset._execute_to_iterator`` (:func:`execute`: the stream of ``RefBundle`` s and the executor behind it),
   a bundle's blocks and slices (:func:`bundle_blocks`), and the executor's ``DatasetStats`` chain
   (:func:`operator_stats`: per operator, its runtime metrics and each output block's rows and task times).
-* The processes of the local node this driver started (:func:`node_pids`, :mod:`evalcore.cluster`).
+* The processes of the local node this driver started (:func:`node_pids`, :mod:`evalcore.core.cluster`).
 * One line of Ray's C++ log that every restartable Ray Data actor pool prints (:func:`spend_restart_warning`).
 * The notice Ray's token-authentication module logs on every new local cluster (:func:`drop_token_notice`,
-  :mod:`evalcore.console`).
+  :mod:`evalcore.reports.console`).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def set_repartition_cpus(ds: Any, num_cpus: float) -> Any:
     op = ds._logical_plan.dag
     if not isinstance(op, StreamingRepartition):
         raise TypeError(f"the dataset's last operator is {type(op).__name__}, not a StreamingRepartition "
-                        "(a Ray upgrade builds repartitions otherwise; see evalcore/ray_internals.py)")
+                        "(a Ray upgrade builds repartitions otherwise; see evalcore/core/ray_internals.py)")
     object.__setattr__(op, "ray_remote_args", {"num_cpus": num_cpus})
     return ds
 

@@ -11,14 +11,14 @@ from typing import Any
 
 from evalcore.datasets.validate import ALIASES, FIELDS, MAX_ID_CHARS, MAX_TEXT_CHARS
 from evalcore.kinds.base import KINDS
-from evalcore.schema import MAX_EXCERPT_SECONDS
+from evalcore.core.schema import MAX_EXCERPT_SECONDS
 
 _TEXT = {"type": "string", "maxLength": MAX_TEXT_CHARS}
 _TEXTS = {"type": "array", "items": _TEXT}
 _INDEX = {"type": "integer", "minimum": 0, "maximum": 25}
 _SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_EXCERPT_SECONDS}
 
-#: item field → (JSON Schema, description); the order of ``evalcore.schema.ITEM``
+#: item field → (JSON Schema, description); the order of ``evalcore.core.schema.ITEM``
 ITEM_FIELDS: dict[str, tuple[dict[str, Any], str]] = {
     "item_id": ({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS},
                 "unique within the dataset; names the item in every table"),
@@ -47,7 +47,7 @@ ITEM_FIELDS: dict[str, tuple[dict[str, Any], str]] = {
     "metadata": ({"type": ["object", "string", "null"]},
                  "a JSON object (or its text): free-form extras, e.g. genre for breakdowns"),
 }
-assert tuple(ITEM_FIELDS) == FIELDS, "ITEM_FIELDS must follow evalcore.schema.ITEM"
+assert tuple(ITEM_FIELDS) == FIELDS, "ITEM_FIELDS must follow evalcore.core.schema.ITEM"
 
 def items_schema() -> dict[str, Any]:
     """The JSON Schema of one item row."""

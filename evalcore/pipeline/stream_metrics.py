@@ -21,7 +21,8 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from evalcore.scorers.mir import score_batch as mir_batch
-from evalcore.textmetrics.freeform_metric import model_devices, models_key
+from evalcore.textmetrics.freeform_metric import models_key
+from evalcore.textmetrics.metric_config import model_devices
 from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.textmetrics.stream_values import encode, merge
 from evalcore.textmetrics.text_profiles import model_metrics, score_pairs

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import option_order, render
+from evalcore.protocols.spec import ModelSpec, ProtocolSpec, RunSpec
 from evalcore.protocols.templates import RELEASED_EXAMPLE, set_for_model
 from evalcore.core.errors import INPUT
 from evalcore.core.schema import REQUEST_KEY
 from evalcore.core.seeding import derive_seed, stable_id
 from evalcore.vocab.lexicon import LEXICONS
-
-if TYPE_CHECKING:  # the run config's sections, read by their fields (the config checks components above this layer)
-    from evalcore.runconfig.config import ModelConfig, ProtocolConfig, RunConfig
 
 
 def _clip(item: dict) -> str:
@@ -57,7 +55,7 @@ def _random_partners(clips: dict[str, dict[str, dict]], seed: int) -> tuple[dict
     return partner, unpairable
 
 
-def reads(proto: ProtocolConfig, item: dict) -> bool:
+def reads(proto: ProtocolSpec, item: dict) -> bool:
     """Whether the protocol instance ``proto`` asks ``item``: the item's ``protocol`` field is the protocol's *kind*
     (an item is an MCQ, factual … question; the config's instances, named freely, choose among them) and the item's
     dataset is one of the instance's ``datasets`` (all when unset). The one rule by which items reach protocol
@@ -65,14 +63,14 @@ def reads(proto: ProtocolConfig, item: dict) -> bool:
     return item["protocol"] == proto.kind and (proto.datasets is None or item["dataset"] in proto.datasets)
 
 
-def vocabulary(proto: ProtocolConfig) -> list[str]:
+def vocabulary(proto: ProtocolSpec) -> list[str]:
     """The labels a protocol's {vocabulary} placeholder lists."""
     if isinstance(proto.vocabulary, str):
         return list(LEXICONS[proto.vocabulary].labels)
     return list(proto.vocabulary or [])
 
 
-def _request(proto: ProtocolConfig, item: dict, model: ModelConfig, condition: str, variant: str, template: Any,
+def _request(proto: ProtocolSpec, item: dict, model: ModelSpec, condition: str, variant: str, template: Any,
              order: int, seeds_options: int, vocab: list[str], examples: tuple = ()) -> dict[str, Any]:
     options = item.get("options")
     presented, correct_index = None, None
@@ -116,7 +114,7 @@ class Expansion:
     pools: IclPools | None = None
 
 
-def expansion(cfg: RunConfig, items: list[dict]) -> Expansion:
+def expansion(cfg: RunSpec, items: list[dict]) -> Expansion:
     """The :class:`Expansion` of ``items`` (every valid item of the run)."""
     clips = _clips(items)
     partner, unpairable = _random_partners(clips, cfg.seeds.derangement)
@@ -127,12 +125,12 @@ def expansion(cfg: RunConfig, items: list[dict]) -> Expansion:
                      unpairable=unpairable, pools=pools)
 
 
-def expand_requests(cfg: RunConfig, items: list[dict]) -> list[dict]:
+def expand_requests(cfg: RunSpec, items: list[dict]) -> list[dict]:
     """All requests of the run, in item order; requests that cannot be formed carry an error."""
     return list(iter_requests(cfg, items))
 
 
-def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = None,
+def iter_requests(cfg: RunSpec, items: list[dict], exp: Expansion | None = None,
                   models: set[str] | None = None) -> Iterator[dict]:
     """The requests of ``items`` (all of the run's, or a slice of them with the run's ``exp``), one at a time
     in item order within each protocol; ``models``: only those models' requests. Each request is the same
@@ -172,7 +170,7 @@ def iter_requests(cfg: RunConfig, items: list[dict], exp: Expansion | None = Non
 _RELEASED = Example("muchomusic-released-example", RELEASED_EXAMPLE[0], RELEASED_EXAMPLE[1], RELEASED_EXAMPLE[2])
 
 
-def _examples(pools: IclPools | None, proto: ProtocolConfig, item: dict, k: int,
+def _examples(pools: IclPools | None, proto: ProtocolSpec, item: dict, k: int,
               seed: int) -> tuple[tuple, str | None]:
     """The item's in-context examples as (question, options, correct index) tuples, or the reason there are none."""
     if not k or not proto.kind_spec.in_context:
@@ -205,7 +203,7 @@ def _apply_condition(req: dict, condition: str, other: dict | None, unpairable: 
     return req
 
 
-def unused_protocols(cfg: RunConfig, items: list[dict]) -> list[ProtocolConfig]:
+def unused_protocols(cfg: RunSpec, items: list[dict]) -> list[ProtocolSpec]:
     """Protocols for which no item exists (reported, not an error)."""
     present = {it["protocol"] for it in items}
     return [p for p in cfg.protocols if p.kind not in present]

@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Hashable, Literal, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Hashable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from evalcore.core.registry import Registry
 from evalcore.textmetrics import registered as _registered  # the registry's package (its __init__ imports nothing)
 
-if TYPE_CHECKING:
-    from evalcore.textmetrics.metric_config import FreeformMetrics
-
-__all__ = ["METRICS", "FreeformMetric", "MetricParams", "Scored", "guarded", "metric_class", "model_devices",
-           "models_key", "of_stream", "ordered", "registered", "scoreable", "spread"]
+__all__ = ["METRICS", "FreeformMetric", "MetricParams", "Scored", "guarded", "metric_class", "models_key", "of_stream",
+           "ordered", "registered", "scoreable", "spread"]
 #: per-row outcome of a metric: values, per-row errors (None = fine), provenance for run.json
 Scored = tuple[list[float], list[str | None], dict[str, Any]]
 
@@ -160,7 +157,3 @@ def models_key(metrics: Mapping[str, Any]) -> str:
             out[section] = {f: (metrics.get(section) or {}).get(f) for f in cls.value_fields}
     return json.dumps(out, sort_keys=True)
 
-
-def model_devices(metrics: "FreeformMetrics") -> list[str]:
-    """The devices of the metrics the stream's metric actors run (``stream = "model"``)."""
-    return [d for m in metrics.built(names=of_stream(metrics.names, "model")).values() if (d := m.device())]

@@ -15,9 +15,9 @@ from typing import Any, Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalcore.core.params import ParamsError, did_you_mean, value_reason
-from evalcore.textmetrics.freeform_metric import METRICS, MetricParams, registered
+from evalcore.textmetrics.freeform_metric import METRICS, MetricParams, of_stream, registered
 
-__all__ = ["FreeformMetrics", "MetricParams", "Profile", "registered"]
+__all__ = ["FreeformMetrics", "MetricParams", "Profile", "model_devices", "registered"]
 
 Profile = Literal["mullama", "standard"]
 
@@ -104,3 +104,8 @@ class FreeformMetrics(BaseModel):
         """name → the metric built with this profile and its settings (``s3``: the run's S3 options)."""
         return {n: METRICS.get(n)(n, self.profile, self.settings(n), s3)
                 for n in (self.names if names is None else names)}  # FreeformMetric instances
+
+
+def model_devices(metrics: FreeformMetrics) -> list[str]:
+    """The devices of the metrics the stream's metric actors run (``stream = "model"``)."""
+    return [d for m in metrics.built(names=of_stream(metrics.names, "model")).values() if (d := m.device())]

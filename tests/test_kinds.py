@@ -129,3 +129,23 @@ def test_the_toy_kind_runs_end_to_end(tmp_path: pathlib.Path, local_ray) -> None
     assert errors[errors["item_id"] == "empty"]["error"].str.contains("exact-match item needs").all()
     assert result.counts["items_in"] == 7 and result.counts["requests_scored"] == 12
     assert "## toy_exact · d" in result.report and "exact_match" in result.report
+
+
+BUILT_IN = [n for n in KINDS.names() if not KINDS.get(n).__module__.rsplit(".", 1)[-1].startswith("_")]
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_a_kinds_listening_figures_are_figures_its_scorer_declares(name: str) -> None:
+    """The listening verdict reads the first of a kind's listening figures a protocol has: each is one its scorer
+    declares (a mir protocol: one of CMI-Bench's rules'), in the order of the verdict's list for unknown kinds."""
+    from evalcore.mir_rules import tagging
+    from evalcore.mir_rules.rules import RULES
+    from evalcore.reports.verdict import PRIMARY
+
+    kind = KINDS.get(name)
+    scorer = scorer_class(name)()
+    declared = {a.name for a in (*scorer.aggregates, *scorer.with_errors)}
+    if kind.released_rules:
+        declared |= {a.name for r in RULES.names() for a in RULES.build(r).aggregates} | set(tagging.FIGURES)
+    assert kind.listening and set(kind.listening) <= declared
+    assert list(kind.listening) == [m for m in PRIMARY if m in kind.listening]

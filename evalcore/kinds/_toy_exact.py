@@ -17,6 +17,7 @@ class ToyExact(ProtocolKind):
     variants = {"default": "{question} Answer in one word."}
     row_schema = {"required": ["reference"], "properties": {"reference": {"type": "string", "minLength": 1}}}
     outcome, score_column, answered_column, card_metric = "choice", "exact", "answered", "exact_match"
+    listening = ("exact_match",)
 
     @classmethod
     def check_row(cls, row: dict[str, Any]) -> str | None:

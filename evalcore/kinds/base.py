@@ -55,6 +55,9 @@ class ProtocolKind:
     answered_column: ClassVar[str | None] = None
     #: per-item columns the item browser shows beside the answer
     shown_columns: ClassVar[tuple[str, ...]] = ()
+    #: the figures the listening verdict reads of a protocol of this kind, the first it has (its strict twin where a
+    #: published rule gives both); none of them: a kind scored by text metrics reads its first metric
+    listening: ClassVar[tuple[str, ...]] = ()
     #: the figure a model card shows for its benchmarks when their records name none
     card_metric: ClassVar[str | None] = None
     #: fields of a protocol's config that only this kind takes → the sentence said when another kind sets one

@@ -15,6 +15,7 @@ class BinaryChoice(DerivedFormat):
     scorer = "evalcore.scorers.factual_formats:BinaryChoiceScorer"
     judge = "binary_choice"
     score_column, answered_column, card_metric = "correct", "answered", "f1_micro"
+    listening = ("accuracy", "f1_micro")
     shown_columns = ("precision", "recall", "f1")
     row_schema = {"required": ["options"], "properties": {"options": {"type": "array", "minItems": 2, "maxItems": 2}}}
     needs_correct_option = True

@@ -14,6 +14,7 @@ class Factual(ProtocolKind):
     vocabulary = True
     labels_in_vocabulary = True
     outcome, score_column, card_metric = "labels", "f1", "f1_micro"
+    listening = ("f1_micro", "f1_macro")
     shown_columns = ("precision", "recall", "f1")
     row_schema = {"required": ["labels"], "properties": {"labels": {"type": "array", "minItems": 1}}}
 

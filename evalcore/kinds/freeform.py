@@ -11,6 +11,7 @@ from evalcore.kinds.base import KINDS, ProtocolKind
 class Freeform(ProtocolKind):
     scorer = "evalcore.scorers.freeform:FreeformScorer"
     text_metrics = True
+    listening = ("bleu",)
     row_schema = {"required": ["reference"], "properties": {"reference": {"type": "string"}}}
     config_fields = {"metrics": "metrics applies to the freeform protocol only"}
 

@@ -35,6 +35,7 @@ class MCQ(ProtocolKind):
     options = "shuffled"
     in_context = True
     outcome, score_column, answered_column, card_metric = "choice", "correct", "answered", "accuracy"
+    listening = ("accuracy", "consistency")
     # a plain form after MuChoMusic's (one option a line); the released MuChoMusic prompt is `templates: muchomusic`
     variants = {"default": "Question: {question}\nOptions:\n{options}\nThe correct answer is:"}
     row_schema = {"required": ["options"],

@@ -13,6 +13,7 @@ class TrueFalse(DerivedFormat):
     scorer = "evalcore.scorers.factual_formats:TrueFalseScorer"
     judge = "true_false"
     score_column, answered_column, card_metric = "correct_majority", "answered_majority", "accuracy_any"
+    listening = ("accuracy_majority", "accuracy_any")
     row_schema = {"required": ["labels", "options"],
                   "properties": {"labels": {"enum": [["yes"], ["no"]]},
                                  "options": {"type": "array", "minItems": 1, "maxItems": 1}}}

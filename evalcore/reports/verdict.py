@@ -17,8 +17,8 @@ Each difference is first labelled (:func:`interval_label`):
 * ``CI > 0``, ``CI < 0``, ``CI includes 0``.
 
 Then the model's verdict (:func:`verdicts`), over the differences with at least ``min_items`` items of
-each protocol's primary metric (the first of :data:`PRIMARY` it has; a free-form protocol without any of
-them: its first metric, every free-form metric being a similarity). Where a judge follows a benchmark's published
+each protocol's primary metric (the first of its kind's listening figures it has, ``ProtocolKind.listening``; a
+free-form protocol without any of them: its first metric, every free-form metric being a similarity). Where a judge follows a benchmark's published
 rule, the protocol has that metric twice — the published verdict's (``accuracy``, the headline figure, the one a
 paper prints) and evalcore's strict reading's (``accuracy_strict``) — and the listening verdict reads the **strict**
 one (:func:`primary_of`): whether a model listens is evalcore's own inference, and it should rest neither on a
@@ -41,7 +41,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from evalcore.kinds.base import kinds_where
+from evalcore.kinds.base import kind_of
 from evalcore.reports.browser_links import difference_href, evidence_href, items_href
 from evalcore.core.schema import strict_name
 
@@ -50,7 +50,8 @@ __all__ = ["MIN_ITEMS", "PRIMARY", "RULE", "Verdict", "ci_over", "degenerate", "
 
 #: default of ``stats.min_items``: the fewest paired items a difference needs to decide a verdict
 MIN_ITEMS = 20
-#: a protocol's primary metric for the verdict: the first of these its differences have
+#: a protocol's primary metric for the verdict when its kind is not known here (rows of another version's tables):
+#: the first of these its differences have; a known kind's own are :attr:`evalcore.kinds.base.ProtocolKind.listening`
 PRIMARY = ("accuracy", "f1_micro", "accuracy_majority", "accuracy_any", "f1_macro", "bleu", "consistency",
            # the mir protocol's figures (CMI-Bench's rules), each higher-is-better (lyrics: word_accuracy = 1 − WER)
            "key_weighted_score", "f_measure", "word_accuracy", "melody_accuracy", "frame_f1_micro", "r2", "roc_auc")
@@ -129,12 +130,15 @@ def listening_rows(summary: pd.DataFrame, exclude: Iterable[str] = ()) -> pd.Dat
 
 
 def primary_of(rows: pd.DataFrame) -> str | None:
-    """The metric the listening verdict reads of one protocol instance's rows: the first of :data:`PRIMARY` they
+    """The metric the listening verdict reads of one protocol instance's rows: the first of its kind's listening
+    figures (:attr:`~evalcore.kinds.base.ProtocolKind.listening`; :data:`PRIMARY` for a kind not known here) they
     have — its strict twin where a published rule gives both (``accuracy_strict``) —, else a free-form protocol's
     first metric; None for rows with none."""
     metrics = set(rows["metric"])
-    primary = next((m for m in PRIMARY if m in metrics), None)
-    freeform = "protocol_kind" in rows.columns and len(rows) and rows["protocol_kind"].isin(kinds_where("text_metrics")).all()
+    kinds = set(rows["protocol_kind"]) if "protocol_kind" in rows.columns else set()
+    spec = kind_of(next(iter(kinds))) if len(kinds) == 1 else None
+    primary = next((m for m in (spec.listening if spec is not None else PRIMARY) if m in metrics), None)
+    freeform = len(rows) and spec is not None and spec.text_metrics
     if primary is None and freeform:
         return str(rows["metric"].iloc[0])  # every free-form metric is a similarity: the first configured
     if primary is not None and strict_name(primary) in metrics:

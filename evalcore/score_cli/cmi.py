@@ -37,8 +37,9 @@ from evalcore.errors import INPUT
 from evalcore.reports.tables_html import fmt
 from evalcore.schema import ERRORS, conform
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, arrow_safe, exit_if_unscored, fail,
+from evalcore.score_cli.io import (arrow_safe, exit_if_unscored, fail,
                                    quiet_mode, say, unencodable, write_outputs)
+from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
 from evalcore.scoring.requests import error_rows, merge_chunks, score_requests
 from evalcore.scoring.summary import summary_table
 from evalcore.seeding import stable_id
@@ -204,30 +205,29 @@ def _report(summary: pd.DataFrame, counts: tuple[int, int, int], skipped: list[s
 
 
 @score_app.command("cmi")
+@takes_groups
 def score_cmi(
     inputs: list[str] = typer.Argument(..., metavar="FILE|DIR...", help="Released output files "
                                        "(<model>_<task>.jsonl) or folders holding them (model/results/<model>)."),
     out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name for every file (default: each file "
                                         "name's prefix before _<task>)."),
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
+    common: Common = COMMON,
 ) -> None:
     """Score CMI-Bench output files by the released rules (accuracy, key, beat, WER, melody, F1, R², captions)."""
-    quiet_mode(quiet)
+    quiet_mode(common.quiet)
     files = _files(inputs)
     if not files:
         fail("cmi", f"no output files under {', '.join(inputs)}")
     # a skipped file is a problem, not progress: said even with --quiet, and as it is skipped
     per_item, summary, errors, skipped = score_files(
-        files, model, resamples, seed, on_skip=lambda s: typer.echo(f"evalcore score cmi: skipped {s}", err=True))
+        files, model, common.resamples, common.seed, on_skip=lambda s: typer.echo(f"evalcore score cmi: skipped {s}", err=True))
     if not files or len(skipped) == len(files):
         fail("cmi", "no CMI-Bench output file could be read: " + "; ".join(skipped[:3]))
     n_ok = len(per_item)
     counts = (n_ok + len(errors), n_ok, len(errors))
     write_outputs(out, arrow_safe(per_item), summary, _report(summary, counts, skipped))
     storage.write_parquet(conform(error_rows(errors), ERRORS), storage.join(out, "errors.parquet"))
-    say(quiet, f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored")
+    say(common.quiet, f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored")
     exit_if_unscored("cmi", [e.get("error") for e in errors], n_ok)
 

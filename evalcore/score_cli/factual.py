@@ -46,13 +46,14 @@ import typer
 from evalcore import storage
 from evalcore.guard import judged as guarded_judge
 from evalcore.reports.tables_html import fmt
-from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.factual_formats import FORMATS, run_derived
 from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
+from evalcore.score_cli.io import (InputError, arrow_safe,
                                    exit_if_unscored, fail, is_missing, quiet_mode, read_rows, say, summarize,
                                    write_outputs)
+from evalcore.score_cli.llm_options import LLM, LlmOptions
+from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
 from evalcore.score_cli.stage import score_judged
 from evalcore.scorers import factual_agreement as _agreement
 from evalcore.scorers.factual import FactualScorer
@@ -187,6 +188,7 @@ def agreement_summary(table: pd.DataFrame) -> dict[str, float]:
 
 
 @score_app.command("factual")
+@takes_groups
 def factual(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `response` and `labels` "
                                     "(other columns with --format, see there)."),
@@ -201,22 +203,13 @@ def factual(
                                         "for the genre tasks."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
                                            "(default: every scalar column but response/labels/item_id)."),
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
-    llm_base_url: Optional[str] = llm.BASE_URL,
-    llm_model: Optional[str] = llm.MODEL,
-    llm_key_env: str = llm.KEY_ENV,
-    llm_cache: Optional[str] = llm.CACHE,
-    llm_rpm: int = llm.RPM,
-    llm_tpm: int = llm.TPM,
-    llm_max_retries: int = llm.MAX_RETRIES,
-    llm_timeout: float = llm.TIMEOUT,
+    common: Common = COMMON,
+    llm: LlmOptions = LLM,
     agreement: bool = typer.Option(False, "--agreement", help="With --extractor llm: also run the lexicon "
                                    "extractor and write agreement.parquet and an agreement line in report.md."),
 ) -> None:
     """Extract labels from each response and score precision/recall/F1 against its ground-truth labels."""
-    quiet_mode(quiet)
+    quiet_mode(common.quiet)
     if task not in TASKS:
         fail("factual", f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
     if extractor not in ("lexicon", "llm"):
@@ -229,8 +222,8 @@ def factual(
         if extractor != "lexicon" or vocab is not None or tree is not None:
             fail("factual", f"--format {answer_format} reads answers with its own judge; --extractor llm, --vocab "
                             "and --tree apply to --format standard only")
-        return run_derived(input_uri, out, task, answer_format, group_by, seed=seed, resamples=resamples,
-                           quiet=quiet)
+        return run_derived(input_uri, out, task, answer_format, group_by, seed=common.seed,
+                           resamples=common.resamples, quiet=common.quiet)
     try:
         genre_tree = read_tree(tree, task) if tree is not None else {}
         lexicon = build_lexicon(task, vocab, genre_tree)
@@ -244,17 +237,16 @@ def factual(
 
     llm_results = None
     if extractor == "llm":
-        judge = llm.build_judge("factual", "--extractor llm", "llm_extractor", base_url=llm_base_url,
-                                model=llm_model, key_env=llm_key_env, cache=llm_cache, rpm=llm_rpm, tpm=llm_tpm,
-                                max_retries=llm_max_retries, timeout_s=llm_timeout,
-                                vocabulary=list(lexicon.labels), category=lexicon_name(task).rsplit("_", 1)[-1])
+        judge = llm.judge("factual", "--extractor llm", "llm_extractor", vocabulary=list(lexicon.labels),
+                          category=lexicon_name(task).rsplit("_", 1)[-1])
         llm_results = llm_extract(df, judge)
     per_item = score_rows(df, task, lexicon, genre_tree, llm_results)
     ok = per_item["error"].isna()
     scored = per_item[ok].copy()
     unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
     scored["_row"] = np.arange(len(scored))
-    summary = summarize(scored, FactualScorer.aggregates, groups, unit=unit, resamples=resamples, seed=seed) \
+    summary = summarize(scored, FactualScorer.aggregates, groups, unit=unit, resamples=common.resamples,
+                        seed=common.seed) \
         if len(scored) else pd.DataFrame(columns=[*groups, "kind", "metric", "value", "ci_low", "ci_high", "n",
                                                   "definition"])
     labels_table = per_label_table(scored if len(scored) else pd.DataFrame(columns=[*groups, "_pred", "_gold"]),
@@ -286,6 +278,6 @@ def factual(
     if outside:
         typer.echo(f"note: {outside} ground-truth label(s) outside the vocabulary (they can only be misses)",
                    err=True)
-    say(quiet, f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored",
+    say(common.quiet, f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored",
         f"wrote {out}/{written}")
     exit_if_unscored("factual", per_item["error"], counts["scored"])

@@ -27,9 +27,10 @@ from evalcore import storage
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
+from evalcore.score_cli.io import (InputError, arrow_safe,
                                    default_group_by, exit_if_unscored, fail, quiet_mode, read_rows, say, summarize,
                                    write_outputs)
+from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
 from evalcore.scorers.freeform import aggregates
 from evalcore.stats.aggregate import contrasts
 from evalcore.textmetrics.freeform_metric import registered
@@ -59,6 +60,7 @@ def _rows_with_errors(df: pd.DataFrame, metrics: list[str], profile: str, models
 
 
 @score_app.command("freeform")
+@takes_groups
 def score_freeform(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `candidate`, `reference` "
                                     "and grouping columns (e.g. model, condition)."),
@@ -68,9 +70,7 @@ def score_freeform(
                                           "bertscore,cider,claptext (default: the lexical ones, bleu to rouge)"),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
                                            "(default: every scalar column but candidate/reference/item_id)."),
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
+    common: Common = COMMON,
     bertscore_model: Optional[str] = typer.Option(None, "--bertscore-model", help="Local model directory for "
                                                   "BERTScore (mullama: a copy of roberta-large)."),
     bertscore_id: Optional[str] = typer.Option(None, "--bertscore-id", help="Published name of that model "
@@ -92,7 +92,7 @@ def score_freeform(
                                                "(default: model,condition where present; '' = all rows)."),
 ) -> None:
     """Score candidate/reference pairs (BLEU, BLEU-4, METEOR, ROUGE, BERTScore, CIDEr-D, CLAPText)."""
-    quiet_mode(quiet)
+    quiet_mode(common.quiet)
     if profile not in PROFILES:
         fail("freeform", f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if metrics is None:  # read here, not at import: the registry loads the metrics on first use
@@ -127,11 +127,11 @@ def score_freeform(
     scored = per_item[ok].assign(_row=np.arange(int(ok.sum())))
     aggs = aggregates(wanted, info)
     unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
-    summary = summarize(scored, aggs, groups, unit=unit, resamples=resamples, seed=seed)
+    summary = summarize(scored, aggs, groups, unit=unit, resamples=common.resamples, seed=common.seed)
     if unit == "item_id" and "condition" in groups:
         others = [g for g in groups if g != "condition"]
         diff = contrasts(scored.assign(_all="all"), aggs, others or ["_all"], unit="item_id",
-                         resamples=resamples, confidence=0.95, seed=seed)
+                         resamples=common.resamples, confidence=0.95, seed=common.seed)
         summary = pd.concat([summary, pd.DataFrame(diff).drop(columns=["_all"], errors="ignore")], ignore_index=True)
     counts = (len(per_item), int(ok.sum()), int((~ok).sum()))
     report = [f"# Free-form scores — profile `{profile}`", "",
@@ -148,7 +148,7 @@ def score_freeform(
     report += ["", "Definitions:", "", f"```json\n{json.dumps(info, indent=1, default=str)}\n```", ""]
     write_outputs(out, arrow_safe(per_item), summary, "\n".join(report))
     storage.write_text(storage.join(out, "definitions.json"), json.dumps(info, indent=1, default=str))
-    say(quiet, f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored")
+    say(common.quiet, f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored")
     exit_if_unscored("freeform", per_item["error"], counts[1])
 
 

@@ -212,11 +212,6 @@ def write_outputs(out_dir: str, per_item: pd.DataFrame, summary: pd.DataFrame, r
         storage.write_text(storage.join(out_dir, "report.md"), report)
 
 
-#: the bootstrap options every ``evalcore score`` command shares
-SEED_OPTION: int = typer.Option(0, "--seed", help="Bootstrap seed.")
-RESAMPLES_OPTION: int = typer.Option(1000, "--resamples", min=1, help="Bootstrap resamples.")
-QUIET_OPTION: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP)
-
 
 def quiet_mode(quiet: bool) -> None:
     """``--quiet``: no library progress bars, INFO lines or warnings (:func:`evalcore.console.setup`)."""

@@ -32,11 +32,12 @@ from evalcore.judges.mmau_pro import McqMmauProJudge
 from evalcore.judges.parser import ParserJudge
 from evalcore.reports.tables_html import fmt
 from evalcore.schema import VERDICTS_DIFFER
-from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
+from evalcore.score_cli.io import (InputError, arrow_safe,
                                    default_group_by, exit_if_unscored, fail, index_value, is_missing, quiet_mode,
                                    read_rows, say, write_outputs)
+from evalcore.score_cli.llm_options import LLM, LlmOptions
+from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
 from evalcore.score_cli.released_mcq import RELEASED, released_rows
 from evalcore.score_cli.stage import score_judged
 from evalcore.scorers.mcq_breakdowns import as_labels
@@ -218,6 +219,7 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tup
 
 
 @score_app.command("mcq")
+@takes_groups
 def score_mcq(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL rows: question_id, order_id, "
                                     "options, correct_index (0-based), response, plus grouping columns."),
@@ -232,24 +234,15 @@ def score_mcq(
     released: Optional[str] = typer.Option(None, "--released", help="INPUT is a benchmark's released output file: "
                                            "mmau (its JSON with model_output) | mmar (MMAR-meta with "
                                            "answer_prediction)."),
-    llm_base_url: Optional[str] = llm.BASE_URL,
-    llm_model: Optional[str] = llm.MODEL,
-    llm_key_env: str = llm.KEY_ENV,
-    llm_cache: Optional[str] = llm.CACHE,
-    llm_rpm: int = llm.RPM,
-    llm_tpm: int = llm.TPM,
-    llm_max_retries: int = llm.MAX_RETRIES,
-    llm_timeout: float = llm.TIMEOUT,
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
+    llm: LlmOptions = LLM,
+    common: Common = COMMON,
 ) -> None:
     """Parse multiple-choice answers and score accuracy over option orders, consistency and IFR."""
-    quiet_mode(quiet)
+    quiet_mode(common.quiet)
     if parser not in PARSER_NAMES:
         fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSER_NAMES)}")
-    if resamples < 1:
-        fail("mcq", f"--resamples must be at least 1, got {resamples}")
+    if common.resamples < 1:
+        fail("mcq", f"--resamples must be at least 1, got {common.resamples}")
     if released is not None and released not in RELEASED:
         fail("mcq", f"unknown --released {released!r}; choose one of: {', '.join(RELEASED)}")
     try:
@@ -273,19 +266,17 @@ def score_mcq(
             fail("mcq", f"column(s) {both} are in both --group-by and --breakdown")
     judge = None
     if parser == "llm":
-        judge = llm.build_judge("mcq", "--parser llm", "mcq_llm", base_url=llm_base_url, model=llm_model,
-                                key_env=llm_key_env, cache=llm_cache, rpm=llm_rpm, tpm=llm_tpm,
-                                max_retries=llm_max_retries, timeout_s=llm_timeout)
+        judge = llm.judge("mcq", "--parser llm", "mcq_llm")
     per_item = score_rows(df, parser, judge)
     agreements = parser_agreement(df, per_item, parser)
     ok = per_item[per_item["error"].isna()]
     scored = ok.assign(parsed_index=ok["parsed_index"].astype(int), correct=ok["correct"].astype(bool),
                        **({"correct_strict": ok["correct_strict"].astype(bool)} if "correct_strict" in ok else {}))
-    summary = breakdown_summary(scored, by, bd, resamples=resamples, seed=seed)
+    summary = breakdown_summary(scored, by, bd, resamples=common.resamples, seed=common.seed)
     n_in, n_ok = len(per_item), len(scored)
     counts = (n_in, n_ok, n_in - n_ok)
     per_item = arrow_safe(per_item, int_columns=("question_id", "order_id", "correct_index"))
     write_outputs(out, per_item, summary, render_report(summary, by, parser, counts, agreements))
-    say(quiet, f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored",
+    say(common.quiet, f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored",
         f"wrote {out}/per_item.parquet, summary.parquet, report.md")
     exit_if_unscored("mcq", per_item["error"], n_ok)

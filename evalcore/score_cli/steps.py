@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -83,6 +84,18 @@ class Counts:
     @property
     def line(self) -> str:
         return f"rows: {self.n_in} in = {self.scored} scored + {self.errored} errored"
+
+
+def scored_rows(per_item: pd.DataFrame) -> pd.DataFrame:
+    """The rows without an ``error``, numbered in ``_row`` (the bootstrap unit where items are not named)."""
+    ok = per_item["error"].isna()
+    return per_item[ok].assign(_row=np.arange(int(ok.sum())))
+
+
+def bootstrap_unit(scored: pd.DataFrame, groups: list[str]) -> str:
+    """What the bootstrap resamples: ``item_id`` where the rows name their items and do not group by them, else
+    each row (``_row``)."""
+    return "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
 
 
 def summary_of(scored: pd.DataFrame, aggregates: Iterable[Any], groups: list[str], *, unit: str, resamples: int,

@@ -106,10 +106,11 @@ def summary_of(scored: pd.DataFrame, aggregates: Iterable[Any], groups: list[str
     return summarize(scored, aggregates, groups, unit=unit, resamples=resamples, seed=seed, item_stats=item_stats)
 
 
-def write_tables(out: str, tables: Mapping[str, pd.DataFrame]) -> None:
+def write_tables(out: str, tables: Mapping[str, pd.DataFrame | pa.Table]) -> None:
     """Each table as ``out/<name>`` (Parquet)."""
     for name, table in tables.items():
-        storage.write_parquet(pa.Table.from_pandas(table, preserve_index=False), storage.join(out, name))
+        arrow = table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False)
+        storage.write_parquet(arrow, storage.join(out, name))
 
 
 def close(command: str, counts: Counts, errors: Iterable[Any], *, quiet: bool, out: str | None = None,

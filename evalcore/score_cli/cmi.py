@@ -36,7 +36,7 @@ from evalcore.kinds.base import KINDS
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import arrow_safe, fail, quiet_mode, unencodable, write_outputs
-from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
+from evalcore.score_cli.option_groups import COMMON, OUT, Common, takes_groups
 from evalcore.score_cli.stage import Job, error_table, job_summary, score_job
 from evalcore.score_cli.steps import Counts, close, write_tables
 from evalcore.seeding import stable_id
@@ -207,7 +207,7 @@ def _report(summary: pd.DataFrame, counts: Counts, skipped: list[str]) -> str:
 def score_cmi(
     inputs: list[str] = typer.Argument(..., metavar="FILE|DIR...", help="Released output files "
                                        "(<model>_<task>.jsonl) or folders holding them (model/results/<model>)."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     model: Optional[str] = typer.Option(None, "--model", help="Model name for every file (default: each file "
                                         "name's prefix before _<task>)."),
     common: Common = COMMON,

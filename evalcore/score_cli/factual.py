@@ -46,7 +46,7 @@ from evalcore.score_cli.factual_formats import FORMATS, run_derived
 from evalcore.score_cli.factual_rows import label_list, render_report, response_error
 from evalcore.score_cli.io import arrow_safe, fail, is_missing, quiet_mode, write_outputs
 from evalcore.score_cli.llm_options import LLM, LlmOptions
-from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
+from evalcore.score_cli.option_groups import COMMON, OUT, Common, group_by_option, takes_groups
 from evalcore.score_cli.stage import score_judged, scorer
 from evalcore.score_cli.steps import (Counts, bootstrap_unit, close, group_columns, judge_answers, read_input,
                                       scored_rows, summary_of, write_tables)
@@ -184,7 +184,7 @@ def agreement_summary(table: pd.DataFrame) -> dict[str, float]:
 def factual(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `response` and `labels` "
                                     "(other columns with --format, see there)."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     task: str = typer.Option(..., "--task", help="genre | genre-tree | genre-node | instrument | composer"),
     answer_format: str = typer.Option("standard", "--format", help="standard (labels extracted from free text) | "
                                       "true_false (rows: response, label, truth) | binary_choice (rows: "
@@ -193,8 +193,7 @@ def factual(
     vocab: Optional[Path] = typer.Option(None, "--vocab", help="JSON or text vocabulary replacing the task's."),
     tree: Optional[Path] = typer.Option(None, "--tree", help="FMA genres.csv or JSON {genre: top-level} "
                                         "for the genre tasks."),
-    group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
-                                           "(default: every scalar column but response/labels/item_id)."),
+    group_by: Optional[str] = group_by_option("response/labels"),
     common: Common = COMMON,
     llm: LlmOptions = LLM,
     agreement: bool = typer.Option(False, "--agreement", help="With --extractor llm: also run the lexicon "

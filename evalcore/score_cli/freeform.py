@@ -28,7 +28,8 @@ from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import InputError, arrow_safe, fail, quiet_mode, summarize, write_outputs
-from evalcore.score_cli.option_groups import COMMON, Common, OptionGroup, option, takes_groups
+from evalcore.score_cli.option_groups import (COMMON, OUT, Common, OptionGroup, group_by_option, option,
+                                              takes_groups)
 from evalcore.score_cli.steps import (Counts, bootstrap_unit, close, columns, group_columns, read_input,
                                       scored_rows)
 from evalcore.scorers.freeform import aggregates
@@ -115,12 +116,11 @@ def _rows_with_errors(df: pd.DataFrame, metrics: list[str], profile: str, models
 def score_freeform(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `candidate`, `reference` "
                                     "and grouping columns (e.g. model, condition)."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     profile: str = typer.Option("mullama", "--profile", help="mullama (the MU-LLaMA script) | standard"),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated: bleu,bleu4,meteor,rouge,"
                                           "bertscore,cider,claptext (default: the lexical ones, bleu to rouge)"),
-    group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
-                                           "(default: every scalar column but candidate/reference/item_id)."),
+    group_by: Optional[str] = group_by_option("candidate/reference"),
     common: Common = COMMON,
     models: ModelOptions = MODELS,
     cider_corpus: Optional[str] = typer.Option(None, "--cider-corpus", help="Columns whose rows share CIDEr's IDF "

@@ -28,7 +28,7 @@ from evalcore.score_cli.app import score_app
 from evalcore.score_cli.io import arrow_safe, default_group_by, fail, index_value, is_missing, quiet_mode, text_error, \
     write_outputs
 from evalcore.score_cli.llm_options import LLM, LlmOptions
-from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
+from evalcore.score_cli.option_groups import COMMON, OUT, Common, takes_groups
 from evalcore.score_cli.released_mcq import RELEASED
 from evalcore.score_cli.stage import score_judged
 from evalcore.score_cli.steps import WROTE, Counts, close, columns, judge, judge_answers, read_input
@@ -211,7 +211,7 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: Cou
 def score_mcq(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL rows: question_id, order_id, "
                                     "options, correct_index (0-based), response, plus grouping columns."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     parser: str = typer.Option("strict", "--parser", help="Answer parser: strict | muchomusic | mmau | mmar | rul | "
                                "mmau-pro-bow (MMAU-Pro's rule, bag-of-words stand-in) | llm."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated group columns "

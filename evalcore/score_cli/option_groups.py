@@ -1,4 +1,4 @@
-"""Options that several ``evalcore score`` commands take, declared once as a group.
+"""Options that several ``evalcore score`` commands take, declared once: groups of them, ``--out`` and ``--group-by``.
 
 A group is a frozen dataclass whose fields are its options, each written with :func:`option` (one line: default,
 flag, help). A command takes a whole group with one parameter annotated by the group's class (``llm: LlmOptions =
@@ -69,3 +69,14 @@ class Common(OptionGroup):
 
 #: a command's default for its ``common: Common`` parameter (the options come from the command line)
 COMMON = Common()
+
+
+#: ``--out``, which every command takes
+OUT: str = typer.Option(..., "--out", help="Output directory (local path or s3://).")
+
+
+def group_by_option(own: str) -> Any:
+    """``--group-by`` of a command whose grouping columns :func:`evalcore.score_cli.steps.group_columns` checks
+    (``own``: the input columns it never groups by, as its help names them)."""
+    return typer.Option(None, "--group-by", help="Comma-separated grouping columns (default: every scalar column "
+                                                 f"but {own}/item_id).")

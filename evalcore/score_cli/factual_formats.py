@@ -44,8 +44,9 @@ def _chunk_error(row: dict[str, Any]) -> str | None:
 
 
 def _first(row: dict[str, Any], *checks: Callable[[dict[str, Any]], str | None]) -> str | None:
-    """The first reason the ``checks`` give for ``row`` (in order, stopping there), or None."""
-    return next((err for check in checks if (err := check(row)) is not None), None)
+    """The first reason the ``checks`` give for ``row`` (in order, stopping there; an empty one counts as none),
+    or None."""
+    return next((err for check in checks if (err := check(row))), None)
 
 
 def _true_false_error(row: dict[str, Any], task: str) -> str | None:

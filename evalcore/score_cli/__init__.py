@@ -1,8 +1,10 @@
 """``evalcore score PROTOCOL INPUT --out DIR``: score existing model outputs without running a model.
 
 The command line's faces of the scoring stage: each command reads its input rows, turns them into the judged
-rows a run's judge stage writes and scores them with the stage :mod:`evalcore.scoring` (via
-:mod:`evalcore.score_cli.stage`). Importing the package registers every command on :data:`score_app`.
+rows a run's judge stage writes and scores them as one job of the stage :mod:`evalcore.scoring` (via
+:mod:`evalcore.score_cli.stage`); the steps the commands share are :mod:`evalcore.score_cli.steps`, the options
+several take :mod:`evalcore.score_cli.option_groups`. Importing the package registers every command on
+:data:`score_app`.
 """
 
 from __future__ import annotations

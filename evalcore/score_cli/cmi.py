@@ -6,7 +6,7 @@ Each file's task comes from its name (``<model>_<task>.jsonl``, :func:`evalcore.
 its model from the name's prefix (or ``--model``). Its rows become the judged rows a run's ``mir`` protocol writes
 (the captioning tasks: free-form rows, profile ``mullama``, CMI-Bench's own metric choices) and are scored by the
 scoring stage (:func:`evalcore.scoring.requests.score_requests`, :func:`evalcore.scoring.summary.summary_table`),
-so a figure has one implementation. A multi-class file's label set is its own correct answers, as released. Rows
+so a figure has one implementation: all files' rows are one job of the stage (:mod:`evalcore.score_cli.stage`). A multi-class file's label set is its own correct answers, as released. Rows
 may carry ``item_id`` and ``condition`` (another harness's listening controls): the summary then holds the paired
 differences correct − control.
 
@@ -28,19 +28,17 @@ from typing import Any, Callable, Optional
 import pandas as pd
 import typer
 
-from evalcore.core import storage
 from evalcore.datasets.cmi_bench import TASKS, Family, label_set_of, task_of_file
-from evalcore.kinds.base import KINDS
 from evalcore.datasets.released_mcq import read_records, record_problem
 from evalcore.datasets.validate import text_problem
 from evalcore.core.errors import INPUT
+from evalcore.kinds.base import KINDS
 from evalcore.reports.tables_html import fmt
-from evalcore.core.schema import ERRORS, conform
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, arrow_safe, exit_if_unscored, fail,
-                                   quiet_mode, say, unencodable, write_outputs)
-from evalcore.scoring.requests import error_rows, merge_chunks, score_requests
-from evalcore.scoring.summary import summary_table
+from evalcore.score_cli.io import arrow_safe, fail, quiet_mode, unencodable, write_outputs
+from evalcore.score_cli.option_groups import COMMON, OUT, Common, takes_groups
+from evalcore.score_cli.stage import Job, error_table, job_summary, score_job
+from evalcore.score_cli.steps import Counts, close, write_tables
 from evalcore.core.seeding import stable_id
 from evalcore.textmetrics.metric_config import FreeformMetrics
 
@@ -172,17 +170,18 @@ def score_files(files: list[str], model: str | None, resamples: int, seed: int,
         rows, errs = judged_rows(records, task, who)
         judged += _first_of_each(rows, seen, errs)
         bad += errs
-    params = {CAPTIONS: {"metrics": caption_metrics()}}
-    scored = score_requests(merge_chunks(judged), params)
+    job = Job(judged, params={CAPTIONS: {"metrics": caption_metrics()}})
+    scored = score_job(job)
     errors = bad + [r for r in scored.rows if r.get("error") is not None]
-    summary = summary_table(scored.per_item, resamples, 0.95, seed, params, errors=errors).to_pandas()
-    return scored.per_item, summary, errors, skipped
+    return scored.per_item, job_summary(job, scored, errors, resamples=resamples, seed=seed), errors, skipped
 
 
-def _report(summary: pd.DataFrame, counts: tuple[int, int, int], skipped: list[str]) -> str:
-    n_in, n_ok, n_err = counts
+def _report(summary: pd.DataFrame, counts: Counts, skipped: list[str]) -> str:
+    """The Markdown report: counts, each figure beside what the released evaluate.py prints, paired differences and
+    the files not scored."""
     lines = ["# CMI-Bench outputs scored by the released rules", "",
-             f"Rows: {n_in} in = {n_ok} scored + {n_err} errored (tables/errors: errors.parquet).", "",
+             f"Rows: {counts.n_in} in = {counts.scored} scored + {counts.errored} errored (tables/errors: "
+             "errors.parquet).", "",
              "Value [95 % CI] over n items, per model and task; beside it, what the released evaluate.py prints "
              "for the same figures (github.com/nicolaus625/CMI-bench @ 4c15f410).", "",
              "| model | task | condition | metric | value [95 % CI] | n | evaluate.py prints |", "|---|---|---|---|---|---|---|"]
@@ -204,30 +203,27 @@ def _report(summary: pd.DataFrame, counts: tuple[int, int, int], skipped: list[s
 
 
 @score_app.command("cmi")
+@takes_groups
 def score_cmi(
     inputs: list[str] = typer.Argument(..., metavar="FILE|DIR...", help="Released output files "
                                        "(<model>_<task>.jsonl) or folders holding them (model/results/<model>)."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     model: Optional[str] = typer.Option(None, "--model", help="Model name for every file (default: each file "
                                         "name's prefix before _<task>)."),
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
+    common: Common = COMMON,
 ) -> None:
     """Score CMI-Bench output files by the released rules (accuracy, key, beat, WER, melody, F1, R², captions)."""
-    quiet_mode(quiet)
+    quiet_mode(common.quiet)
     files = _files(inputs)
     if not files:
         fail("cmi", f"no output files under {', '.join(inputs)}")
     # a skipped file is a problem, not progress: said even with --quiet, and as it is skipped
     per_item, summary, errors, skipped = score_files(
-        files, model, resamples, seed, on_skip=lambda s: typer.echo(f"evalcore score cmi: skipped {s}", err=True))
+        files, model, common.resamples, common.seed, on_skip=lambda s: typer.echo(f"evalcore score cmi: skipped {s}", err=True))
     if not files or len(skipped) == len(files):
         fail("cmi", "no CMI-Bench output file could be read: " + "; ".join(skipped[:3]))
-    n_ok = len(per_item)
-    counts = (n_ok + len(errors), n_ok, len(errors))
+    counts = Counts(len(per_item) + len(errors), len(per_item), len(errors))
     write_outputs(out, arrow_safe(per_item), summary, _report(summary, counts, skipped))
-    storage.write_parquet(conform(error_rows(errors), ERRORS), storage.join(out, "errors.parquet"))
-    say(quiet, f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored")
-    exit_if_unscored("cmi", [e.get("error") for e in errors], n_ok)
+    write_tables(out, {"errors.parquet": error_table(errors)})
+    close("cmi", counts, [e.get("error") for e in errors], quiet=common.quiet)
 

@@ -32,30 +32,25 @@ pipeline's metric names per ``group`` (``all``, for true/false also ``label=<lab
 units = ``item_id``. Chunks that repeat a ``chunk_index`` or disagree on the question are error rows.
 """
 
-
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 import typer
 
-from evalcore.core import storage
-from evalcore.core.guard import judged as guarded_judge
 from evalcore.reports.tables_html import fmt
-from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
 from evalcore.score_cli.factual_formats import FORMATS, run_derived
-from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
-                                   exit_if_unscored, fail, is_missing, quiet_mode, read_rows, say, summarize,
-                                   write_outputs)
-from evalcore.score_cli.stage import score_judged
+from evalcore.score_cli.factual_rows import label_list, render_report, response_error
+from evalcore.score_cli.io import arrow_safe, fail, is_missing, quiet_mode, write_outputs
+from evalcore.score_cli.llm_options import LLM, LlmOptions
+from evalcore.score_cli.option_groups import COMMON, OUT, Common, group_by_option, takes_groups
+from evalcore.score_cli.stage import score_judged, scorer
+from evalcore.score_cli.steps import (Counts, bootstrap_unit, close, group_columns, judge_answers, read_input,
+                                      scored_rows, summary_of, write_tables)
 from evalcore.scorers import factual_agreement as _agreement
-from evalcore.scorers.factual import FactualScorer
 from evalcore.scorers.factual_modes import Mode, apply_mode, per_label
 from evalcore.vocab import (LEXICONS, TASKS, Lexicon, extract, lexicon_name, normalize, read_genre_tree,
                             read_vocab_file, restrict, vocabulary)
@@ -101,9 +96,7 @@ def llm_extract(df: pd.DataFrame, judge: Any) -> list[dict | None]:
     """The LLM judge's result per row (None for rows that are invalid anyway); one batched judge call."""
     rows = df.to_dict("records")
     todo = [i for i, row in enumerate(rows) if row_error(row) is None]
-    # the scoring guard: an answer the judge raises on is that row's error
-    results = guarded_judge("llm extractor", lambda ix: judge.judge([rows[todo[k]]["response"] for k in ix],
-                                                                    [None] * len(ix)), list(range(len(todo))))
+    results = judge_answers("llm extractor", judge, [rows[i]["response"] for i in todo], [None] * len(todo))
     out: list[dict | None] = [None] * len(rows)
     for i, r in zip(todo, results):
         out[i] = r
@@ -187,10 +180,11 @@ def agreement_summary(table: pd.DataFrame) -> dict[str, float]:
 
 
 @score_app.command("factual")
+@takes_groups
 def factual(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `response` and `labels` "
                                     "(other columns with --format, see there)."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     task: str = typer.Option(..., "--task", help="genre | genre-tree | genre-node | instrument | composer"),
     answer_format: str = typer.Option("standard", "--format", help="standard (labels extracted from free text) | "
                                       "true_false (rows: response, label, truth) | binary_choice (rows: "
@@ -199,24 +193,37 @@ def factual(
     vocab: Optional[Path] = typer.Option(None, "--vocab", help="JSON or text vocabulary replacing the task's."),
     tree: Optional[Path] = typer.Option(None, "--tree", help="FMA genres.csv or JSON {genre: top-level} "
                                         "for the genre tasks."),
-    group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
-                                           "(default: every scalar column but response/labels/item_id)."),
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
-    llm_base_url: Optional[str] = llm.BASE_URL,
-    llm_model: Optional[str] = llm.MODEL,
-    llm_key_env: str = llm.KEY_ENV,
-    llm_cache: Optional[str] = llm.CACHE,
-    llm_rpm: int = llm.RPM,
-    llm_tpm: int = llm.TPM,
-    llm_max_retries: int = llm.MAX_RETRIES,
-    llm_timeout: float = llm.TIMEOUT,
+    group_by: Optional[str] = group_by_option("response/labels"),
+    common: Common = COMMON,
+    llm: LlmOptions = LLM,
     agreement: bool = typer.Option(False, "--agreement", help="With --extractor llm: also run the lexicon "
                                    "extractor and write agreement.parquet and an agreement line in report.md."),
 ) -> None:
     """Extract labels from each response and score precision/recall/F1 against its ground-truth labels."""
-    quiet_mode(quiet)
+    quiet_mode(common.quiet)
+    _check_options(task, extractor, agreement, answer_format, vocab, tree)
+    if answer_format != "standard":
+        return run_derived(input_uri, out, task, answer_format, group_by, seed=common.seed,
+                           resamples=common.resamples, quiet=common.quiet)
+    genre_tree, lexicon = _task_lexicon(task, vocab, tree)
+    df = read_input("factual", input_uri, ["response", "labels"])
+    if task == "genre-tree" and not genre_tree:
+        typer.echo("note: no --tree given; same-tree credit then only applies to identical top-level genres",
+                   err=True)
+    groups = group_columns("factual", df, group_by, _RESERVED)
+    llm_results = None
+    if extractor == "llm":
+        llm_results = llm_extract(df, llm.judge("factual", "--extractor llm", "llm_extractor",
+                                                vocabulary=list(lexicon.labels),
+                                                category=lexicon_name(task).rsplit("_", 1)[-1]))
+    per_item = score_rows(df, task, lexicon, genre_tree, llm_results)
+    _write_standard(out, per_item, groups, task=task, extractor=extractor, lexicon=lexicon, agreement=agreement,
+                    common=common)
+
+
+def _check_options(task: str, extractor: str, agreement: bool, answer_format: str, vocab: Optional[Path],
+                   tree: Optional[Path]) -> None:
+    """``--task``, ``--extractor`` and ``--format`` name what there is and go together, or the command exits 2."""
     if task not in TASKS:
         fail("factual", f"unknown --task {task!r}; choose one of {', '.join(TASKS)}")
     if extractor not in ("lexicon", "llm"):
@@ -225,67 +232,53 @@ def factual(
         fail("factual", "--agreement compares the LLM extractor with the lexicon extractor; use --extractor llm")
     if answer_format not in FORMATS:
         fail("factual", f"unknown --format {answer_format!r}; choose one of {', '.join(FORMATS)}")
-    if answer_format != "standard":
-        if extractor != "lexicon" or vocab is not None or tree is not None:
-            fail("factual", f"--format {answer_format} reads answers with its own judge; --extractor llm, --vocab "
-                            "and --tree apply to --format standard only")
-        return run_derived(input_uri, out, task, answer_format, group_by, seed=seed, resamples=resamples,
-                           quiet=quiet)
+    if answer_format != "standard" and (extractor != "lexicon" or vocab is not None or tree is not None):
+        fail("factual", f"--format {answer_format} reads answers with its own judge; --extractor llm, --vocab "
+                        "and --tree apply to --format standard only")
+
+
+def _task_lexicon(task: str, vocab: Optional[Path], tree: Optional[Path]) -> tuple[dict[str, str], Lexicon]:
+    """(the ``--tree`` genre tree, or none; the task's lexicon); an unreadable file exits 2."""
     try:
         genre_tree = read_tree(tree, task) if tree is not None else {}
-        lexicon = build_lexicon(task, vocab, genre_tree)
-        df = read_rows(input_uri, ["response", "labels"])
-    except (InputError, ValueError, OSError) as e:
+        return genre_tree, build_lexicon(task, vocab, genre_tree)
+    except (ValueError, OSError) as e:
         fail("factual", str(e))
-    if task == "genre-tree" and not genre_tree:
-        typer.echo("note: no --tree given; same-tree credit then only applies to identical top-level genres",
-                   err=True)
-    groups = group_columns(df, group_by, _RESERVED)
 
-    llm_results = None
-    if extractor == "llm":
-        judge = llm.build_judge("factual", "--extractor llm", "llm_extractor", base_url=llm_base_url,
-                                model=llm_model, key_env=llm_key_env, cache=llm_cache, rpm=llm_rpm, tpm=llm_tpm,
-                                max_retries=llm_max_retries, timeout_s=llm_timeout,
-                                vocabulary=list(lexicon.labels), category=lexicon_name(task).rsplit("_", 1)[-1])
-        llm_results = llm_extract(df, judge)
-    per_item = score_rows(df, task, lexicon, genre_tree, llm_results)
-    ok = per_item["error"].isna()
-    scored = per_item[ok].copy()
-    unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
-    scored["_row"] = np.arange(len(scored))
-    summary = summarize(scored, FactualScorer.aggregates, groups, unit=unit, resamples=resamples, seed=seed) \
-        if len(scored) else pd.DataFrame(columns=[*groups, "kind", "metric", "value", "ci_low", "ci_high", "n",
-                                                  "definition"])
+
+def _write_standard(out: str, per_item: pd.DataFrame, groups: list[str], *, task: str, extractor: str,
+                    lexicon: Lexicon, agreement: bool, common: Common) -> None:
+    """The summary, per-label table, agreement (``--agreement``) and report of scored rows, written with the
+    command's notes and closing lines."""
+    scored = scored_rows(per_item)
+    summary = summary_of(scored, scorer("factual").aggregates, groups, unit=bootstrap_unit(scored, groups),
+                         resamples=common.resamples, seed=common.seed)
     labels_table = per_label_table(scored if len(scored) else pd.DataFrame(columns=[*groups, "_pred", "_gold"]),
                                    groups)
-    counts = {"in": len(per_item), "scored": int(ok.sum()), "errored": int((~ok).sum())}
-    dropped = int(scored["dropped"].sum()) if extractor == "llm" and len(scored) else (0 if extractor == "llm"
-                                                                                        else None)
-    agree_table = agree = None
-    if agreement:
-        agree_table = agreement_table(scored, lexicon, groups)
-        agree = agreement_summary(agree_table)
+    counts = Counts.of(per_item["error"])
+    dropped = (int(scored["dropped"].sum()) if len(scored) else 0) if extractor == "llm" else None
+    agree_table = agreement_table(scored, lexicon, groups) if agreement else None
+    agree = agreement_summary(agree_table) if agree_table is not None else None
     report = render_report(task, extractor, counts, summary, groups, labels_table, dropped, agree)
     per_item = arrow_safe(per_item.drop(columns=["_pred", "_gold"], errors="ignore"), int_columns=["dropped"])
     write_outputs(out, per_item, summary, report)
-    storage.write_parquet(pa.Table.from_pandas(labels_table, preserve_index=False),
-                          storage.join(out, "per_label.parquet"))
-    written = "per_item.parquet, summary.parquet, per_label.parquet, report.md"
+    extra = {"per_label.parquet": labels_table}
     if agree_table is not None:
-        storage.write_parquet(pa.Table.from_pandas(arrow_safe(agree_table), preserve_index=False),
-                              storage.join(out, "agreement.parquet"))
-        written += ", agreement.parquet"
+        extra["agreement.parquet"] = arrow_safe(agree_table)
+    write_tables(out, extra)
+    vocab = set(lexicon.labels)
+    _notes(agree, dropped, outside=sum(t not in vocab for ts in scored["truth"] for t in ts) if len(scored) else 0)
+    close("factual", counts, per_item["error"], quiet=common.quiet, out=out,
+          wrote=("per_item.parquet", "summary.parquet", "per_label.parquet", "report.md", *list(extra)[1:]))
+
+
+def _notes(agree: dict[str, float] | None, dropped: int | None, outside: int) -> None:
+    """The notes said even with ``--quiet``: the agreement line, LLM labels dropped, truths outside the vocabulary."""
+    if agree is not None:
         typer.echo(f"agreement llm vs lexicon: exact {fmt(agree['exact'])}, mean Jaccard {fmt(agree['jaccard'])}, "
                    f"micro F1 {fmt(agree['f1'])}", err=True)
     if dropped:
         typer.echo(f"note: {dropped} out-of-vocabulary label(s) dropped by the LLM extractor", err=True)
-
-    vocab_set = set(lexicon.labels)
-    outside = sum(t not in vocab_set for ts in scored["truth"] for t in ts) if len(scored) else 0
     if outside:
         typer.echo(f"note: {outside} ground-truth label(s) outside the vocabulary (they can only be misses)",
                    err=True)
-    say(quiet, f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored",
-        f"wrote {out}/{written}")
-    exit_if_unscored("factual", per_item["error"], counts["scored"])

@@ -14,17 +14,13 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 import pandas as pd
-import typer
 
-from evalcore.core.guard import judged as guarded_judge
-from evalcore.judges.yes_no import BinaryChoiceJudge, TrueFalseJudge
-from evalcore.score_cli.factual_rows import group_columns, label_list, render_report, response_error
-from evalcore.score_cli.io import (SUMMARY_TAIL, InputError, arrow_safe, exit_if_unscored, fail, index_value,
-                                   is_missing, read_rows, say, write_outputs)
-from evalcore.score_cli.stage import score_judged
+from evalcore.score_cli.factual_rows import label_list, render_report, response_error
+from evalcore.score_cli.io import arrow_safe, index_value, is_missing, write_outputs
+from evalcore.score_cli.stage import score_judged, scorer
+from evalcore.score_cli.steps import (WROTE, Counts, close, group_columns, judge, judge_answers, read_input,
+                                      summary_of)
 from evalcore.scorers.factual_formats import chunk_answers
-from evalcore.scoring.requests import build_scorer
-from evalcore.stats.aggregate import aggregate
 from evalcore.vocab import lexicon_name, normalize
 
 FORMATS = ("standard", "true_false", "binary_choice")
@@ -47,11 +43,19 @@ def _chunk_error(row: dict[str, Any]) -> str | None:
     return None
 
 
+def _first(row: dict[str, Any], *checks: Callable[[dict[str, Any]], str | None]) -> str | None:
+    """The first reason the ``checks`` give for ``row`` (in order, stopping there; an empty one counts as none),
+    or None."""
+    return next((err for check in checks if (err := check(row))), None)
+
+
 def _true_false_error(row: dict[str, Any], task: str) -> str | None:
     """Why a true/false row cannot be scored, or None (``task``: the formats' common signature)."""
-    err = response_error(row) or _chunk_error(row)
-    if err is not None:
-        return err
+    return _first(row, response_error, _chunk_error, _true_false_fields)
+
+
+def _true_false_fields(row: dict[str, Any]) -> str | None:
+    """Why a true/false row's ``label`` or ``truth`` is unusable, or None."""
     label, truth = row.get("label"), row.get("truth")
     if is_missing(label):
         return "label missing"
@@ -66,9 +70,11 @@ def _true_false_error(row: dict[str, Any], task: str) -> str | None:
 
 def _binary_choice_error(row: dict[str, Any], task: str) -> str | None:
     """Why a binary-choice row cannot be scored, or None (also when both options are one label of ``task``)."""
-    err = response_error(row) or _chunk_error(row)
-    if err is not None:
-        return err
+    return _first(row, response_error, _chunk_error, lambda r: _binary_choice_fields(r, task))
+
+
+def _binary_choice_fields(row: dict[str, Any], task: str) -> str | None:
+    """Why a binary-choice row's ``options`` or ``correct_index`` is unusable, or None."""
     if is_missing(row.get("options")):
         return "options missing"
     options = label_list(row.get("options"))
@@ -96,15 +102,16 @@ def _binary_choice_question(row: dict[str, Any], task: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class DerivedFormat:
-    """What differs between the derived formats: columns, checks, the judge, the protocol kind scoring them and
-    their glue."""
+    """What differs between the derived formats: columns, checks, the registered judge reading them, the protocol
+    kind scoring them and their glue."""
 
     required: tuple[str, ...]
     row_error: Callable[[dict[str, Any], str], str | None]
     question: Callable[[dict[str, Any], str], dict[str, Any]]
     #: the part of the question that tells questions of one recording apart (the asked label)
     key: Callable[[dict[str, Any]], tuple]
-    judge: Callable[[str], Any]
+    #: the registered judge reading an answer (its ``vocabulary``: the task's lexicon)
+    judge: str
     judge_options: Callable[[dict[str, Any]], list[str]]
     #: the protocol kind whose registered scorer scores a question (the pipeline's)
     kind: str
@@ -137,13 +144,13 @@ def _binary_choice_outputs(result: dict | None, m: dict[str, float] | None) -> d
 DERIVED: dict[str, DerivedFormat] = {
     "true_false": DerivedFormat(
         required=("response", "label", "truth"), row_error=_true_false_error, question=_true_false_question,
-        key=lambda q: (q["label"],), judge=TrueFalseJudge,
+        key=lambda q: (q["label"],), judge="true_false",
         judge_options=lambda q: [q["label"]], kind="true_false",
         request=lambda q: {"labels": ["yes" if q["truth"] else "no"]},
         outputs=_true_false_outputs),
     "binary_choice": DerivedFormat(
         required=("response", "options", "correct_index"), row_error=_binary_choice_error,
-        question=_binary_choice_question, key=lambda q: (), judge=BinaryChoiceJudge,
+        question=_binary_choice_question, key=lambda q: (), judge="binary_choice",
         judge_options=lambda q: list(q["options"]), kind="binary_choice",
         request=lambda q: {"correct_index": q["correct_index"], "options": list(q["options"])},
         outputs=_binary_choice_outputs),
@@ -198,9 +205,8 @@ def judge_rows(records: list[dict[str, Any]], questions: list[dict | None], erro
     a judge error becomes the row's error (``errors`` updated)."""
     todo = [i for i, e in enumerate(errors) if e is None]
     options = [spec.judge_options(questions[i]) for i in todo]  # type: ignore[arg-type]
-    judge = spec.judge(lexicon_name(task))
-    results = guarded_judge(f"{spec.kind} judge", lambda ix: judge.judge(  # the scoring guard
-        [records[todo[k]]["response"] for k in ix], [options[k] for k in ix]), list(range(len(todo))))
+    results = judge_answers(f"{spec.kind} judge", judge(spec.judge, vocabulary=lexicon_name(task)),
+                            [records[i]["response"] for i in todo], options)
     out: list[dict | None] = [None] * len(records)
     for i, result in zip(todo, results):
         if result.get("error") is not None:
@@ -246,36 +252,27 @@ def derived_summary(per_question: pd.DataFrame, kind: str, groups: list[str], *,
                     seed: int) -> pd.DataFrame:
     """Long-form summary per grouping values and ``group`` (``all`` and the scorer's breakdown groups, e.g.
     ``label=<label>``): the pipeline's aggregates, bootstrap units from the scorer (recordings)."""
-    columns = [*groups, "group", *SUMMARY_TAIL]
-    scorer = build_scorer(kind)
-    if per_question.empty:
-        return pd.DataFrame(columns=columns)
-    parts = [("all", per_question), *(scorer.breakdown_groups(per_question)
-                                      if hasattr(scorer, "breakdown_groups") else [])]
-    df = pd.concat([g.assign(group=name) for name, g in parts], ignore_index=True)
-    rows = aggregate(df, scorer.aggregates, [*groups, "group"], unit="item_id", resamples=resamples,
-                     confidence=0.95, seed=seed, item_stats=scorer.item_stats)
-    return pd.DataFrame(rows, columns=columns)
+    kind_scorer = scorer(kind)
+    parts = [] if per_question.empty else [("all", per_question), *(
+        kind_scorer.breakdown_groups(per_question) if hasattr(kind_scorer, "breakdown_groups") else [])]
+    df = pd.concat([g.assign(group=name) for name, g in parts], ignore_index=True) if parts else per_question
+    return summary_of(df, kind_scorer.aggregates, [*groups, "group"], unit="item_id", resamples=resamples,
+                      seed=seed, item_stats=kind_scorer.item_stats)
 
 
 def run_derived(input_uri: str, out: str, task: str, answer_format: str, group_by: Optional[str], *, seed: int,
                 resamples: int, quiet: bool = False) -> None:
     """``--format true_false|binary_choice``: read the rows, score them, write per_item/summary/report."""
     spec = DERIVED[answer_format]
-    try:
-        df = read_rows(input_uri, spec.required)
-    except (InputError, ValueError, OSError) as e:
-        fail("factual", str(e))
-    groups = group_columns(df, group_by, {*spec.required, "_input_error", "item_id", "chunk_index", "group"})
+    df = read_input("factual", input_uri, spec.required)
+    groups = group_columns("factual", df, group_by,
+                           {*spec.required, "_input_error", "item_id", "chunk_index", "group"})
     per_row, per_question = score_derived(df, answer_format, groups, task)
     summary = derived_summary(per_question, spec.kind, groups, resamples=resamples, seed=seed)
-    ok = per_row["error"].isna()
-    counts = {"in": len(per_row), "scored": int(ok.sum()), "errored": int((~ok).sum())}
+    counts = Counts.of(per_row["error"])
     report = render_report(task, "lexicon", counts, summary, [*groups, "group"], pd.DataFrame(),
                            answer_format=answer_format)
     write_outputs(out, arrow_safe(per_row, int_columns=["chunk_index", "parsed_index", "choice", "tp", "fp", "fn"]),
                   summary, report)
-    say(quiet, f"rows: {counts['in']} in = {counts['scored']} scored + {counts['errored']} errored",
-        f"wrote {out}/per_item.parquet, summary.parquet, report.md")
-    exit_if_unscored("factual", per_row["error"], counts["scored"])
+    close("factual", counts, per_row["error"], quiet=quiet, out=out, wrote=WROTE)
 

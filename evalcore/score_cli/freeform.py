@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
 import pandas as pd
 import typer
 
@@ -27,9 +27,11 @@ from evalcore.core import storage
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
-                                   default_group_by, exit_if_unscored, fail, quiet_mode, read_rows, say, summarize,
-                                   write_outputs)
+from evalcore.score_cli.io import InputError, arrow_safe, fail, quiet_mode, summarize, write_outputs
+from evalcore.score_cli.option_groups import (COMMON, OUT, Common, OptionGroup, group_by_option, option,
+                                              takes_groups)
+from evalcore.score_cli.steps import (Counts, bootstrap_unit, close, columns, group_columns, read_input,
+                                      scored_rows)
 from evalcore.scorers.freeform import aggregates
 from evalcore.stats.aggregate import contrasts
 from evalcore.textmetrics.freeform_metric import registered
@@ -39,6 +41,57 @@ from evalcore.textmetrics.registered.clap_text import ClapTextConfig
 from evalcore.textmetrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
 
 _RESERVED = {"candidate", "reference", "_input_error"}
+
+
+@dataclass(frozen=True)
+class ModelOptions(OptionGroup):
+    """The model-based metrics' models (local or ``s3://``, never a hub) and where they run."""
+
+    bertscore_model: Optional[str] = option(None, "--bertscore-model", help="Local model directory for "
+                                            "BERTScore (mullama: a copy of roberta-large).")
+    bertscore_id: Optional[str] = option(None, "--bertscore-id", help="Published name of that model "
+                                         "(default: the directory name), e.g. roberta-large.")
+    bertscore_layers: Optional[int] = option(None, "--bertscore-layers", help="Layer (default: bert_score's "
+                                             "for the model id, 17 for roberta-large).")
+    bertscore_batch_size: int = option(64, "--bertscore-batch-size", min=1, help="Sentence pairs BERTScore "
+                                       "embeds at once.")
+    bertscore_baseline: Optional[str] = option(None, "--bertscore-baseline", help="Rescaling baseline .tsv "
+                                               "(standard profile; default: bert_score's file for the id).")
+    clap_checkpoint: Optional[str] = option(None, "--clap-checkpoint", help="laion CLAP checkpoint (.pt), "
+                                            "local or s3:// (paper: music_audioset_epoch_15_esc_90.14.pt).")
+    clap_tokenizer: Optional[str] = option(None, "--clap-tokenizer", help="Directory with roberta-base's "
+                                           "vocab.json and merges.txt, local or s3://.")
+    use_ray: bool = option(False, "--ray/--no-ray", help="Embed CLAP texts on Ray actors (RAY_ADDRESS or local).")
+    clap_actors: int = option(1, "--clap-actors", min=1, help="Ray actors for CLAP (with --ray).")
+    device: str = option("cpu", "--device", help="torch device for BERTScore and CLAP.")
+
+    def metrics(self, wanted: list[str]) -> ModelMetrics:
+        """Model configs for the metrics asked for; a missing one exits 2 naming the option."""
+        bert = clap = None
+        if "bertscore" in wanted:
+            if not self.bertscore_model:
+                fail("freeform", "bertscore needs --bertscore-model PATH (a local model directory; mullama: "
+                                 "roberta-large)")
+            bert = BertScoreConfig(model=self.bertscore_model, model_id=self.bertscore_id,
+                                   num_layers=self.bertscore_layers, batch_size=self.bertscore_batch_size,
+                                   device=self.device, baseline=self.bertscore_baseline)
+            try:
+                bert.layers()
+            except ValueError as e:
+                fail("freeform", f"{e} (--bertscore-layers)")
+        if "claptext" in wanted:
+            if not (self.clap_checkpoint and self.clap_tokenizer):
+                fail("freeform", "claptext needs --clap-checkpoint URI and --clap-tokenizer DIR (local or s3://)")
+            clap = ClapTextConfig(checkpoint=self.clap_checkpoint, tokenizer=self.clap_tokenizer, device=self.device,
+                                  actors=self.clap_actors if self.use_ray else 0)
+        s3 = storage.current().s3
+        settings = {name: c for name, c in (("bertscore", bert), ("claptext", clap)) if c is not None}
+        return ModelMetrics(settings=settings, s3={"endpoint_override": s3.endpoint_override, "region": s3.region,
+                                                   "scheme": s3.scheme} if clap is not None else None)
+
+
+#: a command's default for its ``models: ModelOptions`` parameter (the options come from the command line)
+MODELS = ModelOptions()
 
 
 def _corpora(df: pd.DataFrame, cols: list[str]) -> list | None:
@@ -59,83 +112,82 @@ def _rows_with_errors(df: pd.DataFrame, metrics: list[str], profile: str, models
 
 
 @score_app.command("freeform")
+@takes_groups
 def score_freeform(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `candidate`, `reference` "
                                     "and grouping columns (e.g. model, condition)."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     profile: str = typer.Option("mullama", "--profile", help="mullama (the MU-LLaMA script) | standard"),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated: bleu,bleu4,meteor,rouge,"
                                           "bertscore,cider,claptext (default: the lexical ones, bleu to rouge)"),
-    group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated grouping columns "
-                                           "(default: every scalar column but candidate/reference/item_id)."),
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
-    bertscore_model: Optional[str] = typer.Option(None, "--bertscore-model", help="Local model directory for "
-                                                  "BERTScore (mullama: a copy of roberta-large)."),
-    bertscore_id: Optional[str] = typer.Option(None, "--bertscore-id", help="Published name of that model "
-                                               "(default: the directory name), e.g. roberta-large."),
-    bertscore_layers: Optional[int] = typer.Option(None, "--bertscore-layers", help="Layer (default: bert_score's "
-                                                   "for the model id, 17 for roberta-large)."),
-    bertscore_batch_size: int = typer.Option(64, "--bertscore-batch-size", min=1, help="Sentence pairs BERTScore "
-                                             "embeds at once."),
-    bertscore_baseline: Optional[str] = typer.Option(None, "--bertscore-baseline", help="Rescaling baseline .tsv "
-                                                     "(standard profile; default: bert_score's file for the id)."),
-    clap_checkpoint: Optional[str] = typer.Option(None, "--clap-checkpoint", help="laion CLAP checkpoint (.pt), "
-                                                  "local or s3:// (paper: music_audioset_epoch_15_esc_90.14.pt)."),
-    clap_tokenizer: Optional[str] = typer.Option(None, "--clap-tokenizer", help="Directory with roberta-base's "
-                                                 "vocab.json and merges.txt, local or s3://."),
-    use_ray: bool = typer.Option(False, "--ray/--no-ray", help="Embed CLAP texts on Ray actors (RAY_ADDRESS or local)."),
-    clap_actors: int = typer.Option(1, "--clap-actors", min=1, help="Ray actors for CLAP (with --ray)."),
-    device: str = typer.Option("cpu", "--device", help="torch device for BERTScore and CLAP."),
+    group_by: Optional[str] = group_by_option("candidate/reference"),
+    common: Common = COMMON,
+    models: ModelOptions = MODELS,
     cider_corpus: Optional[str] = typer.Option(None, "--cider-corpus", help="Columns whose rows share CIDEr's IDF "
                                                "(default: model,condition where present; '' = all rows)."),
 ) -> None:
     """Score candidate/reference pairs (BLEU, BLEU-4, METEOR, ROUGE, BERTScore, CIDEr-D, CLAPText)."""
-    quiet_mode(quiet)
-    if profile not in PROFILES:
-        fail("freeform", f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
-    if metrics is None:  # read here, not at import: the registry loads the metrics on first use
-        metrics = ",".join(lexical_names())
-    wanted = [m.strip() for m in metrics.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in registered()]
-    if unknown or not wanted:
-        fail("freeform", f"unknown --metrics {unknown or wanted}; available: {', '.join(registered())}")
-    models = _models(wanted, bertscore_model, bertscore_id, bertscore_layers, bertscore_batch_size,
-                     bertscore_baseline, clap_checkpoint, clap_tokenizer, use_ray, clap_actors, device)
+    quiet_mode(common.quiet)
+    wanted = _wanted(profile, metrics)
+    model_metrics = models.metrics(wanted)
+    # only an unreadable or incomplete file exits 2 here (InputError); other read errors are not caught
+    df = read_input("freeform", input_uri, ["candidate", "reference"], caught=(InputError,))
+    groups = group_columns("freeform", df, group_by, _RESERVED)
+    corpus_cols = _corpus_columns(df, cider_corpus)
     try:
-        df = read_rows(input_uri, ["candidate", "reference"])
-    except InputError as e:
-        fail("freeform", str(e))
-    groups = (default_group_by(df, _RESERVED | {"item_id"}) if group_by is None
-              else [c.strip() for c in group_by.split(",") if c.strip()])
-    bad_groups = [c for c in groups if c not in df.columns or c in _RESERVED]
-    if bad_groups:
-        fail("freeform", f"--group-by: no such grouping column(s) {bad_groups}; columns: {list(df.columns)}")
-    corpus_cols = ([c for c in ("model", "condition") if c in df.columns] if cider_corpus is None
-                   else [c.strip() for c in cider_corpus.split(",") if c.strip()])
-    if [c for c in corpus_cols if c not in df.columns]:
-        fail("freeform", f"--cider-corpus: no such column(s) {[c for c in corpus_cols if c not in df.columns]}")
-
-    try:
-        per_item, info = _rows_with_errors(df, wanted, profile, models, corpus_cols)
+        per_item, info = _rows_with_errors(df, wanted, profile, model_metrics, corpus_cols)
     except (MetricUnavailable, FileNotFoundError, ValueError) as e:
         fail("freeform", str(e))
     if "cider" in wanted:
         info["cider_corpus"] = corpus_cols
-    ok = per_item["error"].isna()
-    scored = per_item[ok].assign(_row=np.arange(int(ok.sum())))
+    summary = _summary(per_item, wanted, info, groups, common)
+    counts = Counts.of(per_item["error"])
+    write_outputs(out, arrow_safe(per_item), summary, _report(profile, counts, summary, groups, wanted, info))
+    storage.write_text(storage.join(out, "definitions.json"), json.dumps(info, indent=1, default=str))
+    close("freeform", counts, per_item["error"], quiet=common.quiet)
+
+
+def _wanted(profile: str, metrics: Optional[str]) -> list[str]:
+    """The ``--metrics`` asked for (default: the lexical ones); an unknown profile or metric exits 2."""
+    if profile not in PROFILES:
+        fail("freeform", f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if metrics is None:  # read here, not at import: the registry loads the metrics on first use
+        metrics = ",".join(lexical_names())
+    wanted = columns(metrics)
+    unknown = [m for m in wanted if m not in registered()]
+    if unknown or not wanted:
+        fail("freeform", f"unknown --metrics {unknown or wanted}; available: {', '.join(registered())}")
+    return wanted
+
+
+def _corpus_columns(df: pd.DataFrame, cider_corpus: Optional[str]) -> list[str]:
+    """``--cider-corpus`` columns (default: ``model`` and ``condition`` where present); a missing one exits 2."""
+    corpus_cols = ([c for c in ("model", "condition") if c in df.columns] if cider_corpus is None
+                   else columns(cider_corpus))
+    if [c for c in corpus_cols if c not in df.columns]:
+        fail("freeform", f"--cider-corpus: no such column(s) {[c for c in corpus_cols if c not in df.columns]}")
+    return corpus_cols
+
+
+def _summary(per_item: pd.DataFrame, wanted: list[str], info: dict, groups: list[str], common: Common
+             ) -> pd.DataFrame:
+    """Mean per group with bootstrap CIs; with items and conditions, the paired differences correct − condition."""
+    scored = scored_rows(per_item)
     aggs = aggregates(wanted, info)
-    unit = "item_id" if "item_id" in scored.columns and "item_id" not in groups else "_row"
-    summary = summarize(scored, aggs, groups, unit=unit, resamples=resamples, seed=seed)
+    unit = bootstrap_unit(scored, groups)
+    summary = summarize(scored, aggs, groups, unit=unit, resamples=common.resamples, seed=common.seed)
     if unit == "item_id" and "condition" in groups:
         others = [g for g in groups if g != "condition"]
         diff = contrasts(scored.assign(_all="all"), aggs, others or ["_all"], unit="item_id",
-                         resamples=resamples, confidence=0.95, seed=seed)
+                         resamples=common.resamples, confidence=0.95, seed=common.seed)
         summary = pd.concat([summary, pd.DataFrame(diff).drop(columns=["_all"], errors="ignore")], ignore_index=True)
-    counts = (len(per_item), int(ok.sum()), int((~ok).sum()))
-    report = [f"# Free-form scores — profile `{profile}`", "",
-              f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored", "",
+    return summary
+
+
+def _report(profile: str, counts: Counts, summary: pd.DataFrame, groups: list[str], wanted: list[str],
+            info: dict) -> str:
+    """The Markdown report: counts, means per group, paired differences, the skyline check, definitions."""
+    report = [f"# Free-form scores — profile `{profile}`", "", counts.line, "",
               "Mean [95 % CI] per group:", "", *table2(summary, groups, wanted)]
     diffs = summary[summary["kind"] == "paired_diff"]
     if len(diffs):
@@ -146,31 +198,4 @@ def score_freeform(
     if info["corpus"]:
         report += ["", f"Corpus BLEU over all scored rows: {fmt(info['corpus'].get('corpus_bleu', math.nan))}"]
     report += ["", "Definitions:", "", f"```json\n{json.dumps(info, indent=1, default=str)}\n```", ""]
-    write_outputs(out, arrow_safe(per_item), summary, "\n".join(report))
-    storage.write_text(storage.join(out, "definitions.json"), json.dumps(info, indent=1, default=str))
-    say(quiet, f"rows: {counts[0]} in = {counts[1]} scored + {counts[2]} errored")
-    exit_if_unscored("freeform", per_item["error"], counts[1])
-
-
-def _models(wanted: list[str], bs_model: str | None, bs_id: str | None, bs_layers: int | None, bs_batch: int,
-            bs_baseline: str | None, clap_ckpt: str | None, clap_tok: str | None, use_ray: bool, actors: int,
-            device: str) -> ModelMetrics:
-    """Model configs for the metrics asked for; a missing one exits 2 naming the option."""
-    bert = clap = None
-    if "bertscore" in wanted:
-        if not bs_model:
-            fail("freeform", "bertscore needs --bertscore-model PATH (a local model directory; mullama: roberta-large)")
-        bert = BertScoreConfig(model=bs_model, model_id=bs_id, num_layers=bs_layers, batch_size=bs_batch,
-                               device=device, baseline=bs_baseline)
-        try:
-            bert.layers()
-        except ValueError as e:
-            fail("freeform", f"{e} (--bertscore-layers)")
-    if "claptext" in wanted:
-        if not (clap_ckpt and clap_tok):
-            fail("freeform", "claptext needs --clap-checkpoint URI and --clap-tokenizer DIR (local or s3://)")
-        clap = ClapTextConfig(checkpoint=clap_ckpt, tokenizer=clap_tok, device=device, actors=actors if use_ray else 0)
-    s3 = storage.current().s3
-    settings = {name: c for name, c in (("bertscore", bert), ("claptext", clap)) if c is not None}
-    return ModelMetrics(settings=settings, s3={"endpoint_override": s3.endpoint_override, "region": s3.region,
-                                               "scheme": s3.scheme} if clap is not None else None)
+    return "\n".join(report)

@@ -18,8 +18,7 @@ from evalcore.reports import console
 
 from evalcore.core import jsonl, storage
 from evalcore.core.errors import ExitCode
-from evalcore.stats.aggregate import Aggregate
-from evalcore.stats.aggregate import aggregate
+from evalcore.stats.aggregate import Aggregate, ItemStats, aggregate, mean_item_stats
 
 SUMMARY_TAIL = ["kind", "metric", "value", "ci_low", "ci_high", "n", "definition"]
 
@@ -31,6 +30,16 @@ class InputError(ValueError):
 def is_missing(v: Any) -> bool:
     """True for None, a float NaN and ``pd.NA`` (never for lists or arrays)."""
     return v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v))
+
+
+def text_error(value: Any, missing: str) -> str | None:
+    """Why a row's ``response`` is no answer to read: ``missing`` when it has none, its type when it is not text;
+    None for a string."""
+    if is_missing(value):
+        return missing
+    if not isinstance(value, str):
+        return f"response is not a string ({type(value).__name__})"
+    return None
 
 
 def index_value(v: Any) -> int | None:
@@ -194,14 +203,17 @@ def read_rows(uri: str, required: Iterable[str]) -> pd.DataFrame:
 
 
 def summarize(per_item: pd.DataFrame, aggregates: Iterable[Aggregate], group_cols: list[str], *, unit: str,
-              resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """Long-form summary (group columns, kind, metric, value, ci_low, ci_high, n, definition)."""
+              resamples: int = 1000, confidence: float = 0.95, seed: int = 0,
+              item_stats: ItemStats = mean_item_stats) -> pd.DataFrame:
+    """Long-form summary (group columns, kind, metric, value, ci_low, ci_high, n, definition); ``item_stats``:
+    the per-unit statistics (:func:`evalcore.stats.aggregate.aggregate`)."""
     df = per_item.copy()
     by = list(group_cols)
     if not by:
         df["_all"] = "all"
         by = ["_all"]
-    rows = aggregate(df, list(aggregates), by, unit=unit, resamples=resamples, confidence=confidence, seed=seed)
+    rows = aggregate(df, list(aggregates), by, unit=unit, resamples=resamples, confidence=confidence, seed=seed,
+                     item_stats=item_stats)
     out = pd.DataFrame(rows, columns=[*by, *SUMMARY_TAIL])
     return out.drop(columns=["_all"], errors="ignore")
 
@@ -213,11 +225,6 @@ def write_outputs(out_dir: str, per_item: pd.DataFrame, summary: pd.DataFrame, r
     if report is not None:
         storage.write_text(storage.join(out_dir, "report.md"), report)
 
-
-#: the bootstrap options every ``evalcore score`` command shares
-SEED_OPTION: int = typer.Option(0, "--seed", help="Bootstrap seed.")
-RESAMPLES_OPTION: int = typer.Option(1000, "--resamples", min=1, help="Bootstrap resamples.")
-QUIET_OPTION: bool = typer.Option(False, "--quiet", help=console.QUIET_HELP)
 
 
 def quiet_mode(quiet: bool) -> None:

@@ -16,49 +16,45 @@ evalcore's strict reading beside it, with ``accuracy_mean_strict`` and ``verdict
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 import typer
 
-from evalcore.core.guard import judged as guarded_judge
-from evalcore.judges.mcq_muchomusic import McqMuchomusicJudge, parse_muchomusic
-from evalcore.judges.mcq_rul import McqRulJudge, parse_rul
-from evalcore.judges.mcq_string import McqStringJudge, parse_choice
-from evalcore.judges.mmar import McqMmarJudge
-from evalcore.judges.mmau import McqMmauJudge, parse_mmau
-from evalcore.judges.mmau_pro import McqMmauProJudge
-from evalcore.judges.parser import ParserJudge
 from evalcore.reports.tables_html import fmt
 from evalcore.core.schema import VERDICTS_DIFFER
-from evalcore.score_cli import llm_options as llm
 from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import (QUIET_OPTION, RESAMPLES_OPTION, SEED_OPTION, InputError, arrow_safe,
-                                   default_group_by, exit_if_unscored, fail, index_value, is_missing, quiet_mode,
-                                   read_rows, say, write_outputs)
-from evalcore.score_cli.released_mcq import RELEASED, released_rows
+from evalcore.score_cli.io import arrow_safe, default_group_by, fail, index_value, is_missing, quiet_mode, text_error, \
+    write_outputs
+from evalcore.score_cli.llm_options import LLM, LlmOptions
+from evalcore.score_cli.option_groups import COMMON, OUT, Common, takes_groups
+from evalcore.score_cli.released_mcq import RELEASED
 from evalcore.score_cli.stage import score_judged
+from evalcore.score_cli.steps import WROTE, Counts, close, columns, judge, judge_answers, read_input
 from evalcore.scorers.mcq_breakdowns import as_labels
 from evalcore.scorers.mcq_orders import METRICS, STRICT_METRICS, agreement, summarize_orders
 
 REQUIRED = ["question_id", "order_id", "options", "correct_index", "response"]
-PARSERS: dict[str, Callable[[str, Sequence[str]], int]] = {
-    "strict": parse_choice, "muchomusic": parse_muchomusic,
-    # the MCQ music benchmarks' published rules: MMAU's word-set match (MMAR's evaluation.py keeps it), RUListening's
-    # extraction, MMAU-Pro's nearest choice with its bag-of-words stand-in for NV-Embed-v2 (no weights here)
-    "mmau": parse_mmau, "mmar": parse_mmau, "rul": parse_rul,
-    "mmau-pro-bow": McqMmauProJudge(embedder="bag-of-words").parse,
-}
-#: each offline parser's judge (a published rule's judge gives its released verdict and the strict one)
-PARSER_JUDGES: dict[str, Callable[[], ParserJudge]] = {
-    "strict": McqStringJudge, "muchomusic": McqMuchomusicJudge, "mmau": McqMmauJudge, "mmar": McqMmarJudge,
-    "rul": McqRulJudge, "mmau-pro-bow": lambda: McqMmauProJudge(embedder="bag-of-words")}
-PARSER_NAMES = (*PARSERS, "llm")
+#: each offline parser's registered judge and its params (a published rule's judge gives its released verdict and
+#: the strict one): the MCQ music benchmarks' published rules are MMAU's word-set match (MMAR's evaluation.py keeps
+#: it), RUListening's extraction, MMAU-Pro's nearest choice with its bag-of-words stand-in for NV-Embed-v2 (no
+#: weights here)
+PARSER_JUDGES: dict[str, tuple[str, dict[str, Any]]] = {
+    "strict": ("mcq_string", {}), "muchomusic": ("mcq_muchomusic", {}), "mmau": ("mcq_mmau", {}),
+    "mmar": ("mcq_mmar", {}), "rul": ("mcq_rul", {}), "mmau-pro-bow": ("mcq_mmau_pro", {"embedder": "bag-of-words"})}
+PARSER_NAMES = (*PARSER_JUDGES, "llm")
 #: the parsers whose agreement every report carries
 AGREEMENT = ("strict", "muchomusic")
 _OWN = {*REQUIRED, "_input_error", "parsed_index", "correct", "correct_strict", "error", "breakdown"}
 ALL = "all"
+
+
+def parser_judge(parser: str) -> Any:
+    """The registered judge of an offline parser (:data:`PARSER_JUDGES`); its ``parse(text, options)`` is the
+    parser."""
+    name, params = PARSER_JUDGES[parser]
+    return judge(name, **params)
 
 
 def _options(v: Any) -> list[str] | None:
@@ -83,12 +79,7 @@ def row_error(row: dict[str, Any]) -> str | None:
     idx = index_value(row.get("correct_index"))
     if idx is None or not 0 <= idx < len(opts):
         return f"correct_index {row.get('correct_index')!r} is not an index into {len(opts)} options"
-    response = row.get("response")
-    if is_missing(response):
-        return "no response"
-    if not isinstance(response, str):
-        return f"response is not a string ({type(response).__name__})"
-    return None
+    return text_error(row.get("response"), missing="no response")
 
 
 def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame:
@@ -105,15 +96,13 @@ def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame
     credited: list[Any] = [None] * len(records)
     if parser == "llm" and judge is None:
         raise ValueError("parser 'llm' needs a judge")
-    judge = judge if parser == "llm" else PARSER_JUDGES[parser]()
+    judge = judge if parser == "llm" else parser_judge(parser)
     todo = [i for i, e in enumerate(errors) if e is None]
     # the llm matcher is shown the optional input column "question"
     questions = ([q if isinstance(q := records[i].get("question"), str) else None for i in todo]
                  if parser == "llm" and "question" in df.columns else None)
-    # the scoring guard: an answer the judge raises on is that row's error
-    results = guarded_judge(f"{parser} parser", lambda ix: judge.judge(
-        [records[todo[k]]["response"] for k in ix], [_options(records[todo[k]]["options"]) for k in ix],
-        questions=[questions[k] for k in ix] if questions is not None else None), list(range(len(todo))))
+    results = judge_answers(f"{parser} parser", judge, [records[i]["response"] for i in todo],
+                            [_options(records[i]["options"]) for i in todo], questions=questions)
     for i, r in zip(todo, results):
         if r.get("error") is not None or r.get("parsed_index") is None:
             errors[i] = f"{parser} parser: {r.get('error') or 'no result'}"
@@ -142,11 +131,12 @@ def parser_agreement(df: pd.DataFrame, per_item: pd.DataFrame, parser: str) -> l
     parse vs strict and vs muchomusic over the rows the llm parsed."""
     records = df.to_dict("records")
     valid = [i for i, r in enumerate(records) if row_error(r) is None]
-    names = ["strict", "muchomusic"] + ([parser] if parser in PARSERS and parser not in AGREEMENT else [])
-    offline = {name: [PARSERS[name](records[i]["response"], _options(records[i]["options"])) for i in valid]  # type: ignore[arg-type]
+    names = ["strict", "muchomusic"] + ([parser] if parser in PARSER_JUDGES and parser not in AGREEMENT else [])
+    parse = {name: parser_judge(name).parse for name in names}
+    offline = {name: [parse[name](records[i]["response"], _options(records[i]["options"])) for i in valid]
                for name in names}
     out = [("strict", "muchomusic", agreement(offline["strict"], offline["muchomusic"]), len(valid))]
-    if parser not in AGREEMENT and parser in PARSERS:
+    if parser not in AGREEMENT and parser in PARSER_JUDGES:
         out.append((parser, "strict", agreement(offline[parser], offline["strict"]), len(valid)))
     if parser == "llm":
         llm = per_item["parsed_index"].tolist()
@@ -179,13 +169,12 @@ def breakdown_summary(scored: pd.DataFrame, by: list[str], breakdown: list[str],
     return pd.concat(parts, ignore_index=True)
 
 
-def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tuple[int, int, int],
+def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: Counts,
                   agreements: Sequence[tuple[str, str, float, int]] = ()) -> str:
     """A short Markdown report: one row per group (and per breakdown value), then parser agreement."""
-    n_in, n_ok, n_err = counts
     strict = not summary.empty and VERDICTS_DIFFER in set(summary["metric"])
     lines = ["# Multiple-choice scores", "",
-             f"Parser: `{parser}`. Rows: {n_in} in = {n_ok} scored + {n_err} errored.", ""]
+             f"Parser: `{parser}`. Rows: {counts.n_in} in = {counts.scored} scored + {counts.errored} errored.", ""]
     if strict:
         lines += [f"The `{parser}` parser follows a published rule: accuracy is the released scorer's verdict, its "
                   "quirks included; `accuracy_mean_strict` is evalcore's strict reading of the same rule (the one "
@@ -218,10 +207,11 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: tup
 
 
 @score_app.command("mcq")
+@takes_groups
 def score_mcq(
     input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL rows: question_id, order_id, "
                                     "options, correct_index (0-based), response, plus grouping columns."),
-    out: str = typer.Option(..., "--out", help="Output directory (local path or s3://)."),
+    out: str = OUT,
     parser: str = typer.Option("strict", "--parser", help="Answer parser: strict | muchomusic | mmau | mmar | rul | "
                                "mmau-pro-bow (MMAU-Pro's rule, bag-of-words stand-in) | llm."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Comma-separated group columns "
@@ -232,60 +222,55 @@ def score_mcq(
     released: Optional[str] = typer.Option(None, "--released", help="INPUT is a benchmark's released output file: "
                                            "mmau (its JSON with model_output) | mmar (MMAR-meta with "
                                            "answer_prediction)."),
-    llm_base_url: Optional[str] = llm.BASE_URL,
-    llm_model: Optional[str] = llm.MODEL,
-    llm_key_env: str = llm.KEY_ENV,
-    llm_cache: Optional[str] = llm.CACHE,
-    llm_rpm: int = llm.RPM,
-    llm_tpm: int = llm.TPM,
-    llm_max_retries: int = llm.MAX_RETRIES,
-    llm_timeout: float = llm.TIMEOUT,
-    seed: int = SEED_OPTION,
-    resamples: int = RESAMPLES_OPTION,
-    quiet: bool = QUIET_OPTION,
+    llm: LlmOptions = LLM,
+    common: Common = COMMON,
 ) -> None:
     """Parse multiple-choice answers and score accuracy over option orders, consistency and IFR."""
-    quiet_mode(quiet)
+    quiet_mode(common.quiet)
+    _check_options(parser, common.resamples, released)
+    df = read_input("mcq", input_uri, REQUIRED, released=released, limit=300)
+    bd, by = _summary_columns(df, group_by, breakdown)
+    per_item = score_rows(df, parser, llm.judge("mcq", "--parser llm", "mcq_llm") if parser == "llm" else None)
+    agreements = parser_agreement(df, per_item, parser)
+    summary = breakdown_summary(_scored(per_item), by, bd, resamples=common.resamples, seed=common.seed)
+    counts = Counts.of(per_item["error"])
+    per_item = arrow_safe(per_item, int_columns=("question_id", "order_id", "correct_index"))
+    write_outputs(out, per_item, summary, render_report(summary, by, parser, counts, agreements))
+    close("mcq", counts, per_item["error"], quiet=common.quiet, out=out, wrote=WROTE)
+
+
+def _check_options(parser: str, resamples: int, released: str | None) -> None:
+    """``--parser``, ``--resamples`` and ``--released`` name what there is, or the command exits 2."""
     if parser not in PARSER_NAMES:
         fail("mcq", f"unknown parser {parser!r}; choose one of: {', '.join(PARSER_NAMES)}")
     if resamples < 1:
         fail("mcq", f"--resamples must be at least 1, got {resamples}")
     if released is not None and released not in RELEASED:
         fail("mcq", f"unknown --released {released!r}; choose one of: {', '.join(RELEASED)}")
-    try:
-        df = released_rows(input_uri, released) if released else read_rows(input_uri, REQUIRED)
-    except (InputError, ValueError, OSError) as e:
-        fail("mcq", str(e)[:300])
-    bd = [c.strip() for c in (breakdown or "").split(",") if c.strip()]
+
+
+def _summary_columns(df: pd.DataFrame, group_by: Optional[str], breakdown: Optional[str]) -> tuple[list[str], list[str]]:
+    """(``--breakdown`` columns, ``--group-by`` columns: by default every scalar column not the command's own or a
+    breakdown's); a column that is not an input column, or is in both, exits 2."""
+    bd = columns(breakdown)
     unknown = [c for c in bd if c not in df.columns or c in _OWN]
     if unknown:
         fail("mcq", f"--breakdown: not input column(s) {unknown}; columns are "
                     f"{[c for c in df.columns if c != '_input_error']}")
     if group_by is None:
-        by = default_group_by(df, _OWN | set(bd))
-    else:
-        by = [c.strip() for c in group_by.split(",") if c.strip()]
-        unknown = [c for c in by if c not in df.columns or c in _OWN]
-        if unknown:
-            fail("mcq", f"--group-by: not input grouping column(s) {unknown}; columns are {list(df.columns)}")
-        both = [c for c in bd if c in by]
-        if both:
-            fail("mcq", f"column(s) {both} are in both --group-by and --breakdown")
-    judge = None
-    if parser == "llm":
-        judge = llm.build_judge("mcq", "--parser llm", "mcq_llm", base_url=llm_base_url, model=llm_model,
-                                key_env=llm_key_env, cache=llm_cache, rpm=llm_rpm, tpm=llm_tpm,
-                                max_retries=llm_max_retries, timeout_s=llm_timeout)
-    per_item = score_rows(df, parser, judge)
-    agreements = parser_agreement(df, per_item, parser)
+        return bd, default_group_by(df, _OWN | set(bd))
+    by = columns(group_by)
+    unknown = [c for c in by if c not in df.columns or c in _OWN]
+    if unknown:
+        fail("mcq", f"--group-by: not input grouping column(s) {unknown}; columns are {list(df.columns)}")
+    both = [c for c in bd if c in by]
+    if both:
+        fail("mcq", f"column(s) {both} are in both --group-by and --breakdown")
+    return bd, by
+
+
+def _scored(per_item: pd.DataFrame) -> pd.DataFrame:
+    """The scored rows, their answers and verdicts as plain ints and bools."""
     ok = per_item[per_item["error"].isna()]
-    scored = ok.assign(parsed_index=ok["parsed_index"].astype(int), correct=ok["correct"].astype(bool),
-                       **({"correct_strict": ok["correct_strict"].astype(bool)} if "correct_strict" in ok else {}))
-    summary = breakdown_summary(scored, by, bd, resamples=resamples, seed=seed)
-    n_in, n_ok = len(per_item), len(scored)
-    counts = (n_in, n_ok, n_in - n_ok)
-    per_item = arrow_safe(per_item, int_columns=("question_id", "order_id", "correct_index"))
-    write_outputs(out, per_item, summary, render_report(summary, by, parser, counts, agreements))
-    say(quiet, f"rows: {n_in} in = {n_ok} scored + {n_in - n_ok} errored",
-        f"wrote {out}/per_item.parquet, summary.parquet, report.md")
-    exit_if_unscored("mcq", per_item["error"], n_ok)
+    return ok.assign(parsed_index=ok["parsed_index"].astype(int), correct=ok["correct"].astype(bool),
+                     **({"correct_strict": ok["correct_strict"].astype(bool)} if "correct_strict" in ok else {}))

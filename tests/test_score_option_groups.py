@@ -1,0 +1,42 @@
+"""The options several ``evalcore score`` commands take are declared once (:mod:`evalcore.score_cli.option_groups`):
+a group's fields become the command's options in the group parameter's place, and the command gets the group
+object back with the values given."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Optional
+
+import typer
+from typer.testing import CliRunner
+
+from evalcore.cli import app
+from evalcore.score_cli.llm_options import LLM, LlmOptions
+from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
+
+
+def test_a_group_is_laid_out_in_place_and_handed_back_as_one_object() -> None:
+    got: list = []
+    toy = typer.Typer(add_completion=False)
+
+    @toy.command()
+    @takes_groups
+    def cmd(first: Optional[str] = typer.Option(None, "--first"), llm: LlmOptions = LLM, common: Common = COMMON,
+            last: int = typer.Option(0, "--last")) -> None:
+        got.append((first, llm, common, last))
+
+    res = CliRunner().invoke(toy, ["--llm-model", "m", "--llm-rpm", "7", "--seed", "3", "--last", "1"])
+    assert res.exit_code == 0, res.output
+    assert got == [(None, LlmOptions(model="m", rpm=7), Common(seed=3), 1)]
+    names = [p.name for p in typer.main.get_command(toy).params]
+    assert names == ["first", *(f"llm_{f.name}" for f in fields(LlmOptions)),
+                     *(f"common_{f.name}" for f in fields(Common)), "last"]
+
+
+def test_every_command_taking_the_llm_group_has_each_of_its_options() -> None:
+    score = typer.main.get_command(app).commands["score"]  # type: ignore[attr-defined]
+    flags = [f.metadata["option"].param_decls[0] for f in fields(LlmOptions)]
+    assert len(flags) == 8
+    for name in ("mcq", "factual"):
+        have = [o for p in score.commands[name].params for o in p.opts]
+        assert [o for o in have if o.startswith("--llm-")] == flags, name

@@ -27,7 +27,7 @@ import pathlib
 
 import pytest
 
-from evalcore.score_cli.cmi import released_lines, score_files
+from evalcore.cli.score.cmi import released_lines, score_files
 
 RESULTS = pathlib.Path(__file__).parent / "fixtures" / "cmi_bench" / "results"
 #: rows kept of each released file: every STEP-th (row 0 first)

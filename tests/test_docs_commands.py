@@ -46,8 +46,8 @@ def test_the_commands_synopsis_names_every_command_once_and_only_options_they_ha
     (the page lacked ``score cmi`` and listed ``reproduce`` twice)."""
     import typer
 
-    from evalcore.score_cli.mcq import PARSER_NAMES
-    from evalcore.score_cli.released_mcq import RELEASED
+    from evalcore.cli.score.mcq import PARSER_NAMES
+    from evalcore.cli.score.released_mcq import RELEASED
 
     root = typer.main.get_command(app)
     commands: dict = {}

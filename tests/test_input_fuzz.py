@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from evalcore.datasets.items_file import ItemsFile
 from evalcore.datasets.validate import FIELDS, validate_items
 from evalcore.core.schema import ITEM, conform
-from evalcore.score_cli import factual as score_factual
-from evalcore.score_cli import factual_formats
-from evalcore.score_cli import mcq as score_mcq
-from evalcore.score_cli.io import read_rows
+from evalcore.cli.score import factual as score_factual
+from evalcore.cli.score import factual_formats
+from evalcore.cli.score import mcq as score_mcq
+from evalcore.cli.score.io import read_rows
 from evalcore.textmetrics.text_profiles import check_pair
 
 FUZZ = settings(max_examples=100, derandomize=True, deadline=None, database=None,

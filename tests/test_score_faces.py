@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evalcore.score_cli import factual, factual_formats, mcq, stage
+from evalcore.cli.score import factual, factual_formats, mcq, stage
 from evalcore.scoring import requests
 from evalcore.vocab import LEXICONS
 

@@ -1,4 +1,4 @@
-"""The options several ``evalcore score`` commands take are declared once (:mod:`evalcore.score_cli.option_groups`):
+"""The options several ``evalcore score`` commands take are declared once (:mod:`evalcore.cli.score.option_groups`):
 a group's fields become the command's options in the group parameter's place, and the command gets the group
 object back with the values given."""
 
@@ -11,8 +11,8 @@ import typer
 from typer.testing import CliRunner
 
 from evalcore.cli import app
-from evalcore.score_cli.llm_options import LLM, LlmOptions
-from evalcore.score_cli.option_groups import COMMON, Common, takes_groups
+from evalcore.cli.score.llm_options import LLM, LlmOptions
+from evalcore.cli.score.option_groups import COMMON, Common, takes_groups
 
 
 def test_a_group_is_laid_out_in_place_and_handed_back_as_one_object() -> None:

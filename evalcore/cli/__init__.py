@@ -38,7 +38,7 @@ from evalcore.pipeline.resume import resume_config
 from evalcore.cli.compare import compare as compare_command
 from evalcore.cli.reproduce import reproduce as reproduce_command
 from evalcore.cli.nightly import nightly as nightly_command
-from evalcore.score_cli import score_app
+from evalcore.cli.score import score_app
 from evalcore.cli.track import track as track_command
 from evalcore.tracking.checks import problems as tracking_problems
 from evalcore.core.tracking_config import TrackFlagError, with_track_flags

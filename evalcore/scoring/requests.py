@@ -1,7 +1,7 @@
 """Judged rows to scored requests: chunks merged per request, each protocol's scorer run over its requests
 (failures to score become error rows), and the request counts that reconcile in = scored + errored. The one
 place both ``evalcore run`` (:mod:`evalcore.pipeline.reduce`) and ``evalcore score``
-(:mod:`evalcore.score_cli.stage`) compute per-item scores."""
+(:mod:`evalcore.cli.score.stage`) compute per-item scores."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ corpus BLEU over the pairs scored without error (``corpus_bleu``). Computed here
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from evalcore.textmetrics.freeform_metric import METRICS
 from evalcore.textmetrics.text_profiles import LexicalMetric, PairTools
@@ -21,19 +21,37 @@ WEIGHTS = (0.25, 0.25, 0.25, 0.25)
 CORPUS_BLEU = "sacrebleu corpus BLEU/100 over scored rows, tokenize=13a, smooth=exp"
 
 
+class SentenceBleu(LexicalMetric):
+    """A sentence BLEU of one pair: nltk's with :attr:`weights` (``mullama``), or sacreBLEU's scorer that
+    :attr:`sacrebleu` builds, over 100 (``standard``). BLEU and BLEU-4 are this with their own weights and scorer."""
+
+    weights: ClassVar[tuple[float, ...]]
+    sacrebleu: ClassVar[Callable[[], Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.nltk_bleu_weights = {"mullama": cls.weights}  # the engine's one shared nltk call (text_profiles)
+
+    def value(self, ref: str, cand: str, tools: PairTools) -> float:
+        if self.profile == "standard":
+            bleu = tools.once(f"sacrebleu {self.name}", type(self).sacrebleu)
+            return bleu.sentence_score(cand, [ref]).score / 100.0
+        return tools.sentence_bleu(ref, cand, self.weights)
+
+
+def _sacrebleu():
+    import sacrebleu
+
+    return sacrebleu.BLEU(tokenize="13a", smooth_method="exp", effective_order=True)
+
+
 @METRICS.register("bleu")
-class Bleu(LexicalMetric):
+class Bleu(SentenceBleu):
     definitions = {
         "mullama": "nltk sentence_bleu([ref], cand) on raw strings (character n-grams), weights 0.25x4, no smoothing",
         "standard": "sacrebleu sentence BLEU/100, tokenize=13a, smooth=exp, effective_order=True",
     }
-    nltk_bleu_weights = {"mullama": WEIGHTS}
-
-    def value(self, ref: str, cand: str, tools: PairTools) -> float:
-        if self.profile == "standard":
-            bleu = tools.once("sacrebleu BLEU", _sacrebleu)
-            return bleu.sentence_score(cand, [ref]).score / 100.0
-        return tools.sentence_bleu(ref, cand, WEIGHTS)
+    weights, sacrebleu = WEIGHTS, staticmethod(_sacrebleu)
 
     def aggregate_definitions(self) -> dict[str, str]:
         return {"corpus_bleu": CORPUS_BLEU} if self.profile == "standard" else {}
@@ -47,9 +65,3 @@ class Bleu(LexicalMetric):
 
         bleu = sacrebleu.BLEU(tokenize="13a", smooth_method="exp")
         return {"corpus_bleu": bleu.corpus_score([c for _, c in pairs], [[r for r, _ in pairs]]).score / 100.0}
-
-
-def _sacrebleu():
-    import sacrebleu
-
-    return sacrebleu.BLEU(tokenize="13a", smooth_method="exp", effective_order=True)

@@ -12,25 +12,10 @@ from __future__ import annotations
 import logging
 
 from evalcore.textmetrics.freeform_metric import METRICS
-from evalcore.textmetrics.text_profiles import LexicalMetric, PairTools
+from evalcore.textmetrics.registered.bleu import SentenceBleu
 
 #: the 4-gram precision alone
 WEIGHTS = (0.0, 0.0, 0.0, 1.0)
-
-
-@METRICS.register("bleu4")
-class Bleu4(LexicalMetric):
-    definitions = {
-        "mullama": "nltk sentence_bleu([ref], cand) on raw strings, weights (0, 0, 0, 1), no smoothing",
-        "standard": "sacrebleu sentence BLEU-4/100, tokenize=13a, smooth=none, effective_order=False",
-    }
-    nltk_bleu_weights = {"mullama": WEIGHTS}
-
-    def value(self, ref: str, cand: str, tools: PairTools) -> float:
-        if self.profile == "standard":
-            bleu = tools.once("sacrebleu BLEU-4", _sacrebleu4)
-            return bleu.sentence_score(cand, [ref]).score / 100.0
-        return tools.sentence_bleu(ref, cand, WEIGHTS)
 
 
 def _quiet_effective_order(record: logging.LogRecord) -> bool:
@@ -43,3 +28,12 @@ def _sacrebleu4():
 
     logging.getLogger("sacrebleu").addFilter(_quiet_effective_order)
     return sacrebleu.BLEU(tokenize="13a", smooth_method="none", effective_order=False)
+
+
+@METRICS.register("bleu4")
+class Bleu4(SentenceBleu):
+    definitions = {
+        "mullama": "nltk sentence_bleu([ref], cand) on raw strings, weights (0, 0, 0, 1), no smoothing",
+        "standard": "sacrebleu sentence BLEU-4/100, tokenize=13a, smooth=none, effective_order=False",
+    }
+    weights, sacrebleu = WEIGHTS, staticmethod(_sacrebleu4)

@@ -41,14 +41,14 @@ import pandas as pd
 import typer
 
 from evalcore.reports.tables_html import fmt
-from evalcore.score_cli.app import score_app
-from evalcore.score_cli.factual_formats import FORMATS, run_derived
-from evalcore.score_cli.factual_rows import label_list, render_report, response_error
-from evalcore.score_cli.io import arrow_safe, fail, is_missing, quiet_mode, write_outputs
-from evalcore.score_cli.llm_options import LLM, LlmOptions
-from evalcore.score_cli.option_groups import COMMON, OUT, Common, group_by_option, takes_groups
-from evalcore.score_cli.stage import score_judged, scorer
-from evalcore.score_cli.steps import (Counts, bootstrap_unit, close, group_columns, judge_answers, read_input,
+from evalcore.cli.score.app import score_app
+from evalcore.cli.score.factual_formats import FORMATS, run_derived
+from evalcore.cli.score.factual_rows import label_list, render_report, response_error
+from evalcore.cli.score.io import arrow_safe, fail, is_missing, quiet_mode, write_outputs
+from evalcore.cli.score.llm_options import LLM, LlmOptions
+from evalcore.cli.score.option_groups import COMMON, OUT, Common, group_by_option, input_argument, takes_groups
+from evalcore.cli.score.stage import score_judged, scorer
+from evalcore.cli.score.steps import (Counts, bootstrap_unit, close, group_columns, judge_answers, read_input,
                                       scored_rows, summary_of, write_tables)
 from evalcore.scorers import factual_agreement as _agreement
 from evalcore.scorers.factual_modes import Mode, apply_mode, per_label
@@ -108,7 +108,7 @@ def score_rows(df: pd.DataFrame, task: str, lexicon: Lexicon, tree: dict[str, st
     """Input rows + ``truth``, ``extracted``, TP/FP/FN, P/R/F1 and ``error`` (metrics NaN on errors).
 
     Each valid row is one request: its extracted labels and normalised ground truth, under the task's hierarchy
-    mode, become a judged row that the scoring stage scores (:func:`evalcore.score_cli.stage.score_judged`, the
+    mode, become a judged row that the scoring stage scores (:func:`evalcore.cli.score.stage.score_judged`, the
     registered factual scorer, as in a run). ``llm`` (one judge result per row, from :func:`llm_extract`)
     replaces the lexicon extractor and adds the ``dropped`` column; a judge error becomes the row's ``error``.
     """
@@ -182,8 +182,7 @@ def agreement_summary(table: pd.DataFrame) -> dict[str, float]:
 @score_app.command("factual")
 @takes_groups
 def factual(
-    input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `response` and `labels` "
-                                    "(other columns with --format, see there)."),
+    input_uri: str = input_argument("with `response` and `labels` (other columns with --format, see there)."),
     out: str = OUT,
     task: str = typer.Option(..., "--task", help="genre | genre-tree | genre-node | instrument | composer"),
     answer_format: str = typer.Option("standard", "--format", help="standard (labels extracted from free text) | "

@@ -1,6 +1,6 @@
 """The ``--llm-*`` options of the score commands that can use an LLM judge, declared once, and the judge they build.
 
-A command takes them all with one parameter, ``llm: LlmOptions = LLM`` (:func:`~evalcore.score_cli.option_groups.
+A command takes them all with one parameter, ``llm: LlmOptions = LLM`` (:func:`~evalcore.cli.score.option_groups.
 takes_groups`); a new option is one field here.
 """
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from evalcore.judges.base import Judge, build_judge as registered_judge
-from evalcore.score_cli.io import fail
-from evalcore.score_cli.option_groups import OptionGroup, option
+from evalcore.cli.score.io import fail
+from evalcore.cli.score.option_groups import OptionGroup, option
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ judges and scored by its stage.
 Rows: ``response`` + ``label`` (asked) + ``truth`` (bool), or ``response`` + ``options`` (two, in presented
 order) + ``correct_index`` (0/1). Rows sharing grouping values, ``item_id`` and, for true/false, the label are
 one question's chunks (``chunk_index``); each question becomes one request of judged chunk rows, merged and
-scored like a run's by :func:`evalcore.score_cli.stage.score_judged` (:mod:`evalcore.scorers.factual_formats`).
+scored like a run's by :func:`evalcore.cli.score.stage.score_judged` (:mod:`evalcore.scorers.factual_formats`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, Callable, Hashable, Optional
 import numpy as np
 import pandas as pd
 
-from evalcore.score_cli.factual_rows import label_list, render_report, response_error
-from evalcore.score_cli.io import arrow_safe, index_value, is_missing, write_outputs
-from evalcore.score_cli.stage import score_judged, scorer
-from evalcore.score_cli.steps import (WROTE, Counts, close, group_columns, judge, judge_answers, read_input,
+from evalcore.cli.score.factual_rows import label_list, render_report, response_error
+from evalcore.cli.score.io import arrow_safe, index_value, is_missing, write_outputs
+from evalcore.cli.score.stage import score_judged, scorer
+from evalcore.cli.score.steps import (WROTE, Counts, close, group_columns, judge, judge_answers, read_input,
                                       summary_of)
 from evalcore.scorers.factual_formats import chunk_answers
 from evalcore.vocab import lexicon_name, normalize

@@ -6,7 +6,7 @@ Each file's task comes from its name (``<model>_<task>.jsonl``, :func:`evalcore.
 its model from the name's prefix (or ``--model``). Its rows become the judged rows a run's ``mir`` protocol writes
 (the captioning tasks: free-form rows, profile ``mullama``, CMI-Bench's own metric choices) and are scored by the
 scoring stage (:func:`evalcore.scoring.requests.score_requests`, :func:`evalcore.scoring.summary.summary_table`),
-so a figure has one implementation: all files' rows are one job of the stage (:mod:`evalcore.score_cli.stage`). A multi-class file's label set is its own correct answers, as released. Rows
+so a figure has one implementation: all files' rows are one job of the stage (:mod:`evalcore.cli.score.stage`). A multi-class file's label set is its own correct answers, as released. Rows
 may carry ``item_id`` and ``condition`` (another harness's listening controls): the summary then holds the paired
 differences correct − control.
 
@@ -34,11 +34,11 @@ from evalcore.datasets.validate import text_problem
 from evalcore.core.errors import INPUT
 from evalcore.kinds.base import KINDS
 from evalcore.reports.tables_html import fmt
-from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import arrow_safe, fail, quiet_mode, unencodable, write_outputs
-from evalcore.score_cli.option_groups import COMMON, OUT, Common, takes_groups
-from evalcore.score_cli.stage import Job, error_table, job_summary, score_job
-from evalcore.score_cli.steps import Counts, close, write_tables
+from evalcore.cli.score.app import score_app
+from evalcore.cli.score.io import arrow_safe, fail, quiet_mode, unencodable, write_outputs
+from evalcore.cli.score.option_groups import COMMON, OUT, Common, takes_groups
+from evalcore.cli.score.stage import Job, error_table, job_summary, score_job
+from evalcore.cli.score.steps import Counts, close, write_tables
 from evalcore.core.seeding import stable_id
 from evalcore.textmetrics.metric_config import FreeformMetrics
 

@@ -26,11 +26,11 @@ import typer
 from evalcore.core import storage
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
-from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import InputError, arrow_safe, fail, quiet_mode, summarize, write_outputs
-from evalcore.score_cli.option_groups import (COMMON, OUT, Common, OptionGroup, group_by_option, option,
-                                              takes_groups)
-from evalcore.score_cli.steps import (Counts, bootstrap_unit, close, columns, group_columns, read_input,
+from evalcore.cli.score.app import score_app
+from evalcore.cli.score.io import InputError, arrow_safe, fail, quiet_mode, summarize, write_outputs
+from evalcore.cli.score.option_groups import (COMMON, OUT, Common, OptionGroup, group_by_option, input_argument,
+                                              option, takes_groups)
+from evalcore.cli.score.steps import (Counts, bootstrap_unit, close, columns, group_columns, read_input,
                                       scored_rows)
 from evalcore.scorers.freeform import aggregates
 from evalcore.stats.aggregate import contrasts
@@ -114,8 +114,7 @@ def _rows_with_errors(df: pd.DataFrame, metrics: list[str], profile: str, models
 @score_app.command("freeform")
 @takes_groups
 def score_freeform(
-    input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL with `candidate`, `reference` "
-                                    "and grouping columns (e.g. model, condition)."),
+    input_uri: str = input_argument("with `candidate`, `reference` and grouping columns (e.g. model, condition)."),
     out: str = OUT,
     profile: str = typer.Option("mullama", "--profile", help="mullama (the MU-LLaMA script) | standard"),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated: bleu,bleu4,meteor,rouge,"

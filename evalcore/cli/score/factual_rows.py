@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from evalcore.reports.tables_html import fmt
-from evalcore.score_cli.io import text_error
-from evalcore.score_cli.steps import Counts
+from evalcore.cli.score.io import text_error
+from evalcore.cli.score.steps import Counts
 
 
 def label_list(value: Any) -> list[str] | None:

@@ -75,8 +75,13 @@ COMMON = Common()
 OUT: str = typer.Option(..., "--out", help="Output directory (local path or s3://).")
 
 
+def input_argument(what: str) -> Any:
+    """The ``INPUT`` argument of a command that reads one table (``what``: its rows, as the help says them)."""
+    return typer.Argument(..., metavar="INPUT", help=f"Parquet or JSONL {what}")
+
+
 def group_by_option(own: str) -> Any:
-    """``--group-by`` of a command whose grouping columns :func:`evalcore.score_cli.steps.group_columns` checks
+    """``--group-by`` of a command whose grouping columns :func:`evalcore.cli.score.steps.group_columns` checks
     (``own``: the input columns it never groups by, as its help names them)."""
     return typer.Option(None, "--group-by", help="Comma-separated grouping columns (default: every scalar column "
                                                  f"but {own}/item_id).")

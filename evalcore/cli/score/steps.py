@@ -1,4 +1,4 @@
-"""The steps every ``evalcore score`` command takes around the scoring stage (:mod:`evalcore.score_cli.stage`).
+"""The steps every ``evalcore score`` command takes around the scoring stage (:mod:`evalcore.cli.score.stage`).
 
 Read the input rows (an unreadable file exits 2 naming why), check ``--group-by``, have a registered judge read
 the answers (one batched call through the scoring guard: an answer the judge raises on is that row's error, never
@@ -18,9 +18,9 @@ import pyarrow as pa
 from evalcore.core import storage
 from evalcore.core.guard import judged as guarded_judge
 from evalcore.judges.base import Judge, build_judge
-from evalcore.score_cli.io import (SUMMARY_TAIL, InputError, default_group_by, exit_if_unscored, fail, read_rows,
+from evalcore.cli.score.io import (SUMMARY_TAIL, InputError, default_group_by, exit_if_unscored, fail, read_rows,
                                    say, summarize)
-from evalcore.score_cli.released_mcq import released_rows
+from evalcore.cli.score.released_mcq import released_rows
 from evalcore.stats.aggregate import ItemStats, mean_item_stats
 
 
@@ -32,7 +32,7 @@ def columns(text: str | None) -> list[str]:
 def read_input(command: str, uri: str, required: Iterable[str], *, released: str | None = None,
                limit: int | None = None, caught: tuple[type[Exception], ...] = (InputError, ValueError, OSError)
                ) -> pd.DataFrame:
-    """The input rows (:func:`~evalcore.score_cli.io.read_rows`, or a benchmark's ``released`` output file); an
+    """The input rows (:func:`~evalcore.cli.score.io.read_rows`, or a benchmark's ``released`` output file); an
     error in ``caught`` exits 2 with its message (its first ``limit`` characters)."""
     try:
         return released_rows(uri, released) if released else read_rows(uri, required)
@@ -100,7 +100,7 @@ def bootstrap_unit(scored: pd.DataFrame, groups: list[str]) -> str:
 
 def summary_of(scored: pd.DataFrame, aggregates: Iterable[Any], groups: list[str], *, unit: str, resamples: int,
                seed: int, item_stats: ItemStats = mean_item_stats) -> pd.DataFrame:
-    """:func:`~evalcore.score_cli.io.summarize` of the scored rows; no rows: the summary's columns only."""
+    """:func:`~evalcore.cli.score.io.summarize` of the scored rows; no rows: the summary's columns only."""
     if not len(scored):
         return pd.DataFrame(columns=[*groups, *SUMMARY_TAIL])
     return summarize(scored, aggregates, groups, unit=unit, resamples=resamples, seed=seed, item_stats=item_stats)

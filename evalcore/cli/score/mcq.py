@@ -24,14 +24,14 @@ import typer
 
 from evalcore.reports.tables_html import fmt
 from evalcore.core.schema import VERDICTS_DIFFER
-from evalcore.score_cli.app import score_app
-from evalcore.score_cli.io import arrow_safe, default_group_by, fail, index_value, is_missing, quiet_mode, text_error, \
+from evalcore.cli.score.app import score_app
+from evalcore.cli.score.io import arrow_safe, default_group_by, fail, index_value, is_missing, quiet_mode, text_error, \
     write_outputs
-from evalcore.score_cli.llm_options import LLM, LlmOptions
-from evalcore.score_cli.option_groups import COMMON, OUT, Common, takes_groups
-from evalcore.score_cli.released_mcq import RELEASED
-from evalcore.score_cli.stage import score_judged
-from evalcore.score_cli.steps import WROTE, Counts, close, columns, judge, judge_answers, read_input
+from evalcore.cli.score.llm_options import LLM, LlmOptions
+from evalcore.cli.score.option_groups import COMMON, OUT, Common, input_argument, takes_groups
+from evalcore.cli.score.released_mcq import RELEASED
+from evalcore.cli.score.stage import score_judged
+from evalcore.cli.score.steps import WROTE, Counts, close, columns, judge, judge_answers, read_input
 from evalcore.scorers.mcq_breakdowns import as_labels
 from evalcore.scorers.mcq_orders import METRICS, STRICT_METRICS, agreement, summarize_orders
 
@@ -85,7 +85,7 @@ def row_error(row: dict[str, Any]) -> str | None:
 def score_rows(df: pd.DataFrame, parser: str, judge: Any = None) -> pd.DataFrame:
     """Input rows + ``parsed_index`` (-1 = unanswered, null on error), ``correct``, ``error`` and, for a parser
     that follows a published rule, ``correct_strict``; the judged answers are scored by the scoring stage
-    (:func:`evalcore.score_cli.stage.score_judged`), as in a run.
+    (:func:`evalcore.cli.score.stage.score_judged`), as in a run.
 
     ``parser`` "llm" needs ``judge`` (an ``mcq_llm`` judge); any other is its registered judge (:data:`PARSER_JUDGES`).
     The valid rows go to the judge in one call; a row whose judgment failed gets ``error`` =
@@ -209,8 +209,8 @@ def render_report(summary: pd.DataFrame, by: list[str], parser: str, counts: Cou
 @score_app.command("mcq")
 @takes_groups
 def score_mcq(
-    input_uri: str = typer.Argument(..., metavar="INPUT", help="Parquet or JSONL rows: question_id, order_id, "
-                                    "options, correct_index (0-based), response, plus grouping columns."),
+    input_uri: str = input_argument("rows: question_id, order_id, options, correct_index (0-based), "
+                                    "response, plus grouping columns."),
     out: str = OUT,
     parser: str = typer.Option("strict", "--parser", help="Answer parser: strict | muchomusic | mmau | mmar | rul | "
                                "mmau-pro-bow (MMAU-Pro's rule, bag-of-words stand-in) | llm."),

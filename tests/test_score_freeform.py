@@ -122,3 +122,14 @@ def test_model_metrics_bad_rows_and_provenance(tmp_path):
     assert info["profile"] == "mullama" and info["cider_corpus"] == ["model", "condition"]
     assert info["models"]["claptext"]["checkpoint"] == str(ckpt) and info["models"]["bertscore"]["num_layers"] == 4
     assert "rows: 16 in = 13 scored + 3 errored" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("command", ["freeform", "mcq", "factual"])
+def test_a_corrupt_parquet_input_exits_2_naming_it(tmp_path, command):
+    """A file that is no Parquet is the input's mistake: one line and exit 2, never a traceback (every command)."""
+    bad = tmp_path / "rows.parquet"
+    bad.write_bytes(b"PAR1" + b"not a table" * 8)
+    extra = ["--task", "instrument"] if command == "factual" else []
+    res = CliRunner().invoke(app, ["score", command, str(bad), "--out", str(tmp_path / "out"), *extra])
+    assert res.exit_code == 2, res.output
+    assert "Parquet magic bytes not found" in res.output and "Traceback" not in res.output

@@ -27,7 +27,7 @@ from evalcore.core import storage
 from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.cli.score.app import score_app
-from evalcore.cli.score.io import InputError, arrow_safe, fail, quiet_mode, summarize, write_outputs
+from evalcore.cli.score.io import arrow_safe, fail, quiet_mode, summarize, write_outputs
 from evalcore.cli.score.option_groups import (COMMON, OUT, Common, OptionGroup, group_by_option, input_argument,
                                               option, takes_groups)
 from evalcore.cli.score.steps import (Counts, bootstrap_unit, close, columns, group_columns, read_input,
@@ -129,8 +129,7 @@ def score_freeform(
     quiet_mode(common.quiet)
     wanted = _wanted(profile, metrics)
     model_metrics = models.metrics(wanted)
-    # only an unreadable or incomplete file exits 2 here (InputError); other read errors are not caught
-    df = read_input("freeform", input_uri, ["candidate", "reference"], caught=(InputError,))
+    df = read_input("freeform", input_uri, ["candidate", "reference"])
     groups = group_columns("freeform", df, group_by, _RESERVED)
     corpus_cols = _corpus_columns(df, cider_corpus)
     try:

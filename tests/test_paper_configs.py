@@ -347,8 +347,15 @@ def test_the_paper_run_gives_the_recorded_summary(paper_run: dict) -> None:
     in_order = lambda rs: sorted(rs, key=lambda r: json.dumps({k: v for k, v in r.items() if k not in figures},  # noqa: E731
                                                              sort_keys=True))
     assert got["counts"] == want["counts"]
-    # CLAPText's and BERTScore's float32 embeddings move in the 7th digit with how the stream batched their texts
-    assert differences(in_order(rows), in_order(want["summary"]), tol=1e-6) == []
+    # CLAPText's and BERTScore's float32 embeddings move in the 7th digit with how the stream batched their texts;
+    # every other figure as the demo's, to 1e-9
+    embedded = ("claptext", "bertscore")
+    got_rows, want_rows = in_order(rows), in_order(want["summary"])
+    assert [r["metric"] for r in got_rows] == [r["metric"] for r in want_rows]
+    loose = [i for i, r in enumerate(want_rows) if r["metric"] in embedded]
+    strict = [i for i in range(len(want_rows)) if i not in set(loose)]
+    assert differences([got_rows[i] for i in strict], [want_rows[i] for i in strict]) == []
+    assert loose and differences([got_rows[i] for i in loose], [want_rows[i] for i in loose], tol=1e-6) == []
 
 
 GOLDEN_PAPERS = pathlib.Path(__file__).resolve().parent / "fixtures" / "golden_papers"

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from evalcore.kinds.base import KINDS, kinds_where
+from evalcore.kinds.base import kinds_where
 from evalcore.reports.tables_html import fmt
 from evalcore.core.schema import ERRORED
 
@@ -94,12 +94,13 @@ def run_sections(summary: pd.DataFrame, conf: int, roles: Mapping[str, str], rew
 
     ``roles``: model → ``paraphrase`` | ``adversarial`` for the reference-rewrite systems; paraphrase −
     adversarial rows are those whose model starts with ``rewrite_label``."""
-    kinds = summary["protocol_kind"] if "protocol_kind" in summary.columns else summary["protocol"]
-    every = summary[kinds.fillna(summary["protocol"]).isin(kinds_where("text_metrics"))]
+    kinds = (summary["protocol_kind"] if "protocol_kind" in summary.columns else summary["protocol"]) \
+        .fillna(summary["protocol"])
+    every = summary[kinds.isin(kinds_where("text_metrics"))]
     out: list[str] = []
-    for proto, every in every.groupby("protocol", sort=True):  # an instance named after its kind needs no prefix
-        out += _instance_sections(every, conf, roles, rewrite_label, "" if proto in KINDS else f"{proto} · ",
-                                  min_items)
+    for proto, rows in every.groupby("protocol", sort=True):  # an instance named after its kind needs no prefix
+        named_as_kind = (kinds[rows.index] == proto).all()
+        out += _instance_sections(rows, conf, roles, rewrite_label, "" if named_as_kind else f"{proto} · ", min_items)
     return out
 
 

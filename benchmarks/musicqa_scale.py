@@ -9,8 +9,8 @@ process; ``--limit N`` takes the first N questions of each copy (a proportionall
 It prints, for each size, the wall, requests/s, the driver's peak RSS (and per 1,000 requests), when the model
 stage started and when the first shard was committed after it, the time from the last model answer to the written
 report, and the run's per-stage profile (run.json's ``profile``: Ray Data's operator stats and the driver's
-stages); the bottleneck model (the most busy seconds per actor): how busy its actors were over its stage, how long
-they were starved (waited for input while work remained) and which upstream stage held them; then how each grows
+stages); the bottleneck model (the one that sets the pace: its stage lasted longest): how busy its actors were over
+its stage, how long they were starved (waited for input while work remained) and which upstream stage held them; then how each grows
 from one size to the next (the run's wall and the whole command's, each size's driver process from its start to
 its exit, against the requests ratio), with the load average before and after each run.
 
@@ -82,12 +82,13 @@ def config(musicqa: str, audio: str, copies: int, root: str, ray: dict | None = 
 
 
 def bottleneck(profile: dict) -> tuple[str, dict] | None:
-    """The model with the most busy seconds per actor (the one that sets the run's pace), and its figures."""
+    """The model that sets the run's pace (:func:`evalcore.reports.run_profile.pace_setter`: its stage lasted
+    longest), and its figures."""
+    from evalcore.reports.run_profile import pace_setter
+
     models = profile.get("models") or {}
-    if not models:
-        return None
-    name = max(models, key=lambda m: models[m]["busy_s"] / max(1, models[m]["actors"]))
-    return name, models[name]
+    name = pace_setter(models)
+    return (name, models[name]) if name is not None else None
 
 
 def one(musicqa: str, copies: int, ray: dict | None = None, limit: int | None = None,

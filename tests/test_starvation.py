@@ -64,3 +64,15 @@ def test_a_model_that_waited_over_5_percent_is_named_with_what_held_it_and_quiet
     assert starved_notes(_profile(0.4)) == []  # 4 %: quiet
     assert not any("Model m waited" in x for x in section(_profile(0.4)) + profile_lines(_profile(0.4)))
     assert starved_notes({"models": {"m": {"wall_s": 1.0}}}) == []  # a profile from before starved seconds
+
+
+def test_only_the_model_that_sets_the_pace_is_said_to_wait():
+    """A model faster than what feeds it waits by nature: a second model with a shorter stage, starved 80 % of it,
+    gets no sentence; the pace-setting model's 30 % does."""
+    profile = _profile(3.0)
+    profile["models"]["quick"] = {**profile["models"]["m"], "wall_s": 2.0, "busy_s": 0.2, "starved_s": 1.6,
+                                  "starved_fraction": 0.8}
+    notes = starved_notes(profile)
+    assert len(notes) == 1 and notes[0].startswith("Model m waited")
+    profile["models"]["quick"]["wall_s"] = 20.0  # now it is the one the run waits for
+    assert [n.split()[1] for n in starved_notes(profile)] == ["quick"]

@@ -168,8 +168,8 @@ def _rows(n: int | None) -> str:
 
 def profile_lines(profile: dict) -> list[str]:
     """The closing lines of a run from its profile (run.json's ``profile``, :mod:`evalcore.pipeline.profile`): one
-    per stage (a model's with how busy its actors were, its answers/s and its starved seconds), a line per model
-    whose actors waited for input more than 5 % of its stage naming the stage that held it
+    per stage (a model's with how busy its actors were, its answers/s and its starved seconds), a line when the
+    model that sets the pace waited for input more than 5 % of its stage, naming the stage that held it
     (:func:`evalcore.reports.run_profile.starved_notes`), when the first shard was committed, the run's wall."""
     out = []
     models = profile.get("models") or {}

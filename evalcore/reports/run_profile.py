@@ -11,11 +11,20 @@ from typing import Any
 STARVED_NOTE_FRACTION = 0.05
 
 
+def pace_setter(models: dict[str, dict[str, Any]]) -> str | None:
+    """The model that sets the run's pace: the one whose stage lasted longest (its wall); None without models. A
+    model that answers faster than the others feed it waits by nature, and saying so would be noise."""
+    return max(models, key=lambda m: models[m].get("wall_s") or 0.0) if models else None
+
+
 def starved_notes(profile: dict[str, Any] | None) -> list[str]:
-    """One sentence per model whose actors waited for input while work remained more than
-    :data:`STARVED_NOTE_FRACTION` of its stage, naming the upstream stage(s) that held it; none otherwise."""
+    """A sentence when the model that sets the run's pace (:func:`pace_setter`) waited for input while work remained
+    more than :data:`STARVED_NOTE_FRACTION` of its stage, naming the upstream stage(s) that held it; none otherwise."""
     out = []
-    for name, m in ((profile or {}).get("models") or {}).items():
+    models = (profile or {}).get("models") or {}
+    for name, m in models.items():
+        if name != pace_setter(models):
+            continue
         frac = m.get("starved_fraction")
         if frac is None or frac <= STARVED_NOTE_FRACTION:
             continue

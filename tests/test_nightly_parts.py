@@ -195,6 +195,7 @@ def test_a_checkpoint_over_its_error_budget_is_failed_never_unchanged(tmp_path, 
     import evalcore.pipeline.run as pipeline_run
     from evalcore.nightly import night as nt
     from evalcore.nightly.lease import Leases
+    from evalcore.core.nightly_outcome import CheckpointKey
     from evalcore.nightly.series import Checkpoint
     from evalcore.pipeline.outcome import ErrorBudgetExceeded, RunResult
 
@@ -210,7 +211,7 @@ def test_a_checkpoint_over_its_error_budget_is_failed_never_unchanged(tmp_path, 
     ledger = Ledger(cfg.root, Leases())
     lease = ledger.claim("listener", "step-9", "me", 60)
     result = nt.NightResult(root=cfg.root)
-    nt.evaluate(cfg, cfg.series[0], Checkpoint("listener", "step-9", str(tmp_path / "ck" / "step-9")), ledger, lease,
+    nt.evaluate(cfg, cfg.series[0], Checkpoint(CheckpointKey("listener", "step-9"), str(tmp_path / "ck" / "step-9")), ledger, lease,
                 result)
     rec = ledger.get("listener", "step-9")
     assert rec.status is Status.FAILED and "model 'listener' errored on 10 of 10" in rec.reason

@@ -40,3 +40,18 @@ def test_every_command_taking_the_llm_group_has_each_of_its_options() -> None:
     for name in ("mcq", "factual"):
         have = [o for p in score.commands[name].params for o in p.opts]
         assert [o for o in have if o.startswith("--llm-")] == flags, name
+
+
+def test_an_option_that_sets_a_metric_config_field_says_what_the_config_field_says() -> None:
+    from evalcore.cli.score.freeform import MODELS, ModelOptions
+    from evalcore.textmetrics.registered.bertscore import BertScoreConfig
+    from evalcore.textmetrics.registered.clap_text import ClapTextConfig
+
+    spec = {f.name: f.metadata["option"] for f in fields(ModelOptions)}
+    for option, (model, name) in {"bertscore_layers": (BertScoreConfig, "num_layers"),
+                                  "bertscore_batch_size": (BertScoreConfig, "batch_size"),
+                                  "clap_tokenizer": (ClapTextConfig, "tokenizer")}.items():
+        described = model.model_fields[name].description
+        assert described and spec[option].help == described
+    assert MODELS.bertscore_batch_size == BertScoreConfig.model_fields["batch_size"].default == 64
+    assert MODELS.clap_checkpoint is None  # required in the config: given on the command line

@@ -110,13 +110,13 @@ def pick(cfg: NightlyConfig, ledger: Ledger, cps: list[discovery.Checkpoint],
     """The checkpoints to evaluate tonight: ready, not finished, attempts left; newest first, at most N."""
     todo = []
     for cp in reversed(cps):
-        rec = ledger.get(cp.series, cp.name)
+        rec = ledger.get(cp.key.series, cp.name)
         if cp.problem is not None:
             if rec is None or rec.status is Status.WAITING:
-                waiting = LedgerRecord(cp.series, cp.name, Status.WAITING)
+                waiting = LedgerRecord(cp.key.series, cp.name, Status.WAITING)
                 ledger.put((rec or waiting).but(uri=cp.uri, status=Status.WAITING, reason=cp.problem))
                 if result is not None:
-                    result.add(CheckpointKey(cp.series, cp.name), Outcome.WAITING, cp.problem)
+                    result.add(cp.key, Outcome.WAITING, cp.problem)
             continue
         if rec is not None and done(cfg, rec):
             continue
@@ -135,7 +135,7 @@ def evaluate(cfg: NightlyConfig, s: SeriesConfig, cp: discovery.Checkpoint, ledg
     record written under ``lease``: refused once another nightly has taken it over)."""
     from evalcore.pipeline.run import RunUnscored, run as run_pipeline  # heavy: pulls matplotlib (reports)
 
-    key = CheckpointKey(s.name, cp.name)
+    key = cp.key
     rec = ledger.get(s.name, cp.name)
     if rec is not None and done(cfg, rec):
         return  # another nightly finished it (or used its last attempt) between pick and claim
@@ -259,7 +259,7 @@ def night(cfg: NightlyConfig, owner: str | None = None) -> NightResult:
             start_cluster(cfg)  # a cluster that will not start fails the night, not a checkpoint
             lease = ledger.claim(s.name, cp.name, owner, cfg.lease_seconds)
             if lease is None:
-                result.add(CheckpointKey(s.name, cp.name), Outcome.LEASED)
+                result.add(cp.key, Outcome.LEASED)
                 log.info("nightly: %s/%s is leased by another nightly; skipped", s.name, cp.name)
                 continue
             try:

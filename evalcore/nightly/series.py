@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from evalcore.core import storage
+from evalcore.core.nightly_outcome import CheckpointKey
 from evalcore.nightly.config import SeriesConfig
 
 _DIGITS = re.compile(r"(\d+)")
@@ -18,12 +19,17 @@ def natural_key(name: str) -> tuple:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """One checkpoint of a series; ``problem`` says why it is not evaluated yet (no ready marker)."""
+    """One checkpoint of a series found under its prefix; ``problem`` says why it is not evaluated yet (no ready
+    marker)."""
 
-    series: str
-    name: str
+    key: CheckpointKey
     uri: str
     problem: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The checkpoint's name (its sub-prefix)."""
+        return self.key.checkpoint
 
 
 class SeriesUnreadable(OSError):
@@ -47,5 +53,5 @@ def discover(series: SeriesConfig) -> list[Checkpoint]:
                 ready, problem = False, f"unreadable: {e}"
             if not ready and problem is None:
                 problem = f"not ready: no {series.ready_marker} marker"
-        out.append(Checkpoint(series.name, name, uri, problem))
+        out.append(Checkpoint(CheckpointKey(series.name, name), uri, problem))
     return out

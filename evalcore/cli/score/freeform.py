@@ -28,8 +28,8 @@ from evalcore.reports.freeform import skyline_check, table2
 from evalcore.reports.tables_html import fmt
 from evalcore.cli.score.app import score_app
 from evalcore.cli.score.io import arrow_safe, fail, quiet_mode, summarize, write_outputs
-from evalcore.cli.score.option_groups import (COMMON, OUT, Common, OptionGroup, group_by_option, input_argument,
-                                              option, takes_groups)
+from evalcore.cli.score.option_groups import (COMMON, OUT, Common, OptionGroup, config_option, group_by_option,
+                                              input_argument, option, takes_groups)
 from evalcore.cli.score.steps import (Counts, bootstrap_unit, close, columns, group_columns, read_input,
                                       scored_rows)
 from evalcore.scorers.freeform import aggregates
@@ -47,23 +47,16 @@ _RESERVED = {"candidate", "reference", "_input_error"}
 class ModelOptions(OptionGroup):
     """The model-based metrics' models (local or ``s3://``, never a hub) and where they run."""
 
-    bertscore_model: Optional[str] = option(None, "--bertscore-model", help="Local model directory for "
-                                            "BERTScore (mullama: a copy of roberta-large).")
-    bertscore_id: Optional[str] = option(None, "--bertscore-id", help="Published name of that model "
-                                         "(default: the directory name), e.g. roberta-large.")
-    bertscore_layers: Optional[int] = option(None, "--bertscore-layers", help="Layer (default: bert_score's "
-                                             "for the model id, 17 for roberta-large).")
-    bertscore_batch_size: int = option(64, "--bertscore-batch-size", min=1, help="Sentence pairs BERTScore "
-                                       "embeds at once.")
-    bertscore_baseline: Optional[str] = option(None, "--bertscore-baseline", help="Rescaling baseline .tsv "
-                                               "(standard profile; default: bert_score's file for the id).")
-    clap_checkpoint: Optional[str] = option(None, "--clap-checkpoint", help="laion CLAP checkpoint (.pt), "
-                                            "local or s3:// (paper: music_audioset_epoch_15_esc_90.14.pt).")
-    clap_tokenizer: Optional[str] = option(None, "--clap-tokenizer", help="Directory with roberta-base's "
-                                           "vocab.json and merges.txt, local or s3://.")
+    bertscore_model: Optional[str] = config_option(BertScoreConfig, "model", "--bertscore-model")
+    bertscore_id: Optional[str] = config_option(BertScoreConfig, "model_id", "--bertscore-id")
+    bertscore_layers: Optional[int] = config_option(BertScoreConfig, "num_layers", "--bertscore-layers")
+    bertscore_batch_size: int = config_option(BertScoreConfig, "batch_size", "--bertscore-batch-size", min=1)
+    bertscore_baseline: Optional[str] = config_option(BertScoreConfig, "baseline", "--bertscore-baseline")
+    clap_checkpoint: Optional[str] = config_option(ClapTextConfig, "checkpoint", "--clap-checkpoint")
+    clap_tokenizer: Optional[str] = config_option(ClapTextConfig, "tokenizer", "--clap-tokenizer")
     use_ray: bool = option(False, "--ray/--no-ray", help="Embed CLAP texts on Ray actors (RAY_ADDRESS or local).")
     clap_actors: int = option(1, "--clap-actors", min=1, help="Ray actors for CLAP (with --ray).")
-    device: str = option("cpu", "--device", help="torch device for BERTScore and CLAP.")
+    device: str = config_option(BertScoreConfig, "device", "--device")  # BERTScore's and CLAPText's
 
     def metrics(self, wanted: list[str]) -> ModelMetrics:
         """Model configs for the metrics asked for; a missing one exits 2 naming the option."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, TypeVar
 
 import typer
+from pydantic import BaseModel
 
 from evalcore.reports import console
 
@@ -29,6 +30,14 @@ class OptionGroup:
 def option(default: Any, *decls: str, help: str, **kw: Any) -> Any:  # noqa: A002 (typer's name)
     """A group's field: ``default`` when the group is built in code, and the typer option a command shows."""
     return field(default=default, metadata={"option": typer.Option(default, *decls, help=help, **kw)})
+
+
+def config_option(model: type[BaseModel], name: str, *decls: str, **kw: Any) -> Any:
+    """A group's field that sets field ``name`` of config model ``model``: its help is that field's description
+    and its default the field's (``None`` for a required one), so the option and the config say it in one place."""
+    spec = model.model_fields[name]
+    default = None if spec.is_required() else spec.default
+    return option(default, *decls, help=spec.description or "", **kw)
 
 
 def _expanded(name: str, group: type[OptionGroup], kind: Any) -> list[inspect.Parameter]:

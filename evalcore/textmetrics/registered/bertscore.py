@@ -30,14 +30,16 @@ class BertScoreConfig(MetricParams):
 
     path_params: ClassVar[dict[str, str]] = {"model": "dir", "baseline": "file"}  # files a metric actor reads, on whichever node it runs
 
-    model: str = Field(min_length=1)
-    #: published name, e.g. roberta-large (default: the directory's name); picks bert_score's default layer
-    model_id: str | None = None
-    num_layers: int | None = Field(None, ge=1)  # None: bert_score's tuned layer for model_id (17 for roberta-large)
-    batch_size: int = Field(64, ge=1)
-    device: str = "cpu"
-    #: rescaling baseline .tsv (standard profile; default: bert_score's file for model_id, if any)
-    baseline: str | None = None
+    model: str = Field(min_length=1, description="Local model directory, never downloaded (mullama: a copy of "
+                                                 "roberta-large).")
+    model_id: str | None = Field(None, description="Published name of that model (default: the directory name), "
+                                                   "e.g. roberta-large; picks bert_score's default layer.")
+    num_layers: int | None = Field(None, ge=1, description="Layer (default: bert_score's tuned layer for the model "
+                                                           "id, 17 for roberta-large).")
+    batch_size: int = Field(64, ge=1, description="Sentence pairs BERTScore embeds at once.")
+    device: str = Field("cpu", description="torch device the model runs on.")
+    baseline: str | None = Field(None, description="Rescaling baseline .tsv (standard profile; default: "
+                                                   "bert_score's file for the model id, if any).")
     chunk_pairs: int = Field(2048, ge=1)  # bounds memory: bert_score keeps every distinct sentence's embeddings per call
     lang: str = "en"
 

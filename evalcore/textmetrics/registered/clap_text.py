@@ -41,9 +41,11 @@ class ClapTextConfig(MetricParams):
 
     path_params: ClassVar[dict[str, str]] = {"checkpoint": "file", "tokenizer": "dir"}  # files a metric actor reads, on whichever node it runs
 
-    checkpoint: str = Field(min_length=1)
-    tokenizer: str = Field(min_length=1)
-    device: str = "cpu"
+    checkpoint: str = Field(min_length=1, description="laion CLAP checkpoint (.pt), local or s3:// (paper: "
+                                                      f"{PAPER_CHECKPOINT}).")
+    tokenizer: str = Field(min_length=1, description="Directory with roberta-base's vocab.json and merges.txt, "
+                                                     "local or s3://.")
+    device: str = Field("cpu", description="torch device the model runs on.")
     batch_size: int = Field(32, ge=1)
     num_attention_heads: int | None = Field(None, ge=1)  # None: hidden size / 64 (roberta's convention)
     cache_dir: str | None = None  # local copies of s3:// inputs (default: a temp dir)

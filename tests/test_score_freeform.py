@@ -52,6 +52,11 @@ def test_scores_counts_and_contrasts(pairs_file, tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["--metrics", "bleu,claptext"], "claptext needs --clap-checkpoint"),
     (["--metrics", "bertscore"], "bertscore needs --bertscore-model"),
+    (["--metrics", "bertscore", "--bertscore-model", "/nonexistent/roberta", "--bertscore-id", "roberta-large"],
+     "'/nonexistent/roberta' is not a local model directory with config.json (models are never downloaded) "
+     "(--bertscore-model)"),
+    (["--metrics", "claptext", "--clap-checkpoint", "/nonexistent/clap.pt", "--clap-tokenizer", "/"],
+     "'/nonexistent/clap.pt' does not exist (--clap-checkpoint)"),
     (["--metrics", "cider", "--cider-corpus", "nope"], "--cider-corpus: no such column"),
     (["--metrics", "bleurt"], "unknown --metrics"),
     (["--profile", "fancy"], "unknown --profile"),

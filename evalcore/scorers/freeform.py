@@ -54,11 +54,17 @@ def aggregates(metrics: Sequence[str], info: Mapping[str, Any]) -> list[Aggregat
                                           f"{versions}{tail}]") for m in metrics]
 
 
-def metric_info(cfg: FreeformMetrics, models: ModelMetrics) -> dict[str, Any]:
+def metric_info(cfg: FreeformMetrics, models: ModelMetrics, corpus: Sequence[str] | None = None) -> dict[str, Any]:
     """Profile, library versions, WordNet version (with a lexical metric), one definition per metric as the run
-    states it (e.g. models by id and path) and each metric's direction (for run.json)."""
+    states it (e.g. models by id and path, a corpus metric's corpus: ``corpus`` when the scorer was given one)
+    and each metric's direction (for run.json)."""
     wordnet = f"WordNet {wordnet_version()}" if lexical_names(cfg.names) else None
-    defs = {m: models.metric(m, cfg.profile).run_definition() for m in cfg.names}
+    defs = {}
+    for m in cfg.names:
+        metric = models.metric(m, cfg.profile)
+        if corpus is not None and metric.corpus:
+            metric.corpus = tuple(corpus)  # type: ignore[misc]  (this instance's corpus: the scorer's)
+        defs[m] = metric.run_definition()
     directions = {m: "higher is better" if metric_class(m).higher_is_better else "lower is better" for m in cfg.names}
     return {"profile": cfg.profile, "versions": library_versions(cfg.names), "wordnet": wordnet, "definitions": defs,
             "directions": directions, "chunks": cfg.chunks}
@@ -87,12 +93,16 @@ class FreeformScorer(Scorer):
     summary_columns = ()  # the keys and metric columns only
 
     def __init__(self, metrics: FreeformMetrics | Mapping[str, Any] | None = None,
-                 rewrites: Mapping[str, str] | None = None, s3: Mapping[str, Any] | None = None) -> None:
+                 rewrites: Mapping[str, str] | None = None, s3: Mapping[str, Any] | None = None,
+                 corpus: Sequence[str] | None = None) -> None:
+        """``corpus``: the row fields whose values together name a corpus metric's corpus (default: the fields its
+        metrics declare, e.g. CIDEr-D's dataset × model × condition × variant; ``()``: all rows one corpus)."""
         self.cfg = metrics if isinstance(metrics, FreeformMetrics) else FreeformMetrics.model_validate(metrics or {})
         self.models = model_metrics(self.cfg, s3)
-        self.corpus = tuple(dict.fromkeys(k for m in self.cfg.names for k in metric_class(m).corpus)) or ("dataset",)
+        declared = tuple(dict.fromkeys(k for m in self.cfg.names for k in metric_class(m).corpus)) or ("dataset",)
+        self.corpus = declared if corpus is None else tuple(corpus)
         self.rewrites = dict(rewrites or {})
-        self.info = metric_info(self.cfg, self.models)
+        self.info = metric_info(self.cfg, self.models, corpus)
         self.columns = tuple(self.cfg.names)
         self.aggregates = tuple(aggregates(self.columns, self.info))
         self.last_run: dict[str, Any] = {}

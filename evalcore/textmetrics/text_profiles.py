@@ -317,8 +317,16 @@ def score_pairs(
         info.setdefault("models", {})[m] = meta
     out = PairScores(profile, values, errors, info=info)
     scored = [(r, c) for r, c, e in zip(references, candidates, lexical_errors) if e is None]
-    for m in lexical:
-        out.corpus.update(metric_class(m)(m, profile).aggregates(scored))  # type: ignore[attr-defined]
+    out.corpus.update(corpus_aggregates(scored, profile, lexical))
+    return out
+
+
+def corpus_aggregates(pairs: Sequence[tuple[str, str]], profile: str, metrics: Sequence[str]) -> dict[str, float]:
+    """The corpus-level figures of the lexical ``metrics`` over (reference, candidate) ``pairs`` (e.g. the
+    standard profile's corpus BLEU), by name."""
+    out: dict[str, float] = {}
+    for m in lexical_names(metrics):
+        out.update(metric_class(m)(m, profile).aggregates(pairs))  # type: ignore[attr-defined]
     return out
 
 
@@ -361,9 +369,20 @@ def _info(profile: str, max_chars: int, metrics: Sequence[str]) -> dict[str, Any
         ensure_wordnet()
         wordnet_version = f"WordNet {wordnet.get_version()}"
     built = [cast(LexicalMetric, metric_class(m)(m, profile)) for m in lexical]
-    defs = {m.name: m.definition() for m in built}
-    for m in built:
-        defs.update(m.aggregate_definitions())
+    defs = {m.name: m.definition() for m in built} | corpus_definitions(profile, lexical)
     return {"profile": profile, "metrics": list(metrics), "versions": library_versions(metrics),
-            "wordnet": wordnet_version, "definitions": defs, "max_chars": max_chars,
-            "empty_candidate": "0.0 in every metric", "bad_row": "NaN in every metric + error string"}
+            "wordnet": wordnet_version, "definitions": defs, **row_rules(max_chars)}
+
+
+def corpus_definitions(profile: str, metrics: Sequence[str]) -> dict[str, str]:
+    """The definitions of the corpus-level figures :func:`corpus_aggregates` gives (e.g. ``corpus_bleu``)."""
+    out: dict[str, str] = {}
+    for m in lexical_names(metrics):
+        out.update(cast(LexicalMetric, metric_class(m)(m, profile)).aggregate_definitions())
+    return out
+
+
+def row_rules(max_chars: int = MAX_CHARS) -> dict[str, Any]:
+    """How :func:`score_pairs` treats a row it cannot score and an empty candidate, as the definitions state it."""
+    return {"max_chars": max_chars, "empty_candidate": "0.0 in every metric",
+            "bad_row": "NaN in every metric + error string"}

@@ -11,6 +11,10 @@ or ``s3://`` (never a hub): ``--bertscore-model`` (a local copy of roberta-large
 ``--ray`` embeds CLAP texts on Ray actors. CIDEr's IDF corpus is the rows sharing ``--cider-corpus``
 columns (default: ``model`` and ``condition`` where present, i.e. one evaluation run).
 ``DIR/definitions.json`` records profile, library versions and model ids/paths.
+
+Each input row is one request of a free-form job that the scoring stage scores with the run's scorer
+(:class:`evalcore.scorers.freeform.FreeformScorer`, its metrics config built from the options, as a run's protocol
+config gives it); a model file that is missing fails first, as a run's preflight finds it, naming its option.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import pandas as pd
 import typer
@@ -29,16 +33,19 @@ from evalcore.reports.tables_html import fmt
 from evalcore.cli.score.app import score_app
 from evalcore.cli.score.io import arrow_safe, fail, quiet_mode, summarize, write_outputs
 from evalcore.cli.score.option_groups import (COMMON, OUT, Common, OptionGroup, config_option, group_by_option,
-                                              input_argument, option, takes_groups)
+                                              flag_of, input_argument, option, takes_groups)
+from evalcore.cli.score.stage import score_judged
 from evalcore.cli.score.steps import (Counts, bootstrap_unit, close, columns, group_columns, read_input,
                                       scored_rows)
-from evalcore.scorers.freeform import aggregates
+from evalcore.scorers.freeform import aggregates, preflight
 from evalcore.stats.aggregate import contrasts
-from evalcore.textmetrics.freeform_metric import registered
+from evalcore.textmetrics.freeform_metric import metric_class, registered
 from evalcore.textmetrics.registered.bertscore import BertScoreConfig
 from evalcore.textmetrics.registered.cider import MetricUnavailable
+from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.textmetrics.registered.clap_text import ClapTextConfig
-from evalcore.textmetrics.text_profiles import PROFILES, ModelMetrics, lexical_names, score_pairs
+from evalcore.textmetrics.text_profiles import (PROFILES, corpus_aggregates, corpus_definitions, lexical_names,
+                                               row_rules)
 
 _RESERVED = {"candidate", "reference", "_input_error"}
 
@@ -58,9 +65,10 @@ class ModelOptions(OptionGroup):
     clap_actors: int = option(1, "--clap-actors", min=1, help="Ray actors for CLAP (with --ray).")
     device: str = config_option(BertScoreConfig, "device", "--device")  # BERTScore's and CLAPText's
 
-    def metrics(self, wanted: list[str]) -> ModelMetrics:
-        """Model configs for the metrics asked for; a missing one exits 2 naming the option."""
-        bert = clap = None
+    def sections(self, wanted: list[str]) -> dict[str, dict]:
+        """The metrics config's sections (``bertscore``, ``clap``) for the metrics asked for, as a run's protocol
+        config holds them; a missing or wrong one exits 2 naming the option."""
+        out = {}
         if "bertscore" in wanted:
             if not self.bertscore_model:
                 fail("freeform", "bertscore needs --bertscore-model PATH (a local model directory; mullama: "
@@ -72,36 +80,53 @@ class ModelOptions(OptionGroup):
                 bert.layers()
             except ValueError as e:
                 fail("freeform", f"{e} (--bertscore-layers)")
+            out["bertscore"] = bert.model_dump(exclude_unset=True)
         if "claptext" in wanted:
             if not (self.clap_checkpoint and self.clap_tokenizer):
                 fail("freeform", "claptext needs --clap-checkpoint URI and --clap-tokenizer DIR (local or s3://)")
-            clap = ClapTextConfig(checkpoint=self.clap_checkpoint, tokenizer=self.clap_tokenizer, device=self.device,
-                                  actors=self.clap_actors if self.use_ray else 0)
-        s3 = storage.current().s3
-        settings = {name: c for name, c in (("bertscore", bert), ("claptext", clap)) if c is not None}
-        return ModelMetrics(settings=settings, s3={"endpoint_override": s3.endpoint_override, "region": s3.region,
-                                                   "scheme": s3.scheme} if clap is not None else None)
+            out["clap"] = ClapTextConfig(checkpoint=self.clap_checkpoint, tokenizer=self.clap_tokenizer,
+                                         device=self.device, actors=self.clap_actors if self.use_ray else 0
+                                         ).model_dump(exclude_unset=True)
+        self._check({"profile": "mullama", "names": wanted, **out})
+        return out
+
+    def _check(self, config: dict[str, Any]) -> None:
+        """What would make every row fail (a model file that is missing, Java for CIDEr-D, ...), as a run's
+        preflight finds it, exits 2 before any model runs, naming the option that sets the field."""
+        sections = {c.section: c.Params for n in registered() if (c := metric_class(n)).section}
+        for line in preflight(FreeformMetrics.model_validate(config), "metrics"):
+            where, _, reason = line.partition(": ")
+            section, _, name = where.removeprefix("metrics.").partition(".")
+            flag = flag_of(ModelOptions, sections[section], name) if section in sections else None
+            fail("freeform", f"{reason} ({flag})" if flag else line)
 
 
 #: a command's default for its ``models: ModelOptions`` parameter (the options come from the command line)
 MODELS = ModelOptions()
 
 
-def _corpora(df: pd.DataFrame, cols: list[str]) -> list | None:
-    return [tuple(r) for r in df[cols].astype(str).itertuples(index=False)] if cols else None
-
-
-def _rows_with_errors(df: pd.DataFrame, metrics: list[str], profile: str, models: ModelMetrics,
-                      corpus_cols: list[str]) -> tuple[pd.DataFrame, dict]:
+def _rows_with_errors(df: pd.DataFrame, metrics: dict[str, Any], corpus_cols: list[str]
+                      ) -> tuple[pd.DataFrame, dict]:
+    """Each input row scored as one request of a free-form job by the scoring stage (the run's scorer, its
+    metrics config ``metrics``; CIDEr-D's corpus = the rows sharing ``corpus_cols``' values), the rows the input
+    reader refused keeping their reason; and the scorer's provenance with the corpus figures of the scored pairs."""
     bad = df["_input_error"].map(lambda e: isinstance(e, str))
-    refs = [None if b else r for r, b in zip(df["reference"], bad)]
-    scores = score_pairs(refs, df["candidate"].tolist(), profile=profile, metrics=metrics, models=models,
-                         corpora=_corpora(df, corpus_cols))
+    jobs = [{"request_id": str(i), "text": c, "reference": r, **{k: rec[k] for k in corpus_cols}}
+            for i, (c, r, b, rec) in enumerate(zip(df["candidate"], df["reference"], bad,
+                                                   df[corpus_cols].to_dict("records"))) if not b]
+    s3 = storage.current().s3
+    stage = score_judged(jobs, "freeform", {
+        "metrics": metrics, "corpus": corpus_cols,
+        "s3": {"endpoint_override": s3.endpoint_override, "region": s3.region, "scheme": s3.scheme}})
     out = df.drop(columns=["_input_error"]).copy()
-    for m in metrics:
-        out[m] = scores.values[m]
-    out["error"] = [e if b else err for e, b, err in zip(df["_input_error"], bad, scores.errors)]
-    return out, {**scores.info, "corpus": scores.corpus}
+    for m in metrics["names"]:
+        out[m] = [stage.metrics.get(str(i), {}).get(m, math.nan) for i in range(len(df))]
+    out["error"] = [e if b else stage.errors.get(str(i)) for i, (e, b) in enumerate(zip(df["_input_error"], bad))]
+    pairs = [(r, c) for i, (r, c) in enumerate(zip(out["reference"], out["candidate"])) if str(i) in stage.metrics]
+    corpus = corpus_aggregates(pairs, metrics["profile"], metrics["names"])
+    info = {**stage.provenance, "metrics": metrics["names"], **row_rules(), "corpus": corpus}
+    info["definitions"] = info["definitions"] | corpus_definitions(metrics["profile"], metrics["names"])
+    return out, info
 
 
 @score_app.command("freeform")
@@ -121,12 +146,12 @@ def score_freeform(
     """Score candidate/reference pairs (BLEU, BLEU-4, METEOR, ROUGE, BERTScore, CIDEr-D, CLAPText)."""
     quiet_mode(common.quiet)
     wanted = _wanted(profile, metrics)
-    model_metrics = models.metrics(wanted)
+    config = {"profile": profile, "names": wanted, **models.sections(wanted)}
     df = read_input("freeform", input_uri, ["candidate", "reference"])
     groups = group_columns("freeform", df, group_by, _RESERVED)
     corpus_cols = _corpus_columns(df, cider_corpus)
     try:
-        per_item, info = _rows_with_errors(df, wanted, profile, model_metrics, corpus_cols)
+        per_item, info = _rows_with_errors(df, config, corpus_cols)
     except (MetricUnavailable, FileNotFoundError, ValueError) as e:
         fail("freeform", str(e))
     if "cider" in wanted:

@@ -27,9 +27,11 @@ class OptionGroup:
     """The base of an option group (a frozen dataclass of :func:`option` fields)."""
 
 
-def option(default: Any, *decls: str, help: str, **kw: Any) -> Any:  # noqa: A002 (typer's name)
-    """A group's field: ``default`` when the group is built in code, and the typer option a command shows."""
-    return field(default=default, metadata={"option": typer.Option(default, *decls, help=help, **kw)})
+def option(default: Any, *decls: str, help: str, sets: tuple[type[BaseModel], str] | None = None,  # noqa: A002
+           **kw: Any) -> Any:
+    """A group's field: ``default`` when the group is built in code, and the typer option a command shows
+    (``sets``: the config model and field it sets, see :func:`config_option`)."""
+    return field(default=default, metadata={"option": typer.Option(default, *decls, help=help, **kw), "sets": sets})
 
 
 def config_option(model: type[BaseModel], name: str, *decls: str, **kw: Any) -> Any:
@@ -37,7 +39,15 @@ def config_option(model: type[BaseModel], name: str, *decls: str, **kw: Any) -> 
     and its default the field's (``None`` for a required one), so the option and the config say it in one place."""
     spec = model.model_fields[name]
     default = None if spec.is_required() else spec.default
-    return option(default, *decls, help=spec.description or "", **kw)
+    return option(default, *decls, help=spec.description or "", sets=(model, name), **kw)
+
+
+def flag_of(group: type[OptionGroup], model: type[BaseModel], name: str) -> str | None:
+    """The flag of ``group``'s option that sets field ``name`` of config model ``model`` (None: no such option)."""
+    for f in fields(group):  # type: ignore[arg-type]
+        if f.metadata.get("sets") == (model, name):
+            return f.metadata["option"].param_decls[0]
+    return None
 
 
 def _expanded(name: str, group: type[OptionGroup], kind: Any) -> list[inspect.Parameter]:

@@ -47,20 +47,22 @@ class Judged:
 
     metrics: dict[str, dict[str, Any]]
     errors: dict[str, str]
+    provenance: dict[str, Any]  # the scorer's (profile, versions, definitions, models)
 
 
-def score_judged(judged: list[dict[str, Any]], kind: str) -> Judged:
-    """Score judged chunk rows of protocol kind ``kind`` through the pipeline's stage.
+def score_judged(judged: list[dict[str, Any]], kind: str, params: dict[str, Any] | None = None) -> Judged:
+    """Score judged chunk rows of protocol kind ``kind`` through the pipeline's stage, its scorer built with
+    ``params`` (as a run's protocol config gives them, e.g. free-form metrics).
 
     Rows are chunks of requests (``request_id``; ``chunk_index`` orders them, 0 when absent); the rows
     passed are the valid ones (a command's bad input rows are its error rows and never reach the stage)."""
-    scored = score_job(Job(judged, kind))
+    scored = score_job(Job(judged, kind, {kind: params} if params is not None else None))
     side = set(SCORE_KEY) | set(PER_ITEM_FIELDS)
     metric_columns = [c for c in scored.per_item.columns if c not in side]
     metrics = {str(r["request_id"]): {c: r[c] for c in metric_columns}
                for r in scored.per_item.to_dict("records")}
     errors = {str(r["request_id"]): str(r["error"]) for r in scored.rows if r.get("error") is not None}
-    return Judged(metrics, errors)
+    return Judged(metrics, errors, scored.provenance.get(kind, {}))
 
 
 def scorer(kind: str) -> Scorer:

@@ -90,7 +90,7 @@ class CiderD(FreeformMetric):
         return definition()
 
     def run_definition(self) -> str:
-        return f"{definition()} (corpus = one {' x '.join(self.corpus)})"
+        return f"{definition()} (corpus = {'one ' + ' x '.join(self.corpus) if self.corpus else 'all rows'})"
 
     def problems(self) -> list[tuple[str, str]]:
         return [] if shutil.which("java") is not None else [("names", f"{self.name}: {JAVA_FIX}")]

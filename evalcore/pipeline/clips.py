@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
+from evalcore.conditions.base import condition
 from evalcore.core import storage
 from evalcore.pipeline.stages import Decoder
 
@@ -106,12 +107,8 @@ def rebase(uri: Any, old_root: str | None, new_root: str) -> Any:
     return new + uri[len(old):]
 
 
-def _variant(condition: str, seed: Any) -> tuple:
-    if condition == "silence":
-        return ("silence", None)
-    if condition == "noise":
-        return ("noise", None if seed is None or seed != seed else int(seed))
-    return ("audio", None)
+def _variant(written: str, seed: Any) -> tuple:
+    return condition(written).clip_variant(seed)
 
 
 class _Writer:
@@ -156,8 +153,8 @@ def rebuild(requests: pd.DataFrame, specs: dict[str, Spec | str], root: str, old
     keys: dict[int, tuple] = {}
     for i, (m, cond, uri, start, end, seed, stage) in enumerate(zip(*cols)):
         spec = specs.get(m)
-        if cond == "text_only":
-            note[i] = "no audio (text only)"
+        if not condition(cond).hears:
+            note[i] = f"no audio ({cond.replace('_', ' ')})"
         elif isinstance(spec, str) or spec is None:
             note[i] = f"no clip: {spec or 'the model is not in the run config'}"
         elif not spec.uses_audio:

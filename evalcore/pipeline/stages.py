@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from evalcore.conditions.base import condition
 from evalcore.core import audio, storage
 from evalcore.core.errors import OUTPUT, bounded, class_of, exception_class
 from evalcore.core.guard import judged, not_utf8
@@ -80,16 +81,12 @@ class Decoder:
         if row["error"] is not None:
             return [row]
         t0 = time.perf_counter()
-        cond = row["condition"]
+        cond = condition(row["condition"])
         try:
-            if cond == "text_only" or not self.uses_audio:
+            if not cond.hears or not self.uses_audio:
                 row["audio_seconds"] = 0.0
                 return [row]
-            x = self._load(row, cache)
-            if cond == "silence":
-                x = audio.silence_like(len(x))
-            elif cond == "noise":
-                x = audio.noise_like(len(x), row["seed"])
+            x = cond.audio(self._load(row, cache), self.sample_rate, row.get("seed"))
             pieces = audio.chunk(x, self.sample_rate, self.window_s)
             if self.long_audio == "truncate":
                 pieces = pieces[:1]

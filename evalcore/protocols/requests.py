@@ -1,11 +1,10 @@
 """Expand items into requests: item × model × condition × prompt variant × option order.
 
-Conditions (what the model hears):
-- ``correct``   the item's own audio;
-- ``random``    another recording of the same dataset, by a seeded derangement of its distinct
-                audio files (never a file with itself; the partner's own excerpt is played);
-- ``silence`` / ``noise``  zeros / seeded Gaussian noise as long as the item's own excerpt;
-- ``text_only`` no audio at all.
+Conditions (what the model hears, :mod:`evalcore.conditions`): ``correct`` (the item's own audio), ``random``
+(another recording of the same dataset, by a seeded derangement of its distinct audio files: never a file with
+itself; the partner's own excerpt is played), ``silence`` / ``noise`` (zeros / seeded Gaussian noise as long as the
+item's own excerpt), ``text_only`` (no audio at all) and the segments (part of the excerpt). A condition with a
+``seed_stream`` gets one seed per clip from the run's ``seeds.noise``, shared by every model and question.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from evalcore.conditions.base import condition as parse_condition
 from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import option_order, render
@@ -149,22 +149,26 @@ def iter_requests(cfg: RunSpec, items: list[dict], exp: Expansion | None = None,
             orders = range(proto.option_orders if proto.kind_spec.options == "shuffled" else 1)
             clip = (item["dataset"], _clip(item))
             other = exp.partner.get(clip)
-            noise_seed = derive_seed("noise", cfg.seeds.noise, item["dataset"], exp.first_id[clip])
             clip_id = exp.first_id[clip] if item.get("audio_uri") else item["item_id"]  # the item's own clip
             shots = [(k, *_examples(exp.pools, proto, item, k, cfg.seeds.icl)) for k in proto.icl_counts()]
             for model in chosen:
                 tset = set_for_model(proto.templates, model.name)
-                for condition in proto.conditions:
+                for written in proto.conditions:
+                    condition = parse_condition(written)
+                    seed = (derive_seed(condition.seed_stream, cfg.seeds.noise, item["dataset"], exp.first_id[clip])
+                            if condition.seed_stream else None)
                     for base, template in ({tset.name: tset} if tset else variants).items():
                         for k, examples, icl_error in shots:
                             variant = proto.icl_variant(base, k)
                             for order in orders:
-                                req = _request(proto, item, model, condition, variant, template, order,
+                                req = _request(proto, item, model, written, variant, template, order,
                                                cfg.seeds.options, vocab, examples)
                                 req["clip_id"] = clip_id
+                                if seed is not None:
+                                    req["seed"] = seed
                                 if icl_error:
                                     req.update(error=icl_error, error_stage="expand", error_class=INPUT)
-                                yield _apply_condition(req, condition, other, exp.unpairable, noise_seed)
+                                yield condition.expand(req, other, exp.unpairable.get(item["dataset"]))
 
 
 _RELEASED = Example("muchomusic-released-example", RELEASED_EXAMPLE[0], RELEASED_EXAMPLE[1], RELEASED_EXAMPLE[2])
@@ -185,22 +189,6 @@ def _examples(pools: IclPools | None, proto: ProtocolSpec, item: dict, k: int,
         return tuple(e.as_tuple() for e in pools.examples(item, k, seed)), None
     except ValueError as e:
         return (), str(e)
-
-
-def _apply_condition(req: dict, condition: str, other: dict | None, unpairable: dict, noise_seed: int) -> dict:
-    if condition == "random":
-        if other is None:
-            req.update(error=f"random audio: {unpairable.get(req['dataset'], 'no partner')}", error_stage="expand",
-                       error_class=INPUT)
-        else:
-            req.update(audio_uri=other["audio_uri"], audio_item_id=other["item_id"],
-                       excerpt_start=other.get("excerpt_start"), excerpt_end=other.get("excerpt_end"))
-    elif condition == "noise":
-        # one noise draw per clip, shared by every model and question, so all compare on the same input
-        req["seed"] = noise_seed
-    elif condition == "text_only":
-        req.update(audio_uri=None, audio_item_id=None, excerpt_start=None, excerpt_end=None)
-    return req
 
 
 def unused_protocols(cfg: RunSpec, items: list[dict]) -> list[ProtocolSpec]:

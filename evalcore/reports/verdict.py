@@ -41,6 +41,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from evalcore.conditions.base import condition
 from evalcore.kinds.base import kind_of
 from evalcore.reports.browser_links import difference_href, evidence_href, items_href
 from evalcore.core.schema import strict_name
@@ -120,13 +121,26 @@ def listening_rows(summary: pd.DataFrame, exclude: Iterable[str] = ()) -> pd.Dat
     if summary.empty or "kind" not in summary.columns:
         return summary.iloc[0:0]
     d = summary[(summary["kind"] == "paired_diff") & (summary["group"] == "all")
-                & summary["condition"].astype(str).str.startswith("correct-") & ~summary["model"].isin(list(exclude))]
+                & summary["condition"].map(is_control_contrast) & ~summary["model"].isin(list(exclude))]
     keep = []
     for _, g in d.groupby(["protocol", "dataset"], sort=True):
         primary = primary_of(g)
         if primary is not None:
             keep.append(g[g["metric"] == primary])
     return pd.concat(keep) if keep else d.iloc[0:0]
+
+
+def is_control_contrast(contrast: Any) -> bool:
+    """Whether a paired difference's ``condition`` is correct − a control (a condition that takes the clip's
+    information away: :attr:`evalcore.conditions.base.Condition.control`; a segment keeps part of it, and its
+    difference belongs to the listening curve, not to the verdict)."""
+    first, _, other = str(contrast).partition("-")
+    if first != "correct" or not other:
+        return False
+    try:
+        return condition(other).control
+    except ValueError:  # a condition this evalcore does not know (a table written by another version)
+        return False
 
 
 def primary_of(rows: pd.DataFrame) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, ValidationInfo,
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, ValidationInfo,
                       field_validator, model_validator)
 
 from evalcore.core import storage
@@ -25,13 +25,19 @@ from evalcore.core.params import ParamsError, check_params, did_you_mean, value_
 from evalcore.core.registry import Registry
 from evalcore.kinds.base import KINDS, config_mistake
 from evalcore.kinds.base import ProtocolKind as ProtocolKindSpec
-from evalcore.core.schema import CONDITIONS
+from evalcore.conditions.base import condition
 from evalcore.textmetrics.metric_config import FreeformMetrics
 from evalcore.core.tracking_config import Sinks
 from evalcore.vocab.lexicon import LEXICONS
 
-Condition = Literal["correct", "random", "silence", "noise", "text_only"]
-assert set(CONDITIONS) == set(Condition.__args__)  # type: ignore[attr-defined]
+
+def _known_condition(name: str) -> str:
+    condition(name)  # a ValueError names the condition and the forms known
+    return name
+
+
+#: a condition's name as a protocol writes it (evalcore.conditions), checked against the registry
+ConditionName = Annotated[str, AfterValidator(_known_condition)]
 
 #: the chunk length of the factual-QA paper's chunked models (§4.2): ``chunk_seconds: 60``
 CHUNK_SECONDS_PAPER = 60.0
@@ -173,7 +179,9 @@ class ProtocolConfig(_Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
     kind: str  #: a registered protocol kind (evalcore.kinds)
-    conditions: list[Condition] = Field(default_factory=lambda: ["correct", "random"], min_length=1)
+    #: audio conditions (evalcore.conditions): correct, random, silence, noise, text_only, or a segment of the clip
+    #: (first_<percent>, middle_<percent>, last_<percent>, window_<seconds>s)
+    conditions: list[ConditionName] = Field(default_factory=lambda: ["correct", "random"], min_length=1)
     #: prompt variants: name → template using {question}, {options}, {letters}, {vocabulary};
     #: None = the kind's default (evalcore.kinds: ProtocolKind.variants)
     variants: dict[str, str] | None = Field(None, min_length=1)

@@ -1,0 +1,94 @@
+"""The audio-condition interface and its registry: what every package asks of a condition.
+
+A condition says what a model hears in place of the item's own clip: the clip itself (``correct``), another
+recording (``random``), zeros, seeded noise, nothing (``text_only``), or part of the clip (the segments). It is one
+module in this package plus one ``@CONDITIONS.register("name")`` line. A family of conditions written with a
+parameter (``first_25``: the first 25 % of the clip) registers its prefix and parses the rest
+(:meth:`Condition.parse`). The request expansion asks a condition which audio a request plays
+(:meth:`Condition.expand`), the decode stage what the model hears of it (:meth:`Condition.audio`), the item
+browser which clip file stands for it (:meth:`Condition.clip_variant`), the listening verdict whether it is a
+control and the listening curve how much of the clip it keeps. It sits on a low floor (docs/layers.md): it imports
+nothing of evalcore but the floor (the registry, the audio helpers).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, ClassVar
+
+import numpy as np
+
+from evalcore.core.registry import Registry
+
+
+class Condition:
+    """One condition as written in a protocol's ``conditions``; the defaults describe the item's own clip."""
+
+    name: ClassVar[str]  #: set by the registration (a family's prefix)
+    #: the model is given audio (False: the request carries none and nothing is decoded)
+    hears: ClassVar[bool] = True
+    #: it takes the clip's information away (a random recording, silence, noise, no audio): the listening verdict
+    #: reads the paired differences correct − control
+    control: ClassVar[bool] = False
+    #: the stream of the run's ``seeds.noise`` a per-clip seed is drawn from (None: no seed), shared by every model
+    #: and question playing the clip
+    seed_stream: ClassVar[str | None] = None
+    #: a family written ``<name>_<parameter>`` (parsed by :meth:`parse`) rather than one fixed name
+    parametric: ClassVar[bool] = False
+    #: how a family's parameter is written, for messages (e.g. ``<percent>``)
+    parameter_form: ClassVar[str] = ""
+    #: its name as written in the config (a family member's with its parameter)
+    written: str
+
+    def __init__(self, written: str | None = None) -> None:
+        self.written = written or self.name
+
+    @classmethod
+    def parse(cls, parameter: str) -> Condition:
+        """The family member written ``<name>_<parameter>``; ``ValueError`` says what the parameter must be."""
+        raise ValueError(f"condition {cls.name!r} takes no parameter")
+
+    def kept(self) -> float | None:
+        """The share of the item's clip the model hears, for the listening curve (1: all of it; 0: none of it);
+        None: not a point of the curve (another recording, noise)."""
+        return 1.0
+
+    def position(self) -> str | None:
+        """Which part of the clip it keeps (``first``, ``middle``, ``last``, ``window``): a listening curve per
+        position; None for the whole clip or none of it (the curve's ends, shared by every position)."""
+        return None
+
+    def expand(self, request: dict[str, Any], partner: dict | None, unpairable: str | None) -> dict[str, Any]:
+        """The request with the audio this condition plays (``partner``: the item whose recording the random
+        condition plays, or None with ``unpairable`` saying why)."""
+        return request
+
+    def audio(self, x: np.ndarray, sample_rate: int, seed: int | None) -> np.ndarray:
+        """What the model hears of the decoded excerpt ``x`` (mono float32 at ``sample_rate``)."""
+        return x
+
+    def clip_variant(self, seed: Any) -> tuple[str, int | None]:
+        """The key of the clip file the item browser plays for it: ``("audio", None)`` for the excerpt as
+        decoded, else the written name and the seed that makes it."""
+        return ("audio", None)
+
+
+CONDITIONS: Registry[type[Condition]] = Registry("condition", "evalcore.conditions")
+
+
+@functools.lru_cache(maxsize=1024)
+def condition(written: str) -> Condition:
+    """The condition ``written`` in a config: a registered name, or ``<family>_<parameter>``; ``ValueError`` in one
+    line naming the forms known. A condition holds no state, so each name is parsed once per process."""
+    if written in CONDITIONS and not CONDITIONS.get(written).parametric:
+        return CONDITIONS.get(written)(written)
+    family, _, parameter = written.rpartition("_")
+    if family and family in CONDITIONS and CONDITIONS.get(family).parametric:
+        return CONDITIONS.get(family).parse(parameter) if parameter else _unknown(written)
+    return _unknown(written)
+
+
+def _unknown(written: str) -> Condition:
+    fixed = [n for n in CONDITIONS.names() if not CONDITIONS.get(n).parametric]
+    families = [f"{n}_{CONDITIONS.get(n).parameter_form}" for n in CONDITIONS.names() if CONDITIONS.get(n).parametric]
+    raise ValueError(f"unknown condition {written!r}; known: {', '.join(fixed)}, or {', '.join(families)}")

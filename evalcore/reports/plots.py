@@ -10,7 +10,8 @@ Embed with :func:`evalcore.reports.html.figure_html`.
 * :func:`listening_map` — the same summarised per model and benchmark: one cell each, its listening mark and the
   deciding difference (the model card's rows);
 * :func:`attention_bars` — multiple-choice accuracy per audio condition and model (the audio-attention test);
-* :func:`breakdown_bars` — multiple-choice accuracy per category (or task, …) and model, correct audio.
+* :func:`breakdown_bars` — multiple-choice accuracy per category (or task, …) and model, correct audio;
+* :func:`listening_curves` — the primary figure against the share of the clip heard (how much of it a model needs).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from matplotlib.figure import Figure
 from evalcore.kinds.base import kinds_where
 from evalcore.reports.verdict import MIN_ITEMS
 
-__all__ = ["forest", "listening_map", "attention_bars", "breakdown_bars"]
+__all__ = ["forest", "listening_map", "attention_bars", "breakdown_bars", "listening_curves"]
 
 _CONDITIONS = ("correct", "noise", "silence", "random", "text_only")
 #: font sizes (points): at the page's 110 dpi, 10 pt is 15 px (figures are at most 8 in wide: never scaled down)
@@ -200,5 +201,41 @@ def breakdown_bars(summary: pd.DataFrame, name: str = "category", condition: str
     def draw(ax: Any, g: pd.DataFrame) -> None:
         g = g.assign(value_of=g["group"].str.split("=", n=1).str[1])
         _bars(ax, g.pivot_table(index="value_of", columns="model", values="value"), None, colors)
+
+    return _panels(cells, draw)
+
+
+#: a segment position's line style on the listening curve (one colour per model)
+_POSITION_STYLES = {"first": "-", "middle": "--", "last": ":"}
+
+
+def listening_curves(curves: list[Any]) -> Figure | None:
+    """The listening curves (:class:`evalcore.reports.listening_curve.Curve`): the primary figure against the share
+    of the clip heard, one panel per benchmark and variant, one colour per model and one line style per segment
+    position, each point with its CI; ``None`` without a curve."""
+    if not curves:
+        return None
+    panels: dict[tuple, list[Any]] = {}
+    for c in curves:
+        panels.setdefault((c.protocol, c.dataset, c.variant, c.metric), []).append(c)
+    colors = _colors(list(dict.fromkeys(c.model for c in curves)))
+    cells = [(f"Listening curve · {p} · {d}" + ("" if v in ("", "default") else f" ({v})"), (m, cs))
+             for (p, d, v, m), cs in panels.items()]
+
+    def draw(ax: Any, cell: tuple[str, list[Any]]) -> None:
+        metric, cs = cell
+        for c in cs:
+            xs = [100 * p.kept for p in c.points]
+            ys = [p.value for p in c.points]
+            low = [max(0.0, p.value - p.ci_low) if not math.isnan(p.ci_low) else 0.0 for p in c.points]
+            high = [max(0.0, p.ci_high - p.value) if not math.isnan(p.ci_high) else 0.0 for p in c.points]
+            ax.errorbar(xs, ys, yerr=[low, high], capsize=3, marker="o", color=colors[c.model],
+                        linestyle=_POSITION_STYLES.get(c.position, "-."), label=f"{c.model} ({c.position})")
+        ax.set_xlim(-3, 103)
+        ax.set_xlabel("share of the clip heard (%): 0 = no audio, 100 = the whole clip", fontsize=FONT["label"])
+        ax.set_ylabel(metric, fontsize=FONT["label"])
+        ax.tick_params(labelsize=FONT["tick"])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=FONT["legend"], loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
     return _panels(cells, draw)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from evalcore.reports import model_card, plots
+from evalcore.reports import listening_curve, model_card, plots
 from evalcore.reports.html import figure_html, markdown_html, page
 from evalcore.reports.verdict import MIN_ITEMS, listening_rows
 
@@ -80,6 +80,10 @@ def render(markdown: str, summary: pd.DataFrame, min_items: int = MIN_ITEMS, exc
                                                  "Multiple-choice accuracy (%) per audio condition, ± SD over option "
                                                  "orders."),
         "## Multiple-choice breakdowns": lambda: _html(*_breakdown(summary)),
+        "## How much of the clip does it need?": lambda: _html(
+            plots.listening_curves(listening_curve.curves(summary)),
+            "Each model's primary figure (with its CI) against the share of the clip it heard: no audio, the "
+            "segments of each position (line style), the whole clip."),
     }
     parts = sections(markdown)
     last = {prefix: max((i for i, s in enumerate(parts) if s.startswith(prefix)), default=None) for prefix in figures}

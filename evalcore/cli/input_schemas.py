@@ -46,6 +46,9 @@ ITEM_FIELDS: dict[str, tuple[dict[str, Any], str]] = {
     "difficulty": ({"type": ["string", "null"], "maxLength": MAX_TEXT_CHARS}, "report breakdown (mcq)"),
     "metadata": ({"type": ["object", "string", "null"]},
                  "a JSON object (or its text): free-form extras, e.g. genre for breakdowns"),
+    "caption": ({"type": ["string", "null"], "maxLength": MAX_TEXT_CHARS},
+                "a text description of the clip (e.g. its MusicCaps caption): what the caption condition gives in "
+                "place of the audio"),
 }
 assert tuple(ITEM_FIELDS) == FIELDS, "ITEM_FIELDS must follow evalcore.core.schema.ITEM"
 

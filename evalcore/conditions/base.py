@@ -14,11 +14,23 @@ nothing of evalcore but the floor (the registry, the audio helpers).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from evalcore.core.registry import Registry
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the request expansion knows of a request's item when a condition sets what the model is given."""
+
+    #: the item whose recording the random condition plays (None: none, ``unpairable`` says why)
+    partner: dict | None = None
+    unpairable: str | None = None
+    #: the clip's description: the item's ``caption``, else the captions run's answer for its clip (None: none)
+    caption: str | None = None
 
 
 class Condition:
@@ -30,6 +42,8 @@ class Condition:
     #: it takes the clip's information away (a random recording, silence, noise, no audio): the listening verdict
     #: reads the paired differences correct − control
     control: ClassVar[bool] = False
+    #: it gives a description of the clip in its place (the item's ``caption``, else the config's ``captions`` run)
+    described: ClassVar[bool] = False
     #: the stream of the run's ``seeds.noise`` a per-clip seed is drawn from (None: no seed), shared by every model
     #: and question playing the clip
     seed_stream: ClassVar[str | None] = None
@@ -58,9 +72,8 @@ class Condition:
         position; None for the whole clip or none of it (the curve's ends, shared by every position)."""
         return None
 
-    def expand(self, request: dict[str, Any], partner: dict | None, unpairable: str | None) -> dict[str, Any]:
-        """The request with the audio this condition plays (``partner``: the item whose recording the random
-        condition plays, or None with ``unpairable`` saying why)."""
+    def expand(self, request: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        """The request with the audio (and, for a description, the prompt) this condition gives."""
         return request
 
     def audio(self, x: np.ndarray, sample_rate: int, seed: int | None) -> np.ndarray:

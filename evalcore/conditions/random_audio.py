@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalcore.conditions.base import CONDITIONS, Condition
+from evalcore.conditions.base import CONDITIONS, Condition, Context
 from evalcore.core.errors import INPUT
 
 
@@ -18,9 +18,10 @@ class RandomAudio(Condition):
     def kept(self) -> float | None:
         return None  # another clip: not a share of this one
 
-    def expand(self, request: dict[str, Any], partner: dict | None, unpairable: str | None) -> dict[str, Any]:
+    def expand(self, request: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        partner = ctx.partner
         if partner is None:
-            request.update(error=f"random audio: {unpairable or 'no partner'}", error_stage="expand",
+            request.update(error=f"random audio: {ctx.unpairable or 'no partner'}", error_stage="expand",
                            error_class=INPUT)
         else:
             request.update(audio_uri=partner["audio_uri"], audio_item_id=partner["item_id"],

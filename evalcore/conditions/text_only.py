@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalcore.conditions.base import CONDITIONS, Condition
+from evalcore.conditions.base import CONDITIONS, Condition, Context
 
 
 @CONDITIONS.register("text_only")
@@ -17,6 +17,6 @@ class TextOnly(Condition):
     def kept(self) -> float | None:
         return 0.0
 
-    def expand(self, request: dict[str, Any], partner: dict | None, unpairable: str | None) -> dict[str, Any]:
+    def expand(self, request: dict[str, Any], ctx: Context) -> dict[str, Any]:
         request.update(audio_uri=None, audio_item_id=None, excerpt_start=None, excerpt_end=None)
         return request

@@ -25,7 +25,12 @@ SUITE: dict[str, str] = {
     "stats": "the intervals and tests of the figures",
     "model_card": "the report's model-card table (its published values' file): in the fingerprints recorded since "
                   "the card was added",
+    "captions": "the descriptions the caption condition gives (an earlier run's answers); absent when null, so a "
+                "run without it keeps the fingerprint it had before the field existed",
 }
+#: suite fields and item columns added after fingerprints were first recorded: they enter the fingerprint only where
+#: a run sets them (a config value that is not null, an item column some item fills)
+LATER: frozenset[str] = frozenset({"captions", "caption"})
 #: the run config's fields that are not the suite's, each with why (a comparison of checkpoints changes them freely)
 NOT_THE_SUITE: dict[str, str] = {
     "models": "the models compared",
@@ -45,7 +50,7 @@ def digest(obj: object) -> str:
 
 def suite_config(config: dict) -> dict:
     """The suite's part of a run's config (its :data:`SUITE` fields, those the run wrote)."""
-    return {k: v for k, v in config.items() if k in SUITE}
+    return {k: v for k, v in config.items() if k in SUITE and not (k in LATER and v is None)}
 
 
 def suite_parts(run_root: str) -> dict:
@@ -53,7 +58,8 @@ def suite_parts(run_root: str) -> dict:
     out; sorted records of text) and its metric definitions (sorted (metric, definition) pairs)."""
     cfg = suite_config(yaml.safe_load(storage.read_text(storage.join(run_root, "config.yaml"))) or {})
     items = storage.read_parquet(storage.join(run_root, "items")).to_pandas()
-    items = items.drop(columns=[c for c in ("audio_uri", "metadata") if c in items.columns])
+    items = items.drop(columns=[c for c in ("audio_uri", "metadata") if c in items.columns]
+                       + [c for c in LATER if c in items.columns and items[c].isna().all()])
     items = items.sort_values(["dataset", "item_id"]).astype(str).to_dict("records")
     summary = storage.read_parquet(storage.join(run_root, "tables", "summary.parquet")).to_pandas()
     definitions = sorted({(m, d) for m, d in zip(summary["metric"], summary["definition"].astype(str))})

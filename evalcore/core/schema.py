@@ -59,6 +59,7 @@ ITEM = pa.schema(
         pa.field("category", pa.string()),
         pa.field("difficulty", pa.string()),
         pa.field("metadata", pa.string()),  # JSON object, free-form extras
+        pa.field("caption", pa.string()),  # a text description of the clip: what the caption condition gives
     ]
 )
 

@@ -21,7 +21,7 @@ from evalcore.core.errors import INPUT, bounded, utf8_error
 from evalcore.kinds.base import KINDS, kind_of
 from evalcore.core.schema import ITEM, MAX_EXCERPT_SECONDS
 
-_STR_FIELDS = ("item_id", "task", "audio_uri", "question", "reference", "category", "difficulty")
+_STR_FIELDS = ("item_id", "task", "audio_uri", "question", "reference", "category", "difficulty", "caption")
 _FLOAT_FIELDS = ("excerpt_start", "excerpt_end")
 #: the fields an item row may have; ``dataset`` is set from the config, never taken from a row
 FIELDS = tuple(n for n in ITEM.names if n != "dataset")

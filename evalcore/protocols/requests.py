@@ -10,10 +10,11 @@ item's own excerpt), ``text_only`` (no audio at all) and the segments (part of t
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from evalcore.conditions.base import condition as parse_condition
+from evalcore.conditions.base import Context, condition as parse_condition
+from evalcore.protocols.captions import captions_of_run, lookup, recording
 from evalcore.protocols.derangement import derange
 from evalcore.protocols.icl import Example, IclPools
 from evalcore.protocols.prompts import option_order, render
@@ -112,17 +113,31 @@ class Expansion:
     partner: dict[tuple[str, str], dict]
     unpairable: dict[str, str]
     pools: IclPools | None = None
+    #: descriptions of clips by recording (:func:`evalcore.protocols.captions.recording`) from the run the
+    #: config's ``captions`` names (the ``caption`` condition; an item's own ``caption`` field comes first)
+    captions: dict[tuple, str] = field(default_factory=dict)
 
 
 def expansion(cfg: RunSpec, items: list[dict]) -> Expansion:
-    """The :class:`Expansion` of ``items`` (every valid item of the run)."""
+    """The :class:`Expansion` of ``items`` (every valid item of the run), with the descriptions the config's
+    ``captions`` run gives of their recordings when a protocol has the caption condition
+    (:class:`~evalcore.protocols.captions.CaptionsUnavailable` when that run gives none)."""
     clips = _clips(items)
     partner, unpairable = _random_partners(clips, cfg.seeds.derangement)
     keep = ("audio_uri", "item_id", "excerpt_start", "excerpt_end")
     pools = IclPools(items) if any(any(p.icl_counts()) for p in cfg.protocols) else None
     return Expansion(first_id={(ds, clip): it["item_id"] for ds, by in clips.items() for clip, it in by.items()},
                      partner={k: {f: it.get(f) for f in keep} for k, it in partner.items()},
-                     unpairable=unpairable, pools=pools)
+                     unpairable=unpairable, pools=pools, captions=_captions(cfg, items))
+
+
+def _captions(cfg: RunSpec, items: list[dict]) -> dict[tuple, str]:
+    """The captions run's descriptions of the recordings of ``items`` that have no ``caption`` of their own."""
+    src = cfg.captions
+    if src is None or not any(parse_condition(c).described for p in cfg.protocols for c in p.conditions):
+        return {}
+    keys = [recording(it) for it in items if not it.get("caption")]
+    return lookup(captions_of_run(src.run, src.model, src.protocol, src.variant), keys) if keys else {}
 
 
 def expand_requests(cfg: RunSpec, items: list[dict]) -> list[dict]:
@@ -151,6 +166,8 @@ def iter_requests(cfg: RunSpec, items: list[dict], exp: Expansion | None = None,
             other = exp.partner.get(clip)
             clip_id = exp.first_id[clip] if item.get("audio_uri") else item["item_id"]  # the item's own clip
             shots = [(k, *_examples(exp.pools, proto, item, k, cfg.seeds.icl)) for k in proto.icl_counts()]
+            ctx = Context(other, exp.unpairable.get(item["dataset"]),
+                          item.get("caption") or exp.captions.get(recording(item)))
             for model in chosen:
                 tset = set_for_model(proto.templates, model.name)
                 for written in proto.conditions:
@@ -168,7 +185,7 @@ def iter_requests(cfg: RunSpec, items: list[dict], exp: Expansion | None = None,
                                     req["seed"] = seed
                                 if icl_error:
                                     req.update(error=icl_error, error_stage="expand", error_class=INPUT)
-                                yield condition.expand(req, other, exp.unpairable.get(item["dataset"]))
+                                yield condition.expand(req, ctx)
 
 
 _RELEASED = Example("muchomusic-released-example", RELEASED_EXAMPLE[0], RELEASED_EXAMPLE[1], RELEASED_EXAMPLE[2])

@@ -47,9 +47,19 @@ class SeedsSpec(Protocol):
     options: int
 
 
+class CaptionsSpec(Protocol):
+    """Where the caption condition's descriptions come from (``CaptionsConfig``)."""
+
+    run: str
+    model: str
+    protocol: str | None
+    variant: str | None
+
+
 class RunSpec(Protocol):
     """A run config, as the expansion reads it (``RunConfig``)."""
 
     models: Sequence[ModelSpec]
     protocols: Sequence[ProtocolSpec]
     seeds: SeedsSpec
+    captions: CaptionsSpec | None

@@ -10,7 +10,7 @@ import pandas as pd
 from evalcore.kinds.base import kinds_where
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
-from evalcore.reports import listening_curve, model_card, readings, run_profile, verdict
+from evalcore.reports import description, listening_curve, model_card, readings, run_profile, verdict
 from evalcore.reports.browser_links import difference_href
 from evalcore.core.schema import ERRORED, REWRITE_LABEL, VERDICTS_DIFFER, rewrite_roles
 
@@ -87,6 +87,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
         out += _freeform(summary, conf, meta.get("models") or {}, min_items)  # Table 2, discrimination statistics
         out += _listening(summary, conf, min_items)
         out += listening_curve.section(summary, conf)
+        out += description.section(summary, conf)
         out += mcq_report.sections(summary, conf, meta.get("protocols") or {}, min_items)  # attention test, breakdowns
     out += _errors(errors)
     if not summary.empty:

@@ -387,6 +387,19 @@ class RayConfig(_Strict):
 DEFAULT_MAX_ERROR_RATE = 0.5
 
 
+class CaptionsConfig(_Strict):
+    """Where the ``caption`` condition's descriptions come from when an item has no ``caption`` field: the answers
+    one model gave in an earlier run (a free-form protocol asking it to describe the music), matched to this run's
+    items by recording (audio URI and excerpt)."""
+
+    run: str = Field(min_length=1)  #: the earlier run's root (local or s3://)
+    model: str = Field(min_length=1)  #: whose answers describe the clips
+    #: the free-form protocol instance of that run whose answers they are (default: its only free-form instance)
+    protocol: str | None = Field(None, min_length=1)
+    #: the prompt variant (default: the first of that protocol's answers)
+    variant: str | None = Field(None, min_length=1)
+
+
 class SuiteConfig(_Strict):
     """A named suite: what models are evaluated on and how (datasets, protocols, seeds, stats, error budget),
     where it writes and on which Ray. A run config is a suite plus its models (:class:`RunConfig`); a nightly
@@ -406,6 +419,8 @@ class SuiteConfig(_Strict):
     #: where results are also sent once written: MLflow, Weights & Biases, lm-eval's files
     #: (evalcore.core.tracking_config; a failing sink is a warning, never a failed run)
     tracking: Sinks = Field(default_factory=list)
+    #: the caption condition's descriptions from an earlier run (None: the items' own ``caption`` fields only)
+    captions: CaptionsConfig | None = None
 
     @property
     def root(self) -> str:

@@ -21,6 +21,7 @@ import os
 import tempfile
 from typing import Any, Iterator
 
+from evalcore.protocols.captions import CaptionsUnavailable, captions_of_run
 from evalcore.core import storage
 from evalcore.runconfig.config import ConfigError, ProtocolConfig, RunConfig
 from evalcore.datasets.base import DATASETS
@@ -113,7 +114,7 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     out = config_problems(cfg) + reproduction_problems(cfg)
     if not check_paths:
         return out
-    out += key_problems(cfg) + card_problems(cfg) + embedder_problems(cfg)
+    out += key_problems(cfg) + card_problems(cfg) + embedder_problems(cfg) + caption_problems(cfg)
     out += [msg for i, p in enumerate(cfg.protocols) if p.kind_spec.text_metrics
            for msg in metric_problems(p.freeform_metrics(), f"protocols.{i}.metrics")]
 
@@ -125,6 +126,19 @@ def problems(cfg: RunConfig, check_paths: bool = True, datasets: bool = True) ->
     if not out:  # what the engine will refuse, read from files that exist
         out += placement_problems(cfg) + (prompt_problems(cfg) if datasets else [])
     return package_problems(cfg) + out
+
+
+def caption_problems(cfg: RunConfig) -> list[str]:
+    """The config's ``captions`` run, read as the caption condition will read it: a run that is not there, or holds
+    no answer of the named model to a free-form protocol, is one line naming ``captions``."""
+    if cfg.captions is None:
+        return []
+    src = cfg.captions
+    try:
+        captions_of_run(src.run, src.model, src.protocol, src.variant)
+    except CaptionsUnavailable as e:
+        return [f"captions: {e}"]
+    return []
 
 
 def placement_problems(cfg: RunConfig) -> list[str]:

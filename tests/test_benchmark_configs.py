@@ -502,3 +502,29 @@ def test_the_card_run_gives_the_recorded_summary(card_run: dict) -> None:
 
 
 GOLDEN_CARD = pathlib.Path(__file__).resolve().parent / "fixtures" / "golden_card"
+
+
+def test_the_audio_required_subset_of_mmau_reads_back_through_its_own_loader(card_run: dict, tmp_path) -> None:
+    """The MMAU items no answer without audio got right (text_only, or the text prior), by hand from per_item,
+    equal the run's marks; ``evalcore subset`` writes them as MMAU's released JSON, which MMAU's loader reads back."""
+    from typer.testing import CliRunner
+
+    from evalcore.cli import app
+    from evalcore.datasets.mmau import MMAU
+
+    per_item, root = card_run["per_item"], card_run["root"]
+    rows = per_item[(per_item["protocol"] == "mmau")]
+    blind = rows[(rows["condition"] == "text_only") | (rows["model"] == "text-prior")]
+    answerable = set(blind.loc[blind["correct"] == 1.0, "item_id"])
+    needed = set(rows["item_id"]) - answerable
+    marks = pq.read_table(root / "tables" / "answerable_without_audio.parquet").to_pandas()
+    mine = marks[marks["protocol"] == "mmau"]
+    assert set(mine.loc[~mine["answerable_without_audio"], "item_id"]) == needed and needed
+    dataset = rows["dataset"].iloc[0]
+    out = tmp_path / "mmau-audio-required.json"
+    res = CliRunner().invoke(app, ["subset", str(root), "--benchmark", f"mmau/{dataset}", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    back = list(MMAU(str(out), audio_root=str(FIXTURES / "mmau")).items(None))
+    assert {b["item_id"] for b in back} == needed
+    assert json.loads(out.read_text())[0].keys() == json.loads((FIXTURES / "mmau" / "mmau-test-mini.json")
+                                                               .read_text())[0].keys()

@@ -37,6 +37,7 @@ from evalcore.pipeline.outcome import budget_rule, model_shares
 from evalcore.pipeline.resume import resume_config
 from evalcore.cli.compare import compare as compare_command
 from evalcore.cli.reproduce import reproduce as reproduce_command
+from evalcore.cli.subset import subset as subset_command
 from evalcore.cli.nightly import nightly as nightly_command
 from evalcore.cli.score import score_app
 from evalcore.cli.track import track as track_command
@@ -377,6 +378,7 @@ def make_checkpoint(
 app.command("nightly")(nightly_command)
 app.command("compare")(compare_command)
 app.command("reproduce")(reproduce_command)
+app.command("subset")(subset_command)
 app.command("track")(track_command)
 
 app.add_typer(score_app, name="score")

@@ -46,6 +46,13 @@ class Dataset(ABC):
         """Item rows with the fields of ``evalcore.core.schema.ITEM`` but ``dataset`` (the run sets it from the config),
         and a :class:`BadItem` in place of each record that cannot be one."""
 
+    def write_subset(self, item_ids: set[str], out: str) -> int | None:
+        """Write the released records of the items ``item_ids`` to ``out`` in this dataset's own format (as
+        released, in their order), so its own loader reads them back; the number of records written, or None when
+        the dataset has no released format of its own (``evalcore subset`` then writes the item rows as JSONL, which
+        ``items_file`` reads)."""
+        return None
+
     @classmethod
     def factual_vocabulary(cls, params: Mapping[str, Any]) -> FactualVocabulary:
         """The vocabulary of the factual tasks this dataset's config produces (none by default: the

@@ -68,6 +68,14 @@ class ItemsFile(Dataset):
                     pass  # left as written: reading it fails as that row's error
             yield row
 
+    def write_subset(self, item_ids: set[str], out: str) -> int | None:
+        """The file's rows of ``item_ids`` as JSON Lines, each ``audio_uri`` made absolute (so the subset reads back
+        from wherever it is written)."""
+        kept = [row for row in self.items(DatasetContext("subset", "", 0))
+                if isinstance(row, dict) and row.get("item_id") in item_ids]
+        storage.write_text(out, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in kept))
+        return len(kept)
+
     @staticmethod
     def _jsonl(data: bytes) -> Iterator[Any]:
         for n, raw in jsonl.lines(data):

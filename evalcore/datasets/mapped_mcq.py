@@ -17,6 +17,7 @@ Lines):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
@@ -76,3 +77,15 @@ class MappedMCQ(Dataset):
                            audio_uri(root, rec.get(f.audio)), task=rec.get(f.subset),
                            **{key: rec.get(name) for key, name in f.item.items()},
                            metadata={**meta, "secondary_categories": [sub] if isinstance(sub, str) else []})
+
+    def write_subset(self, item_ids: set[str], out: str) -> int | None:
+        """The released records of ``item_ids`` (by the file's id field), as a JSON array or JSON Lines like the
+        released file; audio paths stay relative to ``audio_root``, so the subset reads back with the same one."""
+        key = self.fields.id
+        kept = [rec for rec in read_records(self.path)
+                if isinstance(rec, dict) and isinstance(rec.get(key), str) and rec[key] in item_ids]
+        array = storage.read_bytes(self.path).lstrip().startswith(b"[")
+        text = (json.dumps(kept, ensure_ascii=False, indent=1) if array
+                else "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        storage.write_text(out, text)
+        return len(kept)

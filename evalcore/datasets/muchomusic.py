@@ -29,6 +29,8 @@ released ``data`` folder:
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from typing import Annotated, Any, Iterator, Literal, Sequence
@@ -158,6 +160,18 @@ class MuChoMusic(Dataset):
                 yield BadItem(f"MuChoMusic row {i}: {problem}")
                 continue
             yield self._item(i, row, released)
+
+    def write_subset(self, item_ids: set[str], out: str) -> int | None:
+        """The released CSV's rows of ``item_ids`` (``q<row>``), with its header, in its order; the subset reads
+        back with the same ``audio_root`` (its items are numbered anew, by their row in the subset)."""
+        rows, _ = read_rows(self.path, "path", COLUMNS)
+        kept = [row for i, row in enumerate(rows) if f"q{i:05d}" in item_ids]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else list(COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(kept)
+        storage.write_text(out, buf.getvalue())
+        return len(kept)
 
     def _audio(self, source: str | None, ident: str | None, released: _ReleasedAudio | None) -> tuple[str | None,
                                                                                                     str | None]:

@@ -25,10 +25,12 @@ from evalcore.pipeline.graph import init_ray
 from evalcore.pipeline.outcome import RunResult, check_error_budget, check_scored
 from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.reduce import group_rows, reduce_rows
+from evalcore.pipeline.resources import uses_audio
 from evalcore.reports import markdown, model_card, published, report_html, verdict
 from evalcore.reports.reproduction import compare, section
-from evalcore.core.schema import ERRORS, conform
+from evalcore.core.schema import ERRORS, SUMMARY, conform
 from evalcore.scorers.freeform import rewrite_roles, uses_ray
+from evalcore.scoring import audio_required
 from evalcore.scoring.agreement import agreement
 from evalcore.scoring.requests import error_rows
 from evalcore.scoring.summary import summary_table
@@ -160,6 +162,7 @@ def _tables(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list
                      agree_left_out)
     out.write_parquet(summary, storage.join(tables, "summary.parquet"))
     out.write_parquet(errors, storage.join(tables, "errors.parquet"))
+    _audio_required(cfg, reduced.per_item, params, out, tables)
     c = reduced.counts(items_in, len(item_errors))
     c["protocols_without_items"] = list(empty or [])
     for line in c["protocols_without_items"]:
@@ -167,6 +170,21 @@ def _tables(cfg: RunConfig, items_in: int, item_errors: list[dict], judged: list
     if reduced.labels_dropped is not None:
         c["labels_dropped"] = reduced.labels_dropped  # out-of-vocabulary terms, never scored
     return Tables(c, models, reduced, summary, errors)
+
+
+def _audio_required(cfg: RunConfig, per_item: pd.DataFrame, params: dict[str, Any], out: storage.RunStorage,
+                    tables: str) -> None:
+    """tables/answerable_without_audio.parquet (which items an answer without audio got right) and
+    tables/audio_required.parquet (every model's figures without them), when the run answered without audio."""
+    marked = audio_required.marks(per_item, [m.name for m in cfg.models if not uses_audio(m)])
+    if marked.empty:
+        return
+    out.write_parquet(pa.Table.from_pandas(marked, preserve_index=False),
+                      storage.join(tables, "answerable_without_audio.parquet"))
+    rows = audio_required.summary_rows(per_item, marked, cfg.stats.bootstrap_resamples, cfg.stats.confidence,
+                                       cfg.seeds.bootstrap, params)
+    records = rows.astype(object).where(rows.notna(), None).to_dict("records")
+    out.write_parquet(conform(records, SUMMARY), storage.join(tables, "audio_required.parquet"))
 
 
 def reproduction(cfg: RunConfig, summary: pd.DataFrame, out: storage.RunStorage, tables: str) -> str:
@@ -183,7 +201,9 @@ def write_reports(write_text: Callable[[str, str], None], root: str, meta: dict[
                   summary: pd.DataFrame, errors: pd.DataFrame, beside: str = "") -> tuple[str, list[str]]:
     """report.md and report.html under ``root`` (``beside``: the run beside the paper, appended); returns the
     Markdown and the verdict line per model."""
-    report = markdown.render(meta, c, summary, errors) + beside
+    required = storage.join(root, "tables", "audio_required.parquet")
+    required = storage.read_parquet(required).to_pandas() if storage.exists(required) else None
+    report = markdown.render(meta, c, summary, errors, required) + beside
     write_text(storage.join(root, "report.md"), report)
     min_items, rewrites = int(meta.get("min_items") or verdict.MIN_ITEMS), markdown.rewrite_models(meta)
     write_text(storage.join(root, "report.html"), report_html.render(report, markdown.with_kinds(summary), min_items,

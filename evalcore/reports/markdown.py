@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.kinds.base import kinds_where
+from evalcore.reports import audio_required as required_report
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
 from evalcore.reports import description, listening_curve, model_card, readings, run_profile, verdict
@@ -42,11 +43,13 @@ def with_kinds(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(protocol_kind=kinds.where(kinds.notna() & (kinds != ""), summary["protocol"]))
 
 
-def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, errors: pd.DataFrame) -> str:
+def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, errors: pd.DataFrame,
+           audio_required: pd.DataFrame | None = None) -> str:
     """The report: first the verdict per model (does it listen?), then counts, per-protocol results with CIs,
     the listening test, errors and definitions; every section is keyed by the protocol instance's name (several
     instances of one kind are reported apart). ``meta["min_items"]``: the fewest paired items a difference needs
-    to decide anything (``stats.min_items``)."""
+    to decide anything (``stats.min_items``). ``audio_required``: ``tables/audio_required.parquet`` when the run
+    has one (the items that need the audio)."""
     summary = with_kinds(summary)
     conf = int(round(100 * meta.get("confidence", 0.95)))
     min_items = int(meta.get("min_items") or verdict.MIN_ITEMS)
@@ -88,6 +91,7 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
         out += _listening(summary, conf, min_items)
         out += listening_curve.section(summary, conf)
         out += description.section(summary, conf)
+        out += required_report.section(audio_required, summary, conf)
         out += mcq_report.sections(summary, conf, meta.get("protocols") or {}, min_items)  # attention test, breakdowns
     out += _errors(errors)
     if not summary.empty:

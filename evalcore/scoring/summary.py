@@ -22,12 +22,14 @@ from evalcore.stats.multiplicity import CORRECTION, holm
 
 
 def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, seed: int,
-                  params: ScorerParams | None = None, errors: list[dict] | None = None) -> pa.Table:
+                  params: ScorerParams | None = None, errors: list[dict] | None = None,
+                  breakdowns: bool = True) -> pa.Table:
     """Long-form summary: every aggregate per group, plus paired differences correct − other condition,
     overall (``group = all``) and per task when a protocol has several; scorers get ``params``.
 
     ``errors`` (the run's errored request rows) make the denominators explicit: ``errored`` per cell and the
-    scorers' ``*_with_errors`` metrics (:mod:`evalcore.scoring.denominators`)."""
+    scorers' ``*_with_errors`` metrics (:mod:`evalcore.scoring.denominators`). ``breakdowns=False``: the group
+    ``all`` only (no task or scorer breakdowns)."""
     errored = _by([r for r in errors or [] if r.get("protocol") is not None], "protocol")
     protocols = sorted(set(per_item["protocol"].dropna()) if "protocol" in per_item.columns else set()) + sorted(
         set(errored) - (set(per_item["protocol"].dropna()) if "protocol" in per_item.columns else set()))
@@ -39,7 +41,7 @@ def summary_table(per_item: pd.DataFrame, resamples: int, confidence: float, see
         scorer = build_scorer(kind, params, proto)
         first = len(out)
         if len(pdf):
-            out += _scored_rows(pdf, scorer, stats)
+            out += _scored_rows(pdf, scorer, stats, breakdowns)
         else:
             pdf = pd.DataFrame(columns=[*SCORE_KEY, *scorer.columns])
         out += denominator_rows(pdf, errored.get(proto, []), scorer, **stats)
@@ -56,17 +58,19 @@ def _adjust(rows: list[dict]) -> None:
         r.update(p_adjusted=float(adj), correction=CORRECTION)
 
 
-def _scored_rows(pdf: pd.DataFrame, scorer: Scorer, stats: dict[str, Any]) -> list[dict]:
+def _scored_rows(pdf: pd.DataFrame, scorer: Scorer, stats: dict[str, Any], breakdowns: bool = True) -> list[dict]:
     """One protocol instance's aggregates, paired differences, spreads and extra rows over its scored rows."""
     out: list[dict] = []
     by = ["protocol", "dataset", "model", "variant", "group"]
     for group, gdf, aggregates in _groups(pdf, scorer):
+        if not breakdowns and group != "all":
+            continue
         gdf = gdf.assign(group=group)
         out += aggregate(gdf, aggregates, by + ["condition"], item_stats=scorer.item_stats, **stats)
         out += contrasts(gdf, aggregates, by, item_stats=scorer.item_stats, **stats)
         for key, sdf in cells(gdf, by + ["condition"]):
             out += [{**_keyed(key, by + ["condition"]), "kind": "value", **r} for r in scorer.spread_rows(sdf)]
-    if hasattr(scorer, "extra_rows"):  # e.g. mcq: which option type the answers chose
+    if hasattr(scorer, "extra_rows") and breakdowns:  # e.g. mcq: which option type the answers chose
         out += scorer.extra_rows(pdf, **stats)
     return out
 

@@ -528,3 +528,8 @@ def test_the_audio_required_subset_of_mmau_reads_back_through_its_own_loader(car
     assert {b["item_id"] for b in back} == needed
     assert json.loads(out.read_text())[0].keys() == json.loads((FIXTURES / "mmau" / "mmau-test-mini.json")
                                                                .read_text())[0].keys()
+    # the model card says each model's listening profile in one line, per column (a stand-in's entries are one)
+    card = card_run["result"].report.split("## Model card", 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in card.splitlines() if ln.startswith("* **")]
+    assert [ln.split("**")[1] for ln in lines] == ["listener", STAND_IN, "text-prior"]
+    assert f"mmau · {dataset}: accuracy_strict" in lines[0] and "on audio-required items" in lines[0]

@@ -132,3 +132,6 @@ def test_the_report_says_whether_listening_beats_the_description(caption_runs):
     for r in diff.itertuples():
         assert f"{r.model} · {r.protocol} · {r.dataset}" in section
     assert "correct-caption" not in " ".join(result.verdicts)  # a description is no control of the verdict
+    profile = report.split("## Listening profile")[1].split("\n## ")[0]
+    listener = next(line for line in profile.splitlines() if line.startswith("| listener |"))
+    assert "mcq · synth: the whole clip beats the description (+" in listener

@@ -119,6 +119,13 @@ def test_the_report_says_where_each_curve_stops_rising_and_draws_it(curve_run):
     after = html.split("How much of the clip does it need?")[1]
     assert "<img" in after.split("<h2")[0] or "<svg" in after.split("<h2")[0]
     assert "correct-first_25" not in " ".join(result.verdicts)  # the verdict reads the controls only
+    profile = report.split("## Listening profile")[1].split("\n## ")[0]  # on the first screen, after the verdict
+    assert report.index("## Listening profile") < report.index("## Counts")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in profile.splitlines() if line.startswith("| ")}
+    assert "mcq · synth: the first 25%, still rising at the last 10%" in rows["listener"]
+    assert "mcq · tail: still rising at the first 50%, the last 10%" in rows["listener"]
+    assert "mcq · synth: flat (the clip adds nothing)" in rows["text-prior"]
+    assert "mcq · synth: accuracy 0.936 on 47 of 72 items" in rows["listener"] or "on 4" in rows["listener"]
 
 
 def _point(name, kept, value, low=None, high=None, diff=math.nan, d_low=math.nan, d_high=math.nan):

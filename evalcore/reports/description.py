@@ -9,6 +9,7 @@ beside the audio models' in the same table.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -16,7 +17,7 @@ import pandas as pd
 from evalcore.conditions.base import condition
 from evalcore.reports.verdict import primary_of
 
-__all__ = ["section"]
+__all__ = ["Difference", "differences", "section", "verdict"]
 
 
 def _described(name: Any) -> bool:
@@ -44,34 +45,61 @@ def verdict(diff: float, low: float, high: float) -> str:
     return "no difference shown (the CI reaches 0)"
 
 
-def section(summary: pd.DataFrame, conf: int) -> list[str]:
-    """The report's section (none without a description condition)."""
+@dataclass(frozen=True)
+class Difference:
+    """One model's paired difference correct − description on one benchmark, with its cells' values."""
+
+    protocol: str
+    dataset: str
+    model: str
+    variant: str
+    metric: str
+    condition: str  # the description condition's name
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    whole: str  # the whole clip's value [CI], as shown
+    described: str  # the description's value [CI], as shown
+
+
+def differences(summary: pd.DataFrame) -> list[Difference]:
+    """Every paired difference correct − a description condition of each benchmark's primary metric."""
     if summary.empty or "kind" not in summary.columns:
         return []
     rows = summary[summary["group"] == "all"]
     names = [c for c in dict.fromkeys(rows["condition"].astype(str)) if _described(c)]
-    if not names:
-        return []
-    lines, table = [], []
+    out = []
     for (proto, ds), g in rows.groupby(["protocol", "dataset"], sort=True):
         metric = primary_of(g)
         g = g[g["metric"] == metric]
         vals = g[g["kind"] == "value"].set_index(["model", "variant", "condition"])
+
+        def cell(key: tuple) -> str:
+            return "n/a" if key not in vals.index else _ci(vals.loc[key].value, vals.loc[key].ci_low,
+                                                           vals.loc[key].ci_high)
+
         for name in names:
             for d in g[(g["kind"] == "paired_diff") & (g["condition"] == f"correct-{name}")].itertuples():
-                said = verdict(float(d.value), float(d.ci_low), float(d.ci_high))
-                label = f"{d.model} · {proto} · {ds}" + ("" if d.variant in ("", "default") else f" ({d.variant})")
-                lines.append(f"* {label}: {said} ({metric} correct − {name} "
-                             f"{_ci(d.value, d.ci_low, d.ci_high, True)}, n={int(d.n)})")
-                whole = vals.loc[(d.model, d.variant, "correct")] if (d.model, d.variant, "correct") in vals.index \
-                    else None
-                desc = vals.loc[(d.model, d.variant, name)] if (d.model, d.variant, name) in vals.index else None
-                table.append([d.model, f"{proto} · {ds}", d.variant, metric,
-                              "n/a" if whole is None else _ci(whole.value, whole.ci_low, whole.ci_high),
-                              "n/a" if desc is None else _ci(desc.value, desc.ci_low, desc.ci_high),
-                              _ci(d.value, d.ci_low, d.ci_high, True), said])
-    if not lines:
+                out.append(Difference(str(proto), str(ds), str(d.model), str(d.variant), str(metric), name,
+                                      float(d.value), float(d.ci_low), float(d.ci_high), int(d.n),
+                                      cell((d.model, d.variant, "correct")), cell((d.model, d.variant, name))))
+    return out
+
+
+def section(summary: pd.DataFrame, conf: int) -> list[str]:
+    """The report's section (none without a description condition)."""
+    found = differences(summary)
+    if not found:
         return []
+    lines, table = [], []
+    for d in found:
+        said = verdict(d.value, d.ci_low, d.ci_high)
+        label = f"{d.model} · {d.protocol} · {d.dataset}" + ("" if d.variant in ("", "default") else f" ({d.variant})")
+        lines.append(f"* {label}: {said} ({d.metric} correct − {d.condition} "
+                     f"{_ci(d.value, d.ci_low, d.ci_high, True)}, n={d.n})")
+        table.append([d.model, f"{d.protocol} · {d.dataset}", d.variant, d.metric, d.whole, d.described,
+                      _ci(d.value, d.ci_low, d.ci_high, True), said])
     header = ["model", "benchmark", "variant", "metric", "whole clip", "description", "correct − description",
               "reading"]
     return ["", "## Does listening beat a description?", "",

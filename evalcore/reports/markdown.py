@@ -11,7 +11,7 @@ from evalcore.kinds.base import kinds_where
 from evalcore.reports import audio_required as required_report
 from evalcore.reports import freeform as freeform_report
 from evalcore.reports import mcq as mcq_report
-from evalcore.reports import description, listening_curve, model_card, readings, run_profile, verdict
+from evalcore.reports import description, listening_curve, listening_profile, model_card, readings, run_profile, verdict
 from evalcore.reports.browser_links import difference_href
 from evalcore.core.schema import ERRORED, REWRITE_LABEL, VERDICTS_DIFFER, rewrite_roles
 
@@ -57,8 +57,13 @@ def render(meta: dict[str, Any], counts: dict[str, Any], summary: pd.DataFrame, 
     out.append(f"evalcore {meta.get('version')} · run root `{meta.get('root')}` · created {meta.get('created')} · "
                f"bootstrap: {meta.get('resamples')} resamples, {conf} % percentile CIs, seed {meta.get('seed')}")
     out += verdict.section(summary, conf, min_items, rewrite_models(meta))
-    out += model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta),
+    card = model_card.section(summary, meta.get("model_card"), min_items, rewrite_models(meta),
                               meta.get("benchmarks") or [])
+    profile = listening_profile.section(summary, audio_required, min_items, rewrite_models(meta))
+    if card:  # the card opens the report and says each model's profile in a line; the table follows it
+        out += card + listening_profile.card_lines(summary, audio_required, min_items, rewrite_models(meta),
+                                                   (meta.get("model_card") or {}).get("columns"))
+    out += profile
     out += readings.section(summary)  # a published rule's figure and the strict reading's, what rests on quirks
     out += ["", "## Counts", ""]
     out.append(_md_table(["", "in", "scored / valid", "errored"], [

@@ -31,6 +31,9 @@ class Context:
     unpairable: str | None = None
     #: the clip's description: the item's ``caption``, else the captions run's answer for its clip (None: none)
     caption: str | None = None
+    #: the item's paraphrases (``{"question", "options"}``, or ``{"error", "error_class"}`` where the paraphraser
+    #: gave none), the first as ``paraphrase_1``; None: the run made none
+    paraphrases: tuple[dict, ...] | None = None
 
 
 class Condition:
@@ -44,6 +47,8 @@ class Condition:
     control: ClassVar[bool] = False
     #: it gives a description of the clip in its place (the item's ``caption``, else the config's ``captions`` run)
     described: ClassVar[bool] = False
+    #: the index of the paraphrase of the question and options it asks (``paraphrase_<j>``: j), None: as written
+    paraphrase: int | None = None
     #: the stream of the run's ``seeds.noise`` a per-clip seed is drawn from (None: no seed), shared by every model
     #: and question playing the clip
     seed_stream: ClassVar[str | None] = None
@@ -71,6 +76,10 @@ class Condition:
         """Which part of the clip it keeps (``first``, ``middle``, ``last``, ``window``): a listening curve per
         position; None for the whole clip or none of it (the curve's ends, shared by every position)."""
         return None
+
+    def asked(self, item: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        """The item as this condition asks it (its question and options; default: as written)."""
+        return item
 
     def expand(self, request: dict[str, Any], ctx: Context) -> dict[str, Any]:
         """The request with the audio (and, for a description, the prompt) this condition gives."""

@@ -27,10 +27,11 @@ SUITE: dict[str, str] = {
                   "the card was added",
     "captions": "the descriptions the caption condition gives (an earlier run's answers); absent when null, so a "
                 "run without it keeps the fingerprint it had before the field existed",
+    "paraphraser": "the LLM and settings that paraphrase what the paraphrase conditions ask; absent when null",
 }
 #: suite fields and item columns added after fingerprints were first recorded: they enter the fingerprint only where
 #: a run sets them (a config value that is not null, an item column some item fills)
-LATER: frozenset[str] = frozenset({"captions", "caption"})
+LATER: frozenset[str] = frozenset({"captions", "caption", "paraphraser"})
 #: the run config's fields that are not the suite's, each with why (a comparison of checkpoints changes them freely)
 NOT_THE_SUITE: dict[str, str] = {
     "models": "the models compared",

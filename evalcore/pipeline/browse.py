@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalcore.pipeline.paraphrases import PATH as PARAPHRASES
 from evalcore.core import storage
 from evalcore.runconfig.config import RunConfig
 from evalcore.core.errors import bounded
@@ -129,8 +130,22 @@ def write_browser(root: str, cfg: RunConfig | None = None) -> str:
             f"({counts.get('requests_errored', 0)} errored) · created {meta.get('created', '')}")
     inp = browser.BrowserInput(requests=req, items=items, item_errors=item_errors, metric_columns=metrics,
                                specs={k: v.line() if isinstance(v, Spec) else v for k, v in specs.items()},
-                               name=str(meta.get("name") or cfg.name), line=line)
+                               name=str(meta.get("name") or cfg.name), line=line, paraphrases=_paraphrases(root))
     return browser.write(root, inp, out)
+
+
+def _paraphrases(root: str) -> dict[tuple[str, str], list[tuple[str, str, list[str]]]]:
+    """The run's paraphrases (``paraphrases/``) as the page shows them: per item, each paraphrase condition's
+    question and options (a paraphrase the paraphraser failed to give: its error, no options)."""
+    path = storage.join(root, *PARAPHRASES)
+    if not storage.exists(path):
+        return {}
+    out: dict[tuple[str, str], list[tuple[str, str, list[str]]]] = {}
+    for r in storage.read_parquet(path).to_pandas().sort_values(["dataset", "item_id", "paraphrase"]).itertuples():
+        failed = isinstance(r.error, str)
+        out.setdefault((r.dataset, r.item_id), []).append(
+            (f"paraphrase_{r.paraphrase}", r.error if failed else r.question, [] if failed else list(r.options)))
+    return out
 
 
 def items_page(cfg: RunConfig) -> str | None:

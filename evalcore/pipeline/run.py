@@ -41,6 +41,7 @@ from evalcore.pipeline.resume import open_run, rejudged_rows, retried_requests
 from evalcore.pipeline.stream_metrics import SCORE_POOL_FROM
 from evalcore.pipeline.sources import RequestPlan, plan_requests, reject_disallowed_audio, request_source  # noqa: F401
 from evalcore.protocols import checks
+from evalcore.pipeline.paraphrases import paraphrases
 from evalcore.protocols.requests import Expansion, expansion, iter_requests
 from evalcore.tracking.process import beside
 from evalcore.runconfig.vocab_fit import default_judge
@@ -197,7 +198,7 @@ def run(cfg: RunConfig, resume: bool = False, commit_every_s: float = commit.COM
 
     # 2. requests, minus those an earlier attempt committed: counted in one pass on the driver, produced on Ray
     earlier = Earlier.of(cfg.root, resume, set(retry_errors))
-    exp = expansion(cfg, items)
+    exp = expansion(cfg, items, paraphrases(cfg, items, out))  # the paraphrase conditions' wording, made once
     if earlier.done:  # committed ids the run cannot produce mean the run changed: refused before anything is written
         check_committed(cfg.root, plan_requests(cfg, items, exp, earlier.done, earlier.again), len(earlier.done))
 

@@ -116,19 +116,24 @@ class Expansion:
     #: descriptions of clips by recording (:func:`evalcore.protocols.captions.recording`) from the run the
     #: config's ``captions`` names (the ``caption`` condition; an item's own ``caption`` field comes first)
     captions: dict[tuple, str] = field(default_factory=dict)
+    #: (dataset, item id) → its paraphrases, the first as ``paraphrase_1`` (:mod:`evalcore.pipeline.paraphrases`)
+    paraphrases: dict[tuple[str, str], tuple[dict, ...]] = field(default_factory=dict)
 
 
-def expansion(cfg: RunSpec, items: list[dict]) -> Expansion:
+def expansion(cfg: RunSpec, items: list[dict],
+              paraphrases: dict[tuple[str, str], tuple[dict, ...]] | None = None) -> Expansion:
     """The :class:`Expansion` of ``items`` (every valid item of the run), with the descriptions the config's
     ``captions`` run gives of their recordings when a protocol has the caption condition
-    (:class:`~evalcore.protocols.captions.CaptionsUnavailable` when that run gives none)."""
+    (:class:`~evalcore.protocols.captions.CaptionsUnavailable` when that run gives none) and the ``paraphrases``
+    the run made of them."""
     clips = _clips(items)
     partner, unpairable = _random_partners(clips, cfg.seeds.derangement)
     keep = ("audio_uri", "item_id", "excerpt_start", "excerpt_end")
     pools = IclPools(items) if any(any(p.icl_counts()) for p in cfg.protocols) else None
     return Expansion(first_id={(ds, clip): it["item_id"] for ds, by in clips.items() for clip, it in by.items()},
                      partner={k: {f: it.get(f) for f in keep} for k, it in partner.items()},
-                     unpairable=unpairable, pools=pools, captions=_captions(cfg, items))
+                     unpairable=unpairable, pools=pools, captions=_captions(cfg, items),
+                     paraphrases=dict(paraphrases or {}))
 
 
 def _captions(cfg: RunSpec, items: list[dict]) -> dict[tuple, str]:
@@ -167,20 +172,25 @@ def iter_requests(cfg: RunSpec, items: list[dict], exp: Expansion | None = None,
             clip_id = exp.first_id[clip] if item.get("audio_uri") else item["item_id"]  # the item's own clip
             shots = [(k, *_examples(exp.pools, proto, item, k, cfg.seeds.icl)) for k in proto.icl_counts()]
             ctx = Context(other, exp.unpairable.get(item["dataset"]),
-                          item.get("caption") or exp.captions.get(recording(item)))
+                          item.get("caption") or exp.captions.get(recording(item)),
+                          exp.paraphrases.get((item["dataset"], item["item_id"])))
             for model in chosen:
                 tset = set_for_model(proto.templates, model.name)
                 for written in proto.conditions:
                     condition = parse_condition(written)
                     seed = (derive_seed(condition.seed_stream, cfg.seeds.noise, item["dataset"], exp.first_id[clip])
                             if condition.seed_stream else None)
+                    asked = condition.asked(item, ctx)  # e.g. a paraphrase of its question and options
+                    unasked = asked.pop("_error", None) if asked is not item else None
                     for base, template in ({tset.name: tset} if tset else variants).items():
                         for k, examples, icl_error in shots:
                             variant = proto.icl_variant(base, k)
                             for order in orders:
-                                req = _request(proto, item, model, written, variant, template, order,
+                                req = _request(proto, asked, model, written, variant, template, order,
                                                cfg.seeds.options, vocab, examples)
                                 req["clip_id"] = clip_id
+                                if unasked is not None:
+                                    req.update(error=unasked[0], error_stage="expand", error_class=unasked[1])
                                 if seed is not None:
                                     req["seed"] = seed
                                 if icl_error:

@@ -61,6 +61,8 @@ class BrowserInput:
     specs: dict[str, str] = field(default_factory=dict)
     name: str = ""
     line: str = ""
+    #: (dataset, item id) → its paraphrases as the paraphrase conditions asked them: (condition, question, options)
+    paraphrases: dict[tuple[str, str], list[tuple[str, str, list[str]]]] = field(default_factory=dict)
 
 
 def _js(call: str, *args: Any) -> str:
@@ -199,7 +201,7 @@ def _cells(req: pd.DataFrame, fac: Facets, metrics: list[str], why: dict[tuple, 
 
 
 def _items_json(items: pd.DataFrame, req: pd.DataFrame, cells: list[dict], fac: Facets,
-                n_evidence: list[int]) -> list[dict[str, Any]]:
+                n_evidence: list[int], paraphrases: dict | None = None) -> list[dict[str, Any]]:
     """Every item as the page's record, its requests grouped by (model, variant, option order)."""
     out = []
     canon = items["options"].tolist() if "options" in items.columns else [None] * len(items)
@@ -223,6 +225,8 @@ def _items_json(items: pd.DataFrame, req: pd.DataFrame, cells: list[dict], fac: 
             it["l"] = list(labels)
         if nev:
             it["nev"] = nev
+        if (para := (paraphrases or {}).get((str(row.dataset), str(row.item_id)))):
+            it["pp"] = [[c, q, list(o)] for c, q, o in para]  # the paraphrase conditions' wording
         out.append(it)
     groups: dict[tuple, list] = {}
     conds = {c: i for i, c in enumerate(fac.conditions)}
@@ -263,7 +267,8 @@ def write(root: str, inp: BrowserInput, out: storage.RunStorage | None = None) -
     e_codes = _per_item(ev["ordinal"].to_numpy(dtype=np.int64), fac.evidence_codes(ev), n)
     why = {k: w for k, w in zip(zip(ev["ordinal"].tolist(), ev["model"].tolist(), ev["variant"].tolist(),
                                     ev["option_order"].tolist(), ev["condition"].tolist()), ev["why"].tolist())}
-    records = _items_json(items, req, _cells(req, fac, inp.metric_columns, why), fac, [len(e) for e in e_codes])
+    records = _items_json(items, req, _cells(req, fac, inp.metric_columns, why), fac, [len(e) for e in e_codes],
+                          inp.paraphrases)
 
     base = storage.join(root, "browser")
     written: set[str] = set()

@@ -79,6 +79,14 @@ def _required(rows: pd.DataFrame, model: str) -> list[str]:
     return out
 
 
+def _paraphrased(summary: pd.DataFrame, model: str) -> list[str]:
+    """Per benchmark: the consistency of the model's choices across paraphrases and option orders, with its CI."""
+    rows = summary[(summary["model"] == model) & (summary["metric"] == "paraphrase_consistency")
+                   & (summary["group"] == "all")] if "metric" in summary.columns else summary.iloc[0:0]
+    return [f"{r.protocol} · {r.dataset}: consistency {r.value:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
+            for r in rows.itertuples()]
+
+
 def profiles(summary: pd.DataFrame, required: pd.DataFrame | None = None, min_items: int = MIN_ITEMS,
              exclude: Iterable[str] = ()) -> list[Profile]:
     """Every model's profile (the models the listening verdict reads: not ``exclude``, e.g. rewrite systems)."""
@@ -92,7 +100,8 @@ def profiles(summary: pd.DataFrame, required: pd.DataFrame | None = None, min_it
         desc = [f"{r.protocol} · {r.dataset}: {description.verdict(r.value, r.ci_low, r.ci_high)} "
                 f"({r.value:+.3f})" for r in diffs if r.model == model]
         req = _required(required, model) if required is not None and not required.empty else []
-        out.append(Profile(model, listens.get(model, DASH), _joined(needs), _joined(desc), DASH, _joined(req)))
+        out.append(Profile(model, listens.get(model, DASH), _joined(needs), _joined(desc),
+                           _joined(_paraphrased(summary, model)), _joined(req)))
     return out
 
 

@@ -400,6 +400,26 @@ class CaptionsConfig(_Strict):
     variant: str | None = Field(None, min_length=1)
 
 
+class ParaphraserConfig(_Strict):
+    """The LLM that paraphrases each multiple-choice question and its options for the ``paraphrase_<j>`` conditions
+    (:mod:`evalcore.pipeline.paraphrases`): an OpenAI-compatible endpoint's params, as an LLM judge's
+    (:class:`evalcore.llm.runner.LLMRunner`: ``base_url``, ``model``, ``rpm``, ``tpm``, ``api_key_env``,
+    ``cache_root``, ``seed``, ``temperature`` …; the cache defaults to the run's root)."""
+
+    params: dict[str, Any]
+
+    @field_validator("params")
+    @classmethod
+    def _endpoint(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from evalcore.llm.runner import LLMRunner  # heavy: imports openai (a third of a second), only with a paraphraser
+
+        try:
+            LLMRunner(**v)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"not an LLM endpoint's params: {str(e).splitlines()[0][:200]}") from None
+        return v
+
+
 class SuiteConfig(_Strict):
     """A named suite: what models are evaluated on and how (datasets, protocols, seeds, stats, error budget),
     where it writes and on which Ray. A run config is a suite plus its models (:class:`RunConfig`); a nightly
@@ -421,6 +441,21 @@ class SuiteConfig(_Strict):
     tracking: Sinks = Field(default_factory=list)
     #: the caption condition's descriptions from an earlier run (None: the items' own ``caption`` fields only)
     captions: CaptionsConfig | None = None
+    #: the LLM that paraphrases questions and options for the ``paraphrase_<j>`` conditions (None: none)
+    paraphraser: ParaphraserConfig | None = None
+
+    @model_validator(mode="after")
+    def _paraphrases(self) -> Self:
+        """A paraphrase condition asks a kind with shuffled options (multiple choice), and needs the paraphraser."""
+        for i, p in enumerate(self.protocols):
+            asked = [c for c in p.conditions if condition(c).paraphrase is not None]
+            if asked and p.kind_spec.options != "shuffled":
+                raise ValueError(f"protocols.{i}.conditions: {asked[0]} paraphrases a question and its options, for "
+                                 f"a kind whose options are shuffled (multiple choice), not {p.kind!r}")
+            if asked and self.paraphraser is None:
+                raise ValueError(f"paraphraser: protocols.{i} asks {asked[0]}: give the LLM that paraphrases "
+                                 "(paraphraser: {params: {base_url: …, model: …, rpm: …, tpm: …}})")
+        return self
 
     @property
     def root(self) -> str:

@@ -14,6 +14,7 @@ import pandas as pd
 from evalcore.kinds.scorer import Scorer
 
 from evalcore.scorers.mcq_breakdowns import breakdown_groups, chosen_type_rows
+from evalcore.scorers.mcq_paraphrases import paraphrase_rows
 from evalcore.scorers.mcq_orders import DEFINITIONS, accuracy_per_order, chosen_option
 from evalcore.scorers.mcq_verdicts import (STRICT_COLUMN, Rules, differ_rows, has_strict, no_rules,
                                            published_aggregates, rule_of, strict_of, verdict)
@@ -82,9 +83,11 @@ class MCQScorer(Scorer):
 
     def extra_rows(self, df: pd.DataFrame, *, resamples: int, confidence: float, seed: int) -> list[dict[str, Any]]:
         """``chosen_share`` rows: which option type (correct / distractor type / none) the answers chose; for
-        RUL-MuchoMusic items, parse failures, the leave-one-out vote and the Perceptual Index (``perceptual_index``)."""
+        RUL-MuchoMusic items, parse failures, the leave-one-out vote and the Perceptual Index (``perceptual_index``);
+        with paraphrase conditions, consistency across paraphrases and orders (``paraphrase_consistency``)."""
         return (chosen_type_rows(df, resamples=resamples, confidence=confidence, seed=seed)
-                + rul_rows(df, resamples=resamples, confidence=confidence, seed=seed))  # RUL-MuchoMusic items only
+                + rul_rows(df, resamples=resamples, confidence=confidence, seed=seed)  # RUL-MuchoMusic items only
+                + paraphrase_rows(df, resamples=resamples, confidence=confidence, seed=seed))  # paraphrase_<j> only
 
     def score(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
         """``correct`` (the published verdict where the judge credits options, else the option named),

@@ -211,6 +211,11 @@
     }
     if (item.l && item.l.length) box.append(el("p", {}, el("b", {}, "labels: "), item.l.join(", ")));
     if (item.ref) box.append(el("p", { class: "ref" }, el("b", {}, "reference: "), item.ref));
+    if (item.pp && item.pp.length) {  // the paraphrase conditions' wording of the question and its options
+      box.append(el("details", { class: "paras" }, el("summary", {}, `${item.pp.length} paraphrase${item.pp.length === 1 ? "" : "s"}`),
+        ...item.pp.map((p) => el("div", { class: "para" }, el("p", {}, el("b", {}, p[0] + ": "), p[1]),
+          p[2].length ? el("ol", { class: "opts", type: "A" }, p[2].map((o) => el("li", {}, o))) : ""))));
+    }
     return box;
   }
 

@@ -5,7 +5,8 @@ its answers cached; :mod:`evalcore.pipeline.paraphrases`), made once on the driv
 ``paraphrases/`` under the run root. The options keep their order, so the correct option is the same one and the
 option orders shuffle the paraphrased texts exactly as they shuffle the written ones; the item's ``metadata`` gains
 ``paraphrase_of`` (each paraphrased option → the written one) so a chosen paraphrase maps back to the option it
-rewords (consistency across paraphrases; MuChoMusic's ``options_by_type`` follows the paraphrase). The paired difference correct − paraphrase_j says whether the wording
+rewords (consistency across paraphrases; MuChoMusic's ``options_by_type`` follows the paraphrase). The paired
+difference correct − paraphrase_j says whether the wording
 moves the score; an item the paraphraser gave no paraphrase for is an error row of that request.
 """
 

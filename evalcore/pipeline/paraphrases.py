@@ -87,7 +87,8 @@ def made(rows: pd.DataFrame) -> dict[tuple[str, str], tuple[dict, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def paraphrases(cfg: RunConfig, items: Iterable[dict], out: storage.RunStorage) -> dict[tuple[str, str], tuple[dict, ...]]:
+def paraphrases(cfg: RunConfig, items: Iterable[dict], out: storage.RunStorage
+                ) -> dict[tuple[str, str], tuple[dict, ...]]:
     """The run's paraphrases: read back from the run root when an earlier attempt wrote them, else made and
     written (none when no protocol asks for them)."""
     k = wanted(cfg)

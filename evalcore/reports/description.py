@@ -95,7 +95,8 @@ def section(summary: pd.DataFrame, conf: int) -> list[str]:
     lines, table = [], []
     for d in found:
         said = verdict(d.value, d.ci_low, d.ci_high)
-        label = f"{d.model} · {d.protocol} · {d.dataset}" + ("" if d.variant in ("", "default") else f" ({d.variant})")
+        variant = "" if d.variant in ("", "default") else f" ({d.variant})"
+        label = f"{d.model} · {d.protocol} · {d.dataset}{variant}"
         lines.append(f"* {label}: {said} ({d.metric} correct − {d.condition} "
                      f"{_ci(d.value, d.ci_low, d.ci_high, True)}, n={d.n})")
         table.append([d.model, f"{d.protocol} · {d.dataset}", d.variant, d.metric, d.whole, d.described,

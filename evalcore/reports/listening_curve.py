@@ -93,7 +93,8 @@ class Curve:
         point = knee or self.segments()[-1]
         share = f"{point.value / whole.value:.0%} of the score" if whole.value else "a score of 0"
         if zero is not None and whole.value != zero.value:
-            share += f" ({(point.value - zero.value) / (whole.value - zero.value):.0%} of what the clip adds over no audio)"
+            gain = (point.value - zero.value) / (whole.value - zero.value)
+            share += f" ({gain:.0%} of what the clip adds over no audio)"
         where = f"the {self.position} {point.kept:.0%}"
         if knee is None:
             return (f"{self.label}: still rising at {where}, which gives {share}: the whole clip scores higher "

@@ -411,7 +411,7 @@ class ParaphraserConfig(_Strict):
     @field_validator("params")
     @classmethod
     def _endpoint(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from evalcore.llm.runner import LLMRunner  # heavy: imports openai (a third of a second), only with a paraphraser
+        from evalcore.llm.runner import LLMRunner  # heavy: imports openai (0.3 s), only with a paraphraser
 
         try:
             LLMRunner(**v)

@@ -101,11 +101,15 @@ def _dtype(column: str) -> str:
 
 
 def history(cfg: NightlyConfig, records: list[LedgerRecord]) -> pd.DataFrame:
-    """One row per finished checkpoint × summary row, with the checkpoint's position in its series."""
+    """One row per finished checkpoint × summary row (and × row of its ``audio_required`` table, the figures over
+    the items that need the audio, where the run has one), with the checkpoint's position in its series."""
     frames = []
     for s in cfg.series:
         for i, rec in enumerate(finished(records, s.name)):
             summary = storage.read_parquet(storage.join(rec.run_root, "tables", "summary.parquet")).to_pandas()
+            required = storage.join(rec.run_root, "tables", "audio_required.parquet")
+            if storage.exists(required):
+                summary = pd.concat([summary, storage.read_parquet(required).to_pandas()], ignore_index=True)
             frames.append(summary.assign(series=s.name, checkpoint=rec.checkpoint, position=i,
                                          finished=rec.finished, suite_fingerprint=rec.suite_fingerprint,
                                          identity=json.dumps(rec.identity, sort_keys=True)))

@@ -95,6 +95,30 @@ class Condition:
         return ("audio", None)
 
 
+class Family(Condition):
+    """A family of conditions written ``<name>_<parameter>`` (``first_25``): ``value`` is the parameter as read."""
+
+    parametric = True
+    #: what a parameter must be (``{name}``: the family's name), said when one is not
+    parameter_rule: ClassVar[str] = ""
+
+    def __init__(self, written: str, value: Any) -> None:
+        super().__init__(written)
+        self.value = value
+
+    @classmethod
+    def read(cls, parameter: str) -> Any | None:
+        """The parameter's value, None when it is not one."""
+        raise NotImplementedError
+
+    @classmethod
+    def parse(cls, parameter: str) -> Condition:
+        value = cls.read(parameter)
+        if value is None:
+            raise ValueError(f"condition {cls.name}_{parameter}: {cls.parameter_rule.format(name=cls.name)}")
+        return cls(f"{cls.name}_{parameter}", value)
+
+
 CONDITIONS: Registry[type[Condition]] = Registry("condition", "evalcore.conditions")
 
 

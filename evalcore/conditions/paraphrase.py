@@ -16,29 +16,26 @@ import json
 import re
 from typing import Any
 
-from evalcore.conditions.base import CONDITIONS, Condition, Context
+from evalcore.conditions.base import CONDITIONS, Context, Family
 from evalcore.core.errors import INPUT
 
 _INDEX = re.compile(r"^[1-9][0-9]?$")
 
 
 @CONDITIONS.register("paraphrase")
-class Paraphrase(Condition):
-    """The j-th paraphrase of the question and options, with the item's own clip."""
+class Paraphrase(Family):
+    """The j-th paraphrase (``value``) of the question and options, with the item's own clip."""
 
-    parametric = True
     parameter_form = "<j>"
-
-    def __init__(self, written: str, index: int) -> None:
-        super().__init__(written)
-        self.paraphrase = index
+    parameter_rule = "the paraphrase is numbered from 1 to 99, e.g. paraphrase_1"
 
     @classmethod
-    def parse(cls, parameter: str) -> Condition:
-        if not _INDEX.match(parameter):
-            raise ValueError(f"condition paraphrase_{parameter}: the paraphrase is numbered from 1 to 99, e.g. "
-                             "paraphrase_1")
-        return cls(f"paraphrase_{parameter}", int(parameter))
+    def read(cls, parameter: str) -> int | None:
+        return int(parameter) if _INDEX.match(parameter) else None
+
+    @property
+    def paraphrase(self) -> int:  # type: ignore[override]
+        return int(self.value)
 
     def kept(self) -> float | None:
         return None  # the whole clip, other words: not a point of the listening curve

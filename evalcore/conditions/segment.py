@@ -10,47 +10,37 @@ decoded excerpt at the model's sample rate, before the model's window chunks it.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from evalcore.conditions.base import CONDITIONS, Condition
+from evalcore.conditions.base import CONDITIONS, Family
 from evalcore.core.seeding import rng
 
 _PERCENT = re.compile(r"^(\d{1,2}(\.\d+)?)$")
 _SECONDS = re.compile(r"^(\d+(\.\d+)?)s$")
 
 
-class Fraction(Condition):
-    """A fixed share of the excerpt at one place (the family's ``position``)."""
+class Fraction(Family):
+    """A fixed share of the excerpt (``value``) at one place (the family's name)."""
 
-    parametric = True
     parameter_form = "<percent>"
-    where: ClassVar[str]
-
-    def __init__(self, written: str, fraction: float) -> None:
-        super().__init__(written)
-        self.fraction = fraction
+    parameter_rule = "the share kept is a percentage above 0 and below 100, e.g. {name}_25"
 
     @classmethod
-    def parse(cls, parameter: str) -> Condition:
+    def read(cls, parameter: str) -> float | None:
         m = _PERCENT.match(parameter)
-        fraction = float(m.group(1)) / 100 if m else math.nan
-        if not 0 < fraction < 1:
-            raise ValueError(f"condition {cls.name}_{parameter}: the share kept is a percentage above 0 and below "
-                             f"100, e.g. {cls.name}_25")
-        return cls(f"{cls.name}_{parameter}", fraction)
+        return float(m.group(1)) / 100 if m and 0 < float(m.group(1)) < 100 else None
 
     def kept(self) -> float | None:
-        return self.fraction
+        return self.value
 
     def position(self) -> str | None:
         return self.name
 
     def audio(self, x: np.ndarray, sample_rate: int, seed: int | None) -> np.ndarray:
-        n = max(1, int(round(self.fraction * len(x))))
+        n = max(1, int(round(self.value * len(x))))
         start = {"first": 0, "middle": (len(x) - n) // 2, "last": len(x) - n}[self.name]
         return x[max(0, start):max(0, start) + n]
 
@@ -74,25 +64,17 @@ class Last(Fraction):
 
 
 @CONDITIONS.register("window")
-class Window(Condition):
-    """``w`` seconds of the excerpt at a seeded place."""
+class Window(Family):
+    """``value`` seconds of the excerpt at a seeded place."""
 
-    parametric = True
     parameter_form = "<seconds>s"
+    parameter_rule = "the window is a length in seconds above 0, e.g. window_2s"
     seed_stream = "window"
 
-    def __init__(self, written: str, seconds: float) -> None:
-        super().__init__(written)
-        self.seconds = seconds
-
     @classmethod
-    def parse(cls, parameter: str) -> Condition:
+    def read(cls, parameter: str) -> float | None:
         m = _SECONDS.match(parameter)
-        seconds = float(m.group(1)) if m else math.nan
-        if not seconds > 0:
-            raise ValueError(f"condition window_{parameter}: the window is a length in seconds above 0, e.g. "
-                             "window_2s")
-        return cls(f"window_{parameter}", seconds)
+        return float(m.group(1)) if m and float(m.group(1)) > 0 else None
 
     def kept(self) -> float | None:
         return None  # a share that depends on each clip's length: not a point of the fraction curve
@@ -101,7 +83,7 @@ class Window(Condition):
         return "window"
 
     def audio(self, x: np.ndarray, sample_rate: int, seed: int | None) -> np.ndarray:
-        n = min(len(x), max(1, int(round(self.seconds * sample_rate))))
+        n = min(len(x), max(1, int(round(self.value * sample_rate))))
         start = int(rng("window", int(seed or 0)).integers(0, len(x) - n + 1))
         return x[start:start + n]
 

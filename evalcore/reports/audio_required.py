@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalcore.reports import md
 from evalcore.reports.verdict import primary_of
 
 __all__ = ["section"]
@@ -27,12 +28,12 @@ def section(required: pd.DataFrame | None, summary: pd.DataFrame, conf: int) -> 
     if required is None or required.empty:
         return []
     shares = required[required["metric"] == SHARE]
-    out = ["", "## Which items need the audio?", "",
-           "An item is answerable without audio when some answer given without hearing it was right: under "
-           "`text_only`, or by a model that reads no audio, over every option order and variant. Each model's "
-           f"primary figure over every item and over the audio-required items only (the others left out), with its "
-           f"{conf} % CI; `evalcore subset RUN --out FILE` writes the audio-required items in the benchmark's own "
-           "format (docs/listening.md).", ""]
+    out = md.opening("Which items need the audio?",
+                     "An item is answerable without audio when some answer given without hearing it was right: under "
+                     "`text_only`, or by a model that reads no audio, over every option order and variant. Each "
+                     "model's primary figure over every item and over the audio-required items only (the others left "
+                     f"out), with its {conf} % CI; `evalcore subset RUN --out FILE` writes the audio-required items "
+                     "in the benchmark's own format (docs/listening.md).")
     rows = []
     for s in shares.itertuples():
         n, share = int(s.n), float(s.value)
@@ -53,7 +54,6 @@ def section(required: pd.DataFrame | None, summary: pd.DataFrame, conf: int) -> 
                          "n/a" if base is None else _ci(base.value, base.ci_low, base.ci_high),
                          _ci(r.value, r.ci_low, r.ci_high), 0 if r.n is None or math.isnan(r.n) else int(r.n)])
     if rows:
-        header = ["model", "benchmark", "variant", "metric", "every item", "audio-required items", "n"]
-        out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-                *("| " + " | ".join(str(x) for x in r) + " |" for r in rows)]
+        out += [""] + md.table(["model", "benchmark", "variant", "metric", "every item", "audio-required items", "n"],
+                               rows)
     return out

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.conditions.base import condition
+from evalcore.reports import md
 from evalcore.reports.verdict import primary_of
 
 __all__ = ["Difference", "differences", "section", "verdict"]
@@ -101,13 +102,11 @@ def section(summary: pd.DataFrame, conf: int) -> list[str]:
                      f"{_ci(d.value, d.ci_low, d.ci_high, True)}, n={d.n})")
         table.append([d.model, f"{d.protocol} · {d.dataset}", d.variant, d.metric, d.whole, d.described,
                       _ci(d.value, d.ci_low, d.ci_high, True), said])
-    header = ["model", "benchmark", "variant", "metric", "whole clip", "description", "correct − description",
-              "reading"]
-    return ["", "## Does listening beat a description?", "",
-            "The same questions with a description of the clip in place of the audio (the items' captions, or an "
-            "earlier run's answers to a describe prompt; docs/listening.md), and the paired difference correct − "
-            f"description over the same items with its {conf} % CI. A model that reads no audio (a text LLM given the "
-            "description: the cascade baseline) answers from the question alone under `correct`: its row says what the "
-            "description adds to the question.", "",
-            *lines, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(str(x) for x in r) + " |" for r in table)]
+    intro = ("The same questions with a description of the clip in place of the audio (the items' captions, or an "
+             "earlier run's answers to a describe prompt; docs/listening.md), and the paired difference correct − "
+             f"description over the same items with its {conf} % CI. A model that reads no audio (a text LLM given "
+             "the description: the cascade baseline) answers from the question alone under `correct`: its row says "
+             "what the description adds to the question.")
+    return (md.opening("Does listening beat a description?", intro) + lines + [""]
+            + md.table(["model", "benchmark", "variant", "metric", "whole clip", "description",
+                        "correct − description", "reading"], table))

@@ -22,9 +22,16 @@ from typing import Any
 import pandas as pd
 
 from evalcore.conditions.base import condition
+from evalcore.reports import md
 from evalcore.reports.verdict import primary_of
 
 __all__ = ["Point", "Curve", "curves", "section"]
+
+INTRO = ("Each model's primary figure against the share of the clip it heard: no audio (0), the segments (the first, "
+         "middle or last part of each clip; the rest is cut) and the whole clip (1). Each segment's paired difference "
+         "correct − segment over the same items, with its {conf} % CI, says whether the model still loses something "
+         "without the rest of the clip; the curve stops rising at the smallest share from which no segment scores "
+         "below the whole clip.")
 
 
 @dataclass(frozen=True)
@@ -178,19 +185,12 @@ def section(summary: pd.DataFrame, conf: int) -> list[str]:
     found = curves(summary)
     if not found:
         return []
-    out = ["", "## How much of the clip does it need? Listening curves", "",
-           "Each model's primary figure against the share of the clip it heard: no audio (0), the segments (the "
-           "first, middle or last part of each clip; the rest is cut) and the whole clip (1). Each segment's "
-           f"paired difference correct − segment over the same items, with its {conf} % CI, says whether the model "
-           "still loses something without the rest of the clip; the curve stops rising at the smallest share from "
-           "which no segment scores below the whole clip.", ""]
+    out = md.opening("How much of the clip does it need? Listening curves", INTRO.format(conf=conf))
     out += [f"* {line}" for line in dict.fromkeys(c.line() for c in found)]  # a flat model's line once per benchmark
     rows = [[c.model, f"{c.protocol} · {c.dataset}", c.variant, c.position, f"{p.kept:.0%}", p.condition,
              _value(p), _diff(p) if p.condition != "correct" else "–"] for c in found for p in c.points]
-    header = ["model", "benchmark", "variant", "position", "clip heard", "condition", "value", "correct − it"]
-    out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
-    return out
+    return out + [""] + md.table(["model", "benchmark", "variant", "position", "clip heard", "condition", "value",
+                                  "correct − it"], rows)
 
 
 def _value(p: Point) -> str:

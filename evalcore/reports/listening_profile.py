@@ -13,7 +13,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from evalcore.reports import description, listening_curve, verdict
+from evalcore.reports import description, listening_curve, md, verdict
 from evalcore.reports.verdict import MIN_ITEMS, primary_of
 
 __all__ = ["Profile", "profiles", "section", "card_lines"]
@@ -116,16 +116,14 @@ def section(summary: pd.DataFrame, required: pd.DataFrame | None, min_items: int
     found = profiles(summary, required, min_items, exclude)
     if not measured(found):
         return []
-    header = ["model", "listens", "clip needed", "whole clip vs a description", "paraphrases",
-              "on audio-required items"]
     rows = [[p.model, p.listens, p.needs, p.description, p.paraphrase, p.audio_required] for p in found]
-    return ["", "## Listening profile", "",
-            "Per model: the verdict of the audio controls; how much of the clip it needs (where its listening curve "
-            "stops rising); whether the whole clip beats a description of it; its robustness to paraphrases; its "
-            "primary figure on the items no answer without audio got right. Each has its own section below; "
-            f"{DASH} where the run did not measure it.", "",
-            "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |" for r in rows)]
+    intro = ("Per model: the verdict of the audio controls; how much of the clip it needs (where its listening curve "
+             "stops rising); whether the whole clip beats a description of it; its robustness to paraphrases; its "
+             "primary figure on the items no answer without audio got right. Each has its own section below; "
+             f"{DASH} where the run did not measure it.")
+    return md.opening("Listening profile", intro) + md.table(
+        ["model", "listens", "clip needed", "whole clip vs a description", "paraphrases", "on audio-required items"],
+        rows)
 
 
 def _merged(model: str, parts: list[Profile]) -> Profile:

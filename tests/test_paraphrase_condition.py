@@ -127,3 +127,16 @@ def test_the_item_browser_shows_the_paraphrases_and_the_profile_reads_the_consis
     report = open(f"{first.root}/report.md", encoding="utf-8").read()
     profile = report.split("## Listening profile")[1].split("\n## ")[0]
     assert "mcq · synth: consistency " in profile
+
+
+def test_items_html_shows_each_items_paraphrases_in_chromium(paraphrase_runs, tmp_path):
+    from cdp import Chromium
+
+    first = paraphrase_runs[0]
+    with Chromium(tmp_path / "profile", 1280, 900) as chromium:
+        page = chromium.page(f"file://{first.root}/items.html")
+        page.wait("document.body.dataset.state !== undefined")
+        shown = page.eval("[...document.querySelectorAll('article.item details.paras')].map(d => d.textContent)")
+        assert shown and all("2 paraphrases" in t and "paraphrase_1: In other words (1): " in t for t in shown)
+        tempo = [t for t in shown if "tempo" in t]
+        assert tempo and all("paraphrase_2: paraphraser: gave 3 options for 4" in t for t in tempo)

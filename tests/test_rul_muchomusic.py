@@ -72,6 +72,28 @@ def write_muchomusic(data: Path, *, question_ids: bool = True) -> Path:
 # --------------------------------------------------------------------------------------------------- loader
 
 
+def test_each_clip_gets_the_caption_its_metadata_file_has(tmp_path: Path) -> None:
+    """MusicCaps' and Song Describer's metadata files hold captions: both loaders give each item its clip's as the
+    item's ``caption`` (the caption condition's description); without a caption column, none."""
+    from evalcore.datasets.muchomusic import MuChoMusic
+
+    data = write_muchomusic(tmp_path / "data")
+    for name, cols in (("musiccaps/musiccaps-public.csv", {"caption": ["A mellow ballad with strings."]}),
+                       ("sdd/song_describer.csv", {"caption": ["Solo acoustic guitar, slow."]})):
+        table = pd.read_csv(data / name)
+        table.assign(**cols).to_csv(data / name, index=False)
+    items = list(MuChoMusic(str(data / "muchomusic.csv"), str(data)).items(None))
+    assert [i.get("caption") for i in items] == ["Solo acoustic guitar, slow.", "A mellow ballad with strings.",
+                                                 "Solo acoustic guitar, slow.", "Solo acoustic guitar, slow."]
+    rul = {json.loads(i["metadata"])["rul_id"]: i for i in RulMuchoMusic(
+        str(FIXTURE), muchomusic_csv=str(data / "muchomusic.csv"), audio_root=str(data)).items(None)}
+    assert rul["17"]["caption"] == "A mellow ballad with strings." and "caption" not in rul["2050"]
+    ok, bad = validate_items("mucho", items)
+    assert len(ok) == 4 and all(o["caption"] for o in ok)
+    bare = write_muchomusic(tmp_path / "bare")
+    assert not any(i.get("caption") for i in MuChoMusic(str(bare / "muchomusic.csv"), str(bare)).items(None))
+
+
 def test_loader_reads_the_released_file_as_leave_one_out_folds() -> None:
     items = list(RulMuchoMusic(str(FIXTURE), audio_dir=str(AUDIO_DIR)).items(None))
     assert [i["item_id"] for i in items] == [f"{q}-f{k}" for q in RELEASED for k in range(4)]

@@ -75,34 +75,46 @@ class _ReleasedAudio:
 
     def __init__(self, audio_root: str, sdd_metadata: str | None, musiccaps_metadata: str | None) -> None:
         self.root = audio_root
-        self.sdd_paths = self._sdd_paths(sdd_metadata or storage.join(audio_root, "sdd", "song_describer.csv"))
         self.musiccaps_dir = storage.join(audio_root, "musiccaps", "audio")
         self.musiccaps_files: dict[str, str] = {}
         for uri in storage.list_files(self.musiccaps_dir, ".wav"):
             m = _MUSICCAPS_FILE.match(uri.rsplit("/", 1)[-1])
             if m:
                 self.musiccaps_files.setdefault(m.group("ytid"), uri)
-        self.musiccaps_spans = self._spans(musiccaps_metadata or storage.join(audio_root, "musiccaps",
-                                                                              "musiccaps-public.csv"))
+        sdd = self._rows(sdd_metadata or storage.join(audio_root, "sdd", "song_describer.csv"))
+        self.sdd_paths = {str(text(r.get("track_id"))): str(text(r.get("path"))) for r in sdd
+                          if text(r.get("track_id")) and text(r.get("path"))}
+        caps = self._rows(musiccaps_metadata or storage.join(audio_root, "musiccaps", "musiccaps-public.csv"))
+        self.musiccaps_spans = self._spans(caps)
+        #: each clip's caption as its metadata file has it (MusicCaps' expert caption; a Song Describer track's first)
+        self.captions = {("musiccaps", str(text(r.get("ytid")))): text(r.get("caption")) for r in caps
+                         if text(r.get("caption"))}
+        for r in sdd:
+            if text(r.get("track_id")) and text(r.get("caption")):
+                self.captions.setdefault(("sdd", str(text(r.get("track_id")))), text(r.get("caption")))
 
     @staticmethod
-    def _sdd_paths(uri: str) -> dict[str, str]:
-        if not storage.exists(uri):
-            return {}
-        return {str(text(r.get("track_id"))): str(text(r.get("path"))) for r in read_table(uri).to_dict("records")
-                if text(r.get("track_id")) and text(r.get("path"))}
+    def _rows(uri: str) -> list[dict[str, Any]]:
+        return read_table(uri).to_dict("records") if storage.exists(uri) else []
 
     @staticmethod
-    def _spans(uri: str) -> dict[str, tuple[int, int]]:
-        if not storage.exists(uri):
-            return {}
+    def _spans(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
         out = {}
-        for r in read_table(uri).to_dict("records"):
+        for r in rows:
             try:
                 out.setdefault(str(text(r.get("ytid"))), (int(float(r["start_s"])), int(float(r["end_s"]))))
             except (KeyError, TypeError, ValueError):
                 continue
         return out
+
+    def caption(self, dataset: str | None, ident: str | None) -> str | None:
+        """The clip's caption in its metadata file (None: none there)."""
+        if dataset == "sdd" and ident is not None:
+            try:
+                ident = str(int(ident))
+            except ValueError:
+                return None
+        return self.captions.get((dataset or "", ident or ""))
 
     def locate(self, dataset: str, ident: str) -> tuple[str | None, str | None]:
         """(audio URI, or None and why) of a clip."""
@@ -201,8 +213,10 @@ class MuChoMusic(Dataset):
         }
         if audio_error:
             meta["audio_error"] = audio_error
-        return {
+        item = {
             "item_id": f"q{i:05d}", "protocol": "mcq", "task": "muchomusic", "audio_uri": audio,
             "question": text(row.get("question")), "options": options, "correct_option": 0,
             "category": source, "metadata": json.dumps(meta),
         }
+        caption = released.caption(source, audio_id(source, ident)) if released is not None else None
+        return {**item, "caption": caption} if caption else item

@@ -155,9 +155,10 @@ class RulMuchoMusic(Dataset):
         # one item per left-out distractor; with fewer than two distractors no fold has two options: one item with
         # the correct answer alone, an error row
         folds: list[int | None] = list(range(len(distractors))) if len(distractors) >= 2 else [None]
+        caption = released.caption(clip.get("source_dataset"), clip.get("audio_id")) if released is not None else None
         for k in folds:
             kept = [d for j, d in enumerate(distractors) if k is not None and j != k]
-            yield {
+            yield ({"caption": caption} if caption else {}) | {
                 "item_id": qid if k is None else f"{qid}-f{k}",
                 "protocol": "mcq", "task": TASK, "audio_uri": uri, "question": text(entry.get("question")),
                 "options": [correct, *kept], "correct_option": 0, "category": clip.get("source_dataset"),

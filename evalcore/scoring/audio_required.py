@@ -8,9 +8,9 @@ orders and prompt variants. The other items are **audio-required** (a RUListenin
 
 :func:`marks` gives one row per item: whether it is answerable without audio and which answers were right
 (``tables/answerable_without_audio.parquet``; ``evalcore subset`` writes the audio-required items in the benchmark's
-own format). :func:`summary_rows` gives every model's figures over the audio-required items only (group
-``audio_required``, as the summary's rows, bootstrap CIs and paired differences included) and, per benchmark, the
-share of items removed (metric ``answerable_without_audio``) — ``tables/audio_required.parquet``.
+own format). :func:`summary_rows` gives every model's figures with the correct audio over the audio-required items
+only (group ``audio_required``, as the summary's rows, with bootstrap CIs) and, per benchmark, the share of items
+removed (metric ``answerable_without_audio``) — ``tables/audio_required.parquet``.
 """
 
 from __future__ import annotations
@@ -81,14 +81,15 @@ def marks(per_item: pd.DataFrame, deaf_models: Iterable[str] = ()) -> pd.DataFra
 
 def summary_rows(per_item: pd.DataFrame, marked: pd.DataFrame, resamples: int, confidence: float, seed: int,
                  params: ScorerParams | None = None) -> pd.DataFrame:
-    """The summary's rows (group ``all`` only) over each marked benchmark's audio-required items, as group
-    ``audio_required``, and per benchmark the share of its items answerable without audio (``n``: items marked)."""
+    """The summary's rows (group ``all``, condition ``correct``) over each marked benchmark's audio-required items,
+    as group ``audio_required``, and per benchmark the share of its items answerable without audio (``n``: items
+    marked)."""
     if marked.empty:
         return pd.DataFrame()
     key = ["protocol", "dataset", "item_id"]
     benches = marked[["protocol", "dataset"]].drop_duplicates()
     rows = per_item.merge(benches, on=["protocol", "dataset"])
-    keep = rows.merge(marked[~marked[SHARE]][key], on=key)
+    keep = rows[rows["condition"] == "correct"].merge(marked[~marked[SHARE]][key], on=key)
     out = (summary_table(keep, resamples, confidence, seed, params, breakdowns=False).to_pandas() if len(keep)
            else pd.DataFrame())
     if len(out):

@@ -134,6 +134,15 @@ def condition(written: str) -> Condition:
     return _unknown(written)
 
 
+def known(written: Any) -> Condition | None:
+    """The condition a table names (``written``), or None for a name this evalcore does not know (a table written by
+    another version): what the reports and the scoring stage ask of a condition read back from a table."""
+    try:
+        return condition(str(written))
+    except ValueError:
+        return None
+
+
 def _unknown(written: str) -> Condition:
     fixed = [n for n in CONDITIONS.names() if not CONDITIONS.get(n).parametric]
     families = [f"{n}_{CONDITIONS.get(n).parameter_form}" for n in CONDITIONS.names() if CONDITIONS.get(n).parametric]

@@ -5,7 +5,6 @@ its CI (``tables/audio_required.parquet``, :mod:`evalcore.scoring.audio_required
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pandas as pd
 
@@ -15,12 +14,6 @@ from evalcore.reports.verdict import primary_of
 __all__ = ["section"]
 
 SHARE = "answerable_without_audio"
-
-
-def _ci(v: Any, lo: Any, hi: Any) -> str:
-    if v is None or pd.isna(v):
-        return "n/a"
-    return f"{v:.3f}" if lo is None or pd.isna(lo) else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def section(required: pd.DataFrame | None, summary: pd.DataFrame, conf: int) -> list[str]:
@@ -51,8 +44,8 @@ def section(required: pd.DataFrame | None, summary: pd.DataFrame, conf: int) -> 
         for r in left.itertuples():
             base = every.loc[(r.model, r.variant)] if (r.model, r.variant) in every.index else None
             rows.append([r.model, f"{s.protocol} · {s.dataset}", r.variant, metric,
-                         "n/a" if base is None else _ci(base.value, base.ci_low, base.ci_high),
-                         _ci(r.value, r.ci_low, r.ci_high), 0 if r.n is None or math.isnan(r.n) else int(r.n)])
+                         "n/a" if base is None else md.ci(base.value, base.ci_low, base.ci_high),
+                         md.ci(r.value, r.ci_low, r.ci_high), 0 if r.n is None or math.isnan(r.n) else int(r.n)])
     if rows:
         out += [""] + md.table(["model", "benchmark", "variant", "metric", "every item", "audio-required items", "n"],
                                rows)

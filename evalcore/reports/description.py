@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.conditions.base import condition
+from evalcore.conditions.base import known
 from evalcore.reports import md
 from evalcore.reports.verdict import primary_of
 
@@ -22,17 +22,8 @@ __all__ = ["Difference", "differences", "section", "verdict"]
 
 
 def _described(name: Any) -> bool:
-    try:
-        return condition(str(name)).described
-    except ValueError:
-        return False
-
-
-def _ci(v: Any, lo: Any, hi: Any, signed: bool = False) -> str:
-    if v is None or pd.isna(v):
-        return "n/a"
-    f = "{:+.3f}" if signed else "{:.3f}"
-    return f.format(v) if lo is None or pd.isna(lo) else f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
+    c = known(name)
+    return c is not None and c.described
 
 
 def verdict(diff: float, low: float, high: float) -> str:
@@ -77,7 +68,7 @@ def differences(summary: pd.DataFrame) -> list[Difference]:
         vals = g[g["kind"] == "value"].set_index(["model", "variant", "condition"])
 
         def cell(key: tuple) -> str:
-            return "n/a" if key not in vals.index else _ci(vals.loc[key].value, vals.loc[key].ci_low,
+            return "n/a" if key not in vals.index else md.ci(vals.loc[key].value, vals.loc[key].ci_low,
                                                            vals.loc[key].ci_high)
 
         for name in names:
@@ -99,9 +90,9 @@ def section(summary: pd.DataFrame, conf: int) -> list[str]:
         variant = "" if d.variant in ("", "default") else f" ({d.variant})"
         label = f"{d.model} · {d.protocol} · {d.dataset}{variant}"
         lines.append(f"* {label}: {said} ({d.metric} correct − {d.condition} "
-                     f"{_ci(d.value, d.ci_low, d.ci_high, True)}, n={d.n})")
+                     f"{md.ci(d.value, d.ci_low, d.ci_high, True)}, n={d.n})")
         table.append([d.model, f"{d.protocol} · {d.dataset}", d.variant, d.metric, d.whole, d.described,
-                      _ci(d.value, d.ci_low, d.ci_high, True), said])
+                      md.ci(d.value, d.ci_low, d.ci_high, True), said])
     intro = ("The same questions with a description of the clip in place of the audio (the items' captions, or an "
              "earlier run's answers to a describe prompt; docs/listening.md), and the paired difference correct − "
              f"description over the same items with its {conf} % CI. A model that reads no audio (a text LLM given "

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.conditions.base import condition
+from evalcore.conditions.base import known
 from evalcore.reports import md
 from evalcore.reports.verdict import primary_of
 
@@ -111,9 +111,7 @@ class Curve:
 
 
 def _diff(p: Point) -> str:
-    if math.isnan(p.diff):
-        return "n/a"
-    return f"{p.diff:+.3f} [{p.diff_low:+.3f}, {p.diff_high:+.3f}], n={p.diff_n}"
+    return "n/a" if math.isnan(p.diff) else f"{md.ci(p.diff, p.diff_low, p.diff_high, signed=True)}, n={p.diff_n}"
 
 
 def _num(v: Any) -> float:
@@ -126,11 +124,8 @@ def _int(v: Any) -> int:
 
 def _kept(name: str) -> tuple[float | None, str | None, bool]:
     """(share kept, position, hears) of a condition written in a summary (unknown names: not on a curve)."""
-    try:
-        c = condition(name)
-    except ValueError:
-        return None, None, True
-    return c.kept(), c.position(), c.hears
+    c = known(name)
+    return (None, None, True) if c is None else (c.kept(), c.position(), c.hears)
 
 
 def curves(summary: pd.DataFrame) -> list[Curve]:
@@ -194,6 +189,4 @@ def section(summary: pd.DataFrame, conf: int) -> list[str]:
 
 
 def _value(p: Point) -> str:
-    if math.isnan(p.value):
-        return "n/a"
-    return f"{p.value:.3f}" if math.isnan(p.ci_low) else f"{p.value:.3f} [{p.ci_low:.3f}, {p.ci_high:.3f}]"
+    return md.ci(p.value, p.ci_low, p.ci_high)

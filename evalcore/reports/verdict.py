@@ -41,7 +41,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from evalcore.conditions.base import condition
+from evalcore.conditions.base import known
 from evalcore.kinds.base import kind_of
 from evalcore.reports.browser_links import difference_href, evidence_href, items_href
 from evalcore.core.schema import strict_name
@@ -137,10 +137,8 @@ def is_control_contrast(contrast: Any) -> bool:
     first, _, other = str(contrast).partition("-")
     if first != "correct" or not other:
         return False
-    try:
-        return condition(other).control
-    except ValueError:  # a condition this evalcore does not know (a table written by another version)
-        return False
+    c = known(other)
+    return c is not None and c.control
 
 
 def primary_of(rows: pd.DataFrame) -> str | None:

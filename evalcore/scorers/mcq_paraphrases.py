@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.conditions.base import condition
+from evalcore.conditions.base import known
 from evalcore.core.seeding import derive_seed
 from evalcore.scorers.mcq_orders import chosen_option
 from evalcore.stats.aggregate import mean_of
@@ -31,10 +31,8 @@ KEYS = ("protocol", "dataset", "model", "variant")
 
 
 def _paraphrased(written: Any) -> bool:
-    try:
-        return condition(str(written)).paraphrase is not None
-    except ValueError:
-        return False
+    c = known(written)
+    return c is not None and c.paraphrase is not None
 
 
 def _canonical(options: Any, parsed: Any, metadata: Any) -> str | None:

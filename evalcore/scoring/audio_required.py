@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from evalcore.conditions.base import condition
+from evalcore.conditions.base import known
 from evalcore.kinds.base import kind_of
 from evalcore.scoring.requests import ScorerParams
 from evalcore.scoring.summary import summary_table
@@ -31,18 +31,13 @@ MARK_COLUMNS = ["protocol", "dataset", "item_id", SHARE, "right_without_audio", 
 
 def _silent(written: Any) -> bool:
     """A condition under which the model hears nothing of the clip and reads no description of it."""
-    try:
-        c = condition(str(written))
-    except ValueError:
-        return False
-    return not c.hears and not c.described
+    c = known(written)
+    return c is not None and not c.hears and not c.described
 
 
 def _undescribed(written: Any) -> bool:
-    try:
-        return not condition(str(written)).described
-    except ValueError:
-        return False
+    c = known(written)
+    return c is not None and not c.described
 
 
 def _right_or_wrong(kind: Any) -> str | None:

@@ -78,7 +78,7 @@ def config(musicqa: str, audio: str, copies: int, root: str, ray: dict | None = 
         "datasets": [{"name": f"musicqa{c}", "kind": "musicqa", "params": params} for c in range(copies)],
         "models": models(sim),
         "protocols": [{"name": "freeform", "conditions": ["correct", "random"]}],
-        "storage": {"root": root}, "ray": {"progress_bars": False, "decode_num_cpus": 0.5, **(ray or {})}})
+        "storage": {"root": root}, "ray": {"progress_bars": False, "decode_num_cpus": 0.25, **(ray or {})}})
 
 
 def bottleneck(profile: dict) -> tuple[str, dict] | None:

@@ -114,12 +114,12 @@ def test_a_model_whose_decode_is_slow_is_reported_starved_by_decode(two_models):
 def test_aligned_blocks_hold_whole_batches_and_enough_blocks_for_the_cpus():
     from evalcore.pipeline.resources import aligned_rows
 
-    assert aligned_rows(8) == aligned_rows(64) == 256 and aligned_rows(300) == 300  # unknown size: the most
-    assert aligned_rows(8, 10_080, 2) == 256  # a long run: few, large decode tasks
+    assert aligned_rows(8) == aligned_rows(64) == 1024 and aligned_rows(300) == 900  # unknown size: the most
+    assert aligned_rows(8, 10_080, 2) == 1024 and aligned_rows(8, 4_000, 2) == 496  # a long run: few, large tasks
     assert aligned_rows(8, 360, 2) == 40  # 9 blocks, 4 or more per CPU
     assert aligned_rows(8, 360, 32) == 8 and aligned_rows(64, 10, 2) == 64  # never less than one batch
     for bs, n, cpus in ((8, 3_600, 2), (64, 25_000, 4), (5, 1_234, 3), (100, 999, 1)):
         assert aligned_rows(bs, n, cpus) % bs == 0
     # ray.audio_block_requests caps the blocks of a model that reads audio, still in whole batches
-    assert aligned_rows(8, 10_080, 2, most_requests=64) == 64 and aligned_rows(8, 10_080, 2, None) == 256
+    assert aligned_rows(8, 10_080, 2, most_requests=64) == 64 and aligned_rows(8, 10_080, 2, None) == 1024
     assert aligned_rows(64, 10_080, 2, most_requests=8) == 64 and aligned_rows(8, 100, 2, most_requests=64) == 8

@@ -120,17 +120,25 @@ def test_a_file_missing_on_a_node_not_the_drivers_is_told_as_such(local_ray, tmp
     """A decode on another node than the driver's that did not find a local file the driver's node has (asked of it
     by a task pinned there) says which node did not see it, class transient (a mount missing there, not a bad
     input); a file the driver's node lacks too, and an s3:// one, stay missing inputs."""
-    from evalcore.pipeline.stages import DECODED
+    import numpy as np
+
+    from evalcore.pipeline.stages import SHARED_AUDIO_FIELD, audio_arrays, shared_audio_table
 
     seen = tmp_path / "seen.wav"
     seen.write_bytes(b"")
     uris = [str(seen), str(tmp_path / "nowhere.wav"), "s3://b/x.wav"]
-    batch = pa.Table.from_pylist([{"request_id": str(i), "audio_uri": u, "error_stage": "decode", "error_class": "input",
-                                   "error": f"missing: audio file not found: {u}"} for i, u in enumerate(uris)],
-                                 schema=DECODED)
+    rows = [{"request_id": str(i), "audio_uri": u, "error_stage": "decode", "error_class": "input",
+             "error": f"missing: audio file not found: {u}", "audio": None} for i, u in enumerate(uris)]
+    heard = np.linspace(-1, 1, 8, dtype=np.float32)  # a row decoded beside them keeps its sound
+    rows.append({"request_id": "3", "audio_uri": "s3://b/y.wav", "condition": "correct", "chunk_index": 0,
+                 "audio": heard})
+    batch = shared_audio_table(rows)
     here = local_ray.get_runtime_context().get_node_id()
     assert placement.elsewhere(batch, here).equals(batch)  # on the driver's node: nothing to tell
-    rows = placement.elsewhere(batch, here, this_node="f" * 56).to_pylist()
+    told = placement.elsewhere(batch, here, this_node="f" * 56)
+    assert told.schema.field("audio").type == SHARED_AUDIO_FIELD.type
+    assert np.array_equal(audio_arrays(told.column("audio"))[3], heard)
+    rows = told.to_pylist()[:3]
     assert rows[0]["error"].startswith(f"{placement.NOT_VISIBLE}: audio file not found on node ")
     assert f"which is not the driver's node, where it is: {seen} must be on a path every node mounts" in rows[0]["error"]
     assert rows[0]["error_class"] == "transient"

@@ -9,7 +9,7 @@ them as it would GPU actors. ``simulated_gpu_text`` is the same model without au
 are not decoded (a run measures the pipeline, not decode).
 
 ``decode_seconds_per_batch`` (default 0) makes the decode stage of the model's requests take that much longer per
-decode task, as a model whose inputs are costly to prepare on CPUs (feature extraction before a GPU): the pipeline
+batch of the model's ``batch_size`` requests, as a model whose inputs are costly to prepare on CPUs (feature extraction before a GPU): the pipeline
 reads it without building the model (:meth:`SimulatedGPU.decode_seconds`); a test or benchmark starves the model
 with it on purpose.
 
@@ -77,7 +77,8 @@ class SimulatedGPU(MusicLM):
 
     @classmethod
     def decode_seconds(cls, params: dict[str, Any]) -> float:
-        """Seconds a decode task of this model's requests sleeps (``decode_seconds_per_batch``), without building it."""
+        """Seconds a decode task sleeps per batch of this model's requests (``decode_seconds_per_batch``), without
+        building it."""
         return float(params.get("decode_seconds_per_batch", 0.0))
 
     def info(self) -> dict[str, Any]:

@@ -75,15 +75,16 @@ def _blocks(table: pa.Table) -> list[pa.Table]:
 
 
 def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None, driver_node: str | None = None,
-           extra_s: float = 0.0, **kwargs) -> pa.Table:
+           extra_s: float = 0.0, batch_size: int = 1, **kwargs) -> pa.Table:
     """decode_batch in a Ray worker, with the run's S3 options (endpoint, region, scheme; never keys) and read
     deadline, which a worker process would not otherwise see: the driver's scope covers its own process only.
     Keys come from the worker's environment / AWS chain, as on the driver. ``extra_s``: seconds the task spends
-    beyond decoding (a simulated model's costly input preparation, :func:`resources.decode_seconds`)."""
+    beyond decoding per model batch of ``batch_size`` rows in its block (a simulated model's costly input
+    preparation, :func:`resources.decode_seconds`)."""
     if extra_s > 0:
         import time
 
-        time.sleep(extra_s)
+        time.sleep(extra_s * -(-batch.num_rows // max(1, batch_size)))
     with storage.using(storage.StorageSettings.of(s3, read_timeout_s)):
         out = decode_batch(batch, **kwargs)
     return out if driver_node is None else elsewhere(out, driver_node)
@@ -107,7 +108,9 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     reads = uses_audio(model)
     ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus,
                                               audio_block_requests if reads else None))
-    # Decode reserves the memory its batch of audio needs. That also keeps it a stage of its own: Ray Data
+    # Decode takes whole aligned blocks, and the model's actors take decode's blocks whole (batch_size None; the
+    # actor calls the model on batches of its batch_size): a block holds each distinct sound once
+    # (stages.decode_batch), so it must reach the model as it left decode. Decode reserves the memory its audio needs. That also keeps it a stage of its own: Ray Data
     # fuses only operators with equal resource requests, and a fused decode would run inside the model's
     # actor, leaving the model (a GPU in production) idle while audio decodes.
     chunk_s = chunk_window(model, window)
@@ -115,8 +118,9 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     # decode tasks reserve a worker's memory only
     ds = ds.map_batches(decode, fn_kwargs={"sample_rate": sr, "window_s": chunk_s, "long_audio": model.long_audio,
                                            "uses_audio": reads, "s3": s3, "read_timeout_s": read_timeout_s,
-                                           "driver_node": driver_node, "extra_s": decode_seconds(model)},
-                        batch_size=model.resources.batch_size, batch_format="pyarrow", num_cpus=decode_cpus,
+                                           "driver_node": driver_node, "extra_s": decode_seconds(model),
+                                           "batch_size": model.resources.batch_size},
+                        batch_size=None, batch_format="pyarrow", num_cpus=decode_cpus,
                         memory=decode_memory(model.resources.batch_size if reads else 0, sr, chunk_s))
     r = model.resources
     # a model with its own runtime_env (conflicting pins: pip / conda / container / py_executable) gets it
@@ -126,8 +130,8 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     extra = {"runtime_env": env} if env else {}
     return actor_stage(ds, model_runner(model.name), r.max_restarts,
                        fn_constructor_kwargs={"kind": model.kind, "params": model.params,
-                                              "audio_spec": (sr, window), "s3": s3},
-                       batch_size=r.batch_size, batch_format="pyarrow", num_cpus=r.num_cpus,
+                                              "audio_spec": (sr, window), "s3": s3, "batch_size": r.batch_size},
+                       batch_size=None, batch_format="pyarrow", num_cpus=r.num_cpus,
                        num_gpus=r.num_gpus, compute=ray.data.ActorPoolStrategy(size=r.concurrency),
                        resources=r.custom or None, **extra)
 

@@ -211,9 +211,8 @@ def elsewhere(batch: pa.Table, driver_node: str, this_node: str | None = None) -
     here = this_node or ray.get_runtime_context().get_node_id()
     if here == driver_node:
         return batch
-    rows = batch.to_pylist()
-    local = sorted({r["audio_uri"] for r, hit in zip(rows, missing.to_pylist())
-                    if hit and r.get("audio_uri") and not storage.is_s3(r["audio_uri"])})
+    uris = batch.column("audio_uri").to_pylist()
+    local = sorted({u for u, hit in zip(uris, missing.to_pylist()) if hit and u and not storage.is_s3(u)})
     if not local:
         return batch
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -228,13 +227,18 @@ def elsewhere(batch: pa.Table, driver_node: str, this_node: str | None = None) -
     if not seen:
         return batch
     ip = next((n.get("NodeManagerAddress", "?") for n in ray.nodes() if n.get("NodeID") == here), "?")
-    for row, hit in zip(rows, missing.to_pylist()):
-        if hit and row.get("audio_uri") in seen:
-            row["error"] = (f"{NOT_VISIBLE}: audio file not found on node {ip} ({here[:12]}), which is not the "
-                            f"driver's node, where it is: {row['audio_uri']} must be on a path every node mounts "
-                            "(storage.shared_paths) or on s3://")
-            row["error_class"] = TRANSIENT
-    return pa.Table.from_pylist(rows, schema=batch.schema)
+    error, error_class = errors.to_pylist(), batch.column("error_class").to_pylist()
+    for i, (uri, hit) in enumerate(zip(uris, missing.to_pylist())):
+        if hit and uri in seen:
+            error[i] = (f"{NOT_VISIBLE}: audio file not found on node {ip} ({here[:12]}), which is not the "
+                        f"driver's node, where it is: {uri} must be on a path every node mounts "
+                        "(storage.shared_paths) or on s3://")
+            error_class[i] = TRANSIENT
+    # the other columns as they are (the decoded audio, shared between rows, is not rebuilt)
+    for name, values in (("error", error), ("error_class", error_class)):
+        i = batch.schema.get_field_index(name)
+        batch = batch.set_column(i, batch.schema.field(i), pa.array(values, type=batch.schema.field(i).type))
+    return batch
 
 
 class NodeWatch:

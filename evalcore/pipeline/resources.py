@@ -29,7 +29,7 @@ def uses_audio(model: ModelConfig) -> bool:
 
 
 def decode_seconds(model: ModelConfig) -> float:
-    """Seconds a decode task of the model's requests spends beyond decoding: a simulated model's
+    """Seconds a decode task spends beyond decoding per batch of the model's requests: a simulated model's
     ``decode_seconds_per_batch`` (:meth:`evalcore.models.simulated.SimulatedGPU.decode_seconds`), else 0."""
     hook = getattr(MODELS.get(model.kind), "decode_seconds", None)
     return float(hook(dict(model.params))) if callable(hook) else 0.0
@@ -69,9 +69,11 @@ SOURCE_RATE, SOURCE_CHANNELS = 48_000, 2  # what a decode holds before downmix a
 
 
 def decode_memory(batch_size: int, sample_rate: int, window_s: float | None) -> int:
-    """Bytes a decode task reserves: a worker (~384 MiB with its imports) plus its batch of float32 audio (30 s
+    """Bytes a decode task reserves: a worker (~384 MiB with its imports) plus a model batch of float32 audio (30 s
     per item when unbounded) as decoded (48 kHz stereo) and twice at the model's rate (downmix/resample copies).
-    Ray Data warns when a task outgrows it: 30 s MP3s in batches of 8 took 480 MiB against 315 reserved."""
+    Ray Data warns when a task outgrows it: 30 s MP3s in batches of 8 took 480 MiB against 315 reserved. A task
+    decodes a whole aligned block, one file at a time, and keeps each distinct sound once (a block of 1,024
+    MusicQA requests: 57 clips, 36 MB)."""
     seconds = window_s if window_s is not None else 30.0
     decoded = SOURCE_RATE * SOURCE_CHANNELS + 2 * sample_rate
     return (384 << 20) + int(batch_size * seconds * decoded * 4)
@@ -88,8 +90,11 @@ def chunk_window(model: ModelConfig, window: float | None) -> float | None:
 
 #: requests per block after the batch alignment at most, about (a whole number of the model's batches): a decode
 #: task takes a block, so blocks of one batch each cost a task per batch (MusicQA's 20,160 requests in batches of 8
-#: on 2 CPUs: 378 s, against 135 s before the alignment)
-ALIGNED_BLOCK_REQUESTS = 256
+#: on 2 CPUs: 378 s, against 135 s before the alignment), and each block costs the model's actor a task of its own
+#: (Ray's dispatch, the block's transfer: tens of ms on 2 busy cores, a tenth of a weight-free model's time for 256
+#: requests). A block holds each distinct sound once (:func:`evalcore.pipeline.stages.decode_batch`): 1,024 MusicQA
+#: requests carry some 57 clips, 36 MB
+ALIGNED_BLOCK_REQUESTS = 1024
 #: blocks per CPU a model's requests are cut into at least, while blocks hold more than one batch: decode tasks
 #: for every CPU, and a short last wave
 BLOCKS_PER_CPU = 4

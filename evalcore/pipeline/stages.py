@@ -25,6 +25,9 @@ from evalcore.core.schema import JUDGMENT, REQUEST, RESPONSE
 
 AUDIO_FIELD = pa.field("audio", pa.large_list(pa.float32()))
 DECODED = pa.schema([*RESPONSE, AUDIO_FIELD])
+#: the decode stage's ``audio``: each distinct clip once per block (a dictionary of clips; each row its index), so
+#: that the 18 requests of a MusicQA clip carry 640 KB of audio between them, not each (see :func:`decode_batch`)
+SHARED_AUDIO_FIELD = pa.field("audio", pa.dictionary(pa.int32(), pa.large_list(pa.float32())))
 JUDGED = pa.schema([*RESPONSE, *(f for f in JUDGMENT if f.name not in RESPONSE.names)])
 
 
@@ -46,14 +49,65 @@ def _fail(row: dict, stage: str, exc: BaseException | str, error_class: str | No
 
 def decode_batch(batch: pa.Table, sample_rate: int, window_s: float | None, long_audio: str = "chunk",
                  uses_audio: bool = True) -> pa.Table:
-    """The decode stage (a Ray task per batch): one output row per chunk of each request
-    (``uses_audio`` False: one row per request, no audio read; see :class:`Decoder`)."""
+    """The decode stage (a Ray task per block): one output row per chunk of each request
+    (``uses_audio`` False: one row per request, no audio read; see :class:`Decoder`). Requests that hear the same
+    sound (one clip's questions; a random partner's clip and the partner's own; the same chunk) share it: the
+    ``audio`` column is a dictionary holding each distinct sound once (:data:`SHARED_AUDIO_FIELD`), decoded once."""
     decoder = Decoder(sample_rate, window_s, long_audio, uses_audio)
     out: list[dict] = []
     cache: dict[tuple, np.ndarray] = {}  # requests sharing a clip in this batch decode it once
     for row in batch.to_pylist():
         out.extend(decoder.one(row, cache))
-    return _table(out, DECODED)
+    return shared_audio_table(out)
+
+
+def _sound_key(row: dict) -> tuple:
+    """What makes two decoded rows hear the same samples: the excerpt played, the condition's variant of it, the
+    chunk."""
+    return (row.get("audio_uri"), row.get("excerpt_start"), row.get("excerpt_end"),
+            condition(row["condition"]).clip_variant(row.get("seed")), row.get("chunk_index"))
+
+
+def shared_audio_table(rows: list[dict]) -> pa.Table:
+    """``rows`` (decoded, each with its ``audio`` array or None) as a table of :data:`DECODED`'s columns whose
+    ``audio`` holds each distinct sound once (:data:`SHARED_AUDIO_FIELD`)."""
+    index: list[int | None] = []
+    sounds: list[np.ndarray] = []
+    seen: dict[tuple, int] = {}
+    for r in rows:
+        x = r.pop("audio", None)
+        if x is None:
+            index.append(None)
+            continue
+        key = _sound_key(r)
+        if key not in seen:
+            seen[key] = len(sounds)
+            sounds.append(np.asarray(x, dtype=np.float32))
+        index.append(seen[key])
+    offsets = np.zeros(len(sounds) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in sounds], out=offsets[1:])
+    values = np.concatenate(sounds) if sounds else np.zeros(0, dtype=np.float32)
+    clips = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values, type=pa.float32()))
+    audio = pa.DictionaryArray.from_arrays(pa.array(index, type=pa.int32()), clips)
+    return _table(rows, RESPONSE).append_column(SHARED_AUDIO_FIELD, audio)
+
+
+def audio_arrays(column: pa.ChunkedArray | pa.Array) -> list[np.ndarray | None]:
+    """Each row's audio (read-only float32, None where it has none) of an ``audio`` column: shared
+    (:data:`SHARED_AUDIO_FIELD`: the rows of one sound get views of one array) or a list per row
+    (:data:`AUDIO_FIELD`)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out: list[np.ndarray | None] = []
+    for chunk in chunks:
+        if pa.types.is_dictionary(chunk.type):
+            clips = chunk.dictionary
+            values = clips.values.to_numpy(zero_copy_only=False)
+            offsets = clips.offsets.to_numpy()
+            views = [values[offsets[k]:offsets[k + 1]] for k in range(len(clips))]
+            out.extend(None if k is None else views[k] for k in chunk.indices.to_pylist())
+        else:
+            out.extend(None if not a.is_valid else a.values.to_numpy(zero_copy_only=False) for a in chunk)
+    return out
 
 
 class Decoder:
@@ -108,11 +162,14 @@ class Decoder:
 class ModelRunner:
     """A Ray Data actor holding one loaded Music LM; generates one text per chunk row."""
 
-    @storage.scoped(lambda self, kind, params, audio_spec, s3=None: storage.StorageSettings.of(s3))
+    @storage.scoped(lambda self, kind, params, audio_spec, s3=None, batch_size=None:
+                    storage.StorageSettings.of(s3))
     def __init__(self, kind: str, params: dict[str, Any], audio_spec: tuple[int, float | None],
-                 s3: dict | None = None) -> None:
+                 s3: dict | None = None, batch_size: int | None = None) -> None:
         #: the run's S3 options (never keys), e.g. for an s3:// checkpoint, while it loads and generates
         self.storage = storage.StorageSettings.of(s3)
+        #: rows per call of the model's ``generate`` (``resources.batch_size``); None: the whole table Ray hands it
+        self.batch_size = batch_size
         self.model = MODELS.build(kind, **params)
         # the decode stage prepared audio for the rate and window read from the model's class and params
         if (self.model.sample_rate, self.model.max_audio_seconds) != tuple(audio_spec):
@@ -123,15 +180,17 @@ class ModelRunner:
 
     @storage.scoped(lambda self, *_, **__: self.storage)
     def __call__(self, batch: pa.Table) -> pa.Table:
-        col = batch.column("audio")
+        """One block of decoded rows (the run hands the actor whole blocks: their ``audio`` is shared within the
+        block, :func:`decode_batch`), generated in batches of :attr:`batch_size` rows."""
+        audios = audio_arrays(batch.column("audio"))
         rows = batch.drop_columns(["audio"]).to_pylist()
         todo = [i for i, r in enumerate(rows) if r["error"] is None]
-        inputs = []
-        for i in todo:
-            a = col[i]
-            x = None if not a.is_valid else a.values.to_numpy(zero_copy_only=False)
-            inputs.append(AudioPrompt(x, self.model.sample_rate, rows[i]["prompt"] or "", rows[i].get("reference")))
-        texts = self._generate(inputs, [rows[i] for i in todo])
+        inputs = [AudioPrompt(audios[i], self.model.sample_rate, rows[i]["prompt"] or "", rows[i].get("reference"))
+                  for i in todo]
+        step = self.batch_size or max(1, len(todo))
+        texts: list[Any] = []
+        for k in range(0, len(todo), step):
+            texts.extend(self._generate(inputs[k:k + step], [rows[i] for i in todo[k:k + step]]))
         for i, text in zip(todo, texts):
             rows[i]["model_info"] = self.info
             if isinstance(text, BaseException):

@@ -25,9 +25,11 @@ from evalcore.pipeline.committer import Committer
 from evalcore.pipeline.placement import NodeWatch, elsewhere
 from evalcore.pipeline.profile import Profile
 from evalcore.pipeline.raydata import Bundle, Stream, node_offsets
-from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, chunk_window,
-                                         decode_memory, decode_seconds, metric_gpus, model_groups, uses_audio)
-from evalcore.pipeline.stages import ModelRunner, decode_batch, judge_batch, requests_table, response_table
+from evalcore.pipeline.resources import (METRIC_ACTOR_CPUS, aligned_rows, audio_spec, block_requests_for_sounds,
+                                         chunk_window, decode_memory, decode_seconds, metric_gpus, model_groups,
+                                         uses_audio)
+from evalcore.pipeline.stages import (ModelRunner, decode_batch, judge_batch, requests_table, response_table,
+                                      sound_key)
 from evalcore.pipeline.stream_metrics import LexicalMetricsActor, ModelMetricsActor, lexical_metrics, mir_rules
 from evalcore.textmetrics.stream_values import lexical_plan, model_plan
 
@@ -92,12 +94,15 @@ def decode(batch: pa.Table, s3: dict | None, read_timeout_s: float | None = None
 
 def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3: dict | None = None,
                  read_timeout_s: float | None = None, n_requests: int | None = None, cpus: float = 1.0,
-                 driver_node: str | None = None, audio_block_requests: int | None = None):
+                 driver_node: str | None = None, audio_block_requests: int | None = None,
+                 n_sounds: int | None = None):
     """Stages 3–4 for one model: decode+chunk (CPU tasks) → the model's actor pool. ``requests``: its Ray
     Dataset of requests (:func:`evalcore.pipeline.sources.request_source`), or a list of request rows;
-    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks, and
-    ``audio_block_requests`` (``ray.audio_block_requests``) caps them for a model that reads audio;
-    ``driver_node``: the driver's Ray node, which a decode error on another node names."""
+    ``n_requests`` (about how many; a list's length when None) and the cluster's ``cpus`` size its blocks; for a
+    model that reads audio, ``audio_block_requests`` (``ray.audio_block_requests``) caps them, else the distinct
+    sounds its requests play (``n_sounds``, :attr:`sources.RequestPlan.sounds`; a list's own) do
+    (:func:`resources.block_requests_for_sounds`); ``driver_node``: the driver's Ray node, which a decode error on
+    another node names."""
     import ray.data
 
     sr, window = audio_spec(model)
@@ -105,9 +110,11 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
         rows = sorted(requests, key=lambda r: (r["audio_uri"] or "", r["excerpt_start"] or 0.0, r["request_id"]))
         requests = ray.data.from_arrow(_blocks(requests_table(rows)))
         n_requests = len(rows) if n_requests is None else n_requests
+        if n_sounds is None:
+            n_sounds = len({sound_key(r) for r in rows if r.get("condition")} - {None})
     reads = uses_audio(model)
-    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus,
-                                              audio_block_requests if reads else None))
+    most = (audio_block_requests or block_requests_for_sounds(n_requests, n_sounds)) if reads else None
+    ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus, most))
     # Decode takes whole aligned blocks, and the model's actors take decode's blocks whole (batch_size None; the
     # actor calls the model on batches of its batch_size): a block holds each distinct sound once
     # (stages.decode_batch), so it must reach the model as it left decode. Decode reserves the memory its audio needs. That also keeps it a stage of its own: Ray Data
@@ -184,7 +191,8 @@ def judge(batch: pa.Table, judges: dict[str, tuple[str, str]], s3: dict | None =
 def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: int = 0,
                    shard_rows: int = commit.WORKER_SHARD_ROWS[0], score_pool: bool = False,
                    ready: Mapping[str, int] | None = None, profile: Profile | None = None,
-                   every_s: float = commit.COMMIT_SECONDS) -> Iterator[pa.Table]:
+                   every_s: float = commit.COMMIT_SECONDS, sounds: Mapping[str, int] | None = None
+                   ) -> Iterator[pa.Table]:
     """Stages 3–5 on Ray, committed by tasks as the scored blocks come (:mod:`evalcore.pipeline.committer`):
     yields, as each commit completes, its tally rows (:func:`commit.commit_batch`), and whole the rows of requests
     whose chunks it did not hold (the driver's :class:`commit.ShardWriter` commits those). ``sources``: model name →
@@ -192,7 +200,8 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
     attempt the shards belong to; ``shard_rows``: rows per shard at most, about, and ``every_s``: seconds between
     commits at most, about (the first block is committed at once); ``score_pool``: score on a pool of actors
     (:func:`scored`); ``ready``: model name → about how many requests it runs (sizes its blocks,
-    :func:`aligned_rows`); ``profile``: gets the stages' figures from Ray Data's own operator stats."""
+    :func:`aligned_rows`), and ``sounds``: per model that reads audio, the distinct sounds they play (caps its
+    blocks); ``profile``: gets the stages' figures from Ray Data's own operator stats."""
     import ray
 
     res = ray.cluster_resources()
@@ -205,7 +214,7 @@ def judged_batches(settings: GraphSettings, sources: dict[str, Any], attempt: in
         for group in model_groups(list(settings.models), res.get("CPU", 1.0), gpus, custom):
             branches = [model_branch(m, sources[m.name], settings.decode_num_cpus, settings.s3,
                                      settings.read_timeout_s, (ready or {}).get(m.name), res.get("CPU", 1.0),
-                                     driver_node, settings.audio_block_requests)
+                                     driver_node, settings.audio_block_requests, (sounds or {}).get(m.name))
                         for m in group if m.name in sources]
             if not branches:
                 continue

@@ -95,6 +95,22 @@ def chunk_window(model: ModelConfig, window: float | None) -> float | None:
 #: requests). A block holds each distinct sound once (:func:`evalcore.pipeline.stages.decode_batch`): 1,024 MusicQA
 #: requests carry some 57 clips, 36 MB
 ALIGNED_BLOCK_REQUESTS = 1024
+#: distinct sounds an aligned block of a model that reads audio holds at most, about: the decode task keeps them and
+#: the block carries them (what a block of 256 requests held when each request carried its own clip)
+SOUNDS_PER_BLOCK = 256
+
+
+def block_requests_for_sounds(n_requests: int | None, n_sounds: int | None) -> int:
+    """Requests per aligned block at most for a model that reads audio and whose ``n_requests`` play ``n_sounds``
+    distinct sounds: :data:`ALIGNED_BLOCK_REQUESTS`, fewer where they share few sounds, so that a block holds about
+    :data:`SOUNDS_PER_BLOCK` (MusicQA: 18 requests a clip, 1,024; a clip per request: 256). Unknown: 256."""
+    if n_sounds == 0:
+        return ALIGNED_BLOCK_REQUESTS  # nothing to carry (text_only)
+    if not n_requests or n_sounds is None:
+        return SOUNDS_PER_BLOCK
+    return max(SOUNDS_PER_BLOCK, min(ALIGNED_BLOCK_REQUESTS, int(SOUNDS_PER_BLOCK * n_requests / n_sounds)))
+
+
 #: blocks per CPU a model's requests are cut into at least, while blocks hold more than one batch: decode tasks
 #: for every CPU, and a short last wave
 BLOCKS_PER_CPU = 4

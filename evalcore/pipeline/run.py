@@ -271,7 +271,8 @@ def run_requests(cfg: RunConfig, out: storage.RunStorage, items: ItemTable, exp:
                 writer.add_stream(batch)
             streams = judged_batches(graph, sources(cfg, items, exp, plan, earlier.done | earlier.again),
                                      writer.attempt, commit.worker_shard_rows(plan.to_run),
-                                     plan.to_run >= SCORE_POOL_FROM, plan.ready, profile, commit_every_s)
+                                     plan.to_run >= SCORE_POOL_FROM, plan.ready, profile, commit_every_s,
+                                     plan.sounds)
             for batch in console.tallied(streams, plan.to_run, cfg.ray.progress_bars):
                 writer.add_stream(batch)
             del budgets

@@ -21,11 +21,13 @@ import pyarrow as pa
 from evalcore.core import storage
 from evalcore.runconfig.config import ModelConfig, RunConfig
 from evalcore.core.errors import INPUT
-from evalcore.pipeline.stages import requests_table
+from evalcore.pipeline.resources import uses_audio
+from evalcore.pipeline.stages import requests_table, sound_key
 from evalcore.protocols.requests import Expansion, iter_requests
 from evalcore.core.schema import REQUEST
 
 TASK_REQUESTS = 4096  # requests a read task expands, about: few tasks, yet enough for a cluster to share
+SOUNDS_COUNTED = 100_000  # distinct sounds a model's plan counts exactly: then it estimates (the driver's memory)
 
 
 def reject_disallowed_audio(requests: list[dict], roots: list[str] | None) -> int:
@@ -61,16 +63,46 @@ class RequestPlan:
     committed: int = 0
     rejudged: int = 0
     ready: dict[str, int] = field(default_factory=dict)
+    #: per model that reads audio, the distinct sounds its requests to run play (:class:`Sounds`): how many of its
+    #: requests a decoded block can carry (:func:`evalcore.pipeline.resources.block_requests_for_sounds`)
+    sounds: dict[str, int] = field(default_factory=dict)
 
     @property
     def to_run(self) -> int:
         return sum(self.ready.values())
 
 
+class Sounds:
+    """The distinct sounds among requests (:func:`~evalcore.pipeline.stages.sound_key`), counted exactly up to
+    ``most``, then estimated from the share of distinct sounds among the requests counted until then."""
+
+    def __init__(self, most: int = SOUNDS_COUNTED) -> None:
+        self.most = most
+        self.keys: set[int] = set()
+        self.requests = 0
+        self.full_at: int | None = None  #: requests counted when the keys reached ``most``
+
+    def add(self, row: dict) -> None:
+        self.requests += 1
+        if self.full_at is not None:
+            return
+        key = sound_key(row)
+        if key is not None:
+            self.keys.add(hash(key))
+            if len(self.keys) >= self.most:
+                self.full_at = self.requests
+
+    def count(self) -> int:
+        if self.full_at is None:
+            return len(self.keys)
+        return round(len(self.keys) * self.requests / self.full_at)
+
+
 def plan_requests(cfg: RunConfig, items: Sequence[dict], exp: Expansion, done: set[str] = frozenset(),
                   again: set[str] = frozenset(), on_unformed: Callable[[dict], None] | None = None) -> RequestPlan:
     """One pass over the requests of the run (none kept): the counts of a :class:`RequestPlan`."""
     plan = RequestPlan(ready={m.name: 0 for m in cfg.models})
+    sounds = {m.name: Sounds() for m in cfg.models if uses_audio(m)}
     for r in _checked(cfg, items, exp):
         plan.total += 1
         if r["request_id"] in done:
@@ -84,6 +116,9 @@ def plan_requests(cfg: RunConfig, items: Sequence[dict], exp: Expansion, done: s
             plan.rejudged += 1
         else:
             plan.ready[r["model"]] += 1
+            if r["model"] in sounds:
+                sounds[r["model"]].add(r)
+    plan.sounds = {name: s.count() for name, s in sounds.items()}
     return plan
 
 

@@ -61,11 +61,14 @@ def decode_batch(batch: pa.Table, sample_rate: int, window_s: float | None, long
     return shared_audio_table(out)
 
 
-def _sound_key(row: dict) -> tuple:
-    """What makes two decoded rows hear the same samples: the excerpt played, the condition's variant of it, the
-    chunk."""
-    return (row.get("audio_uri"), row.get("excerpt_start"), row.get("excerpt_end"),
-            condition(row["condition"]).clip_variant(row.get("seed")), row.get("chunk_index"))
+def sound_key(row: dict) -> tuple | None:
+    """What makes two requests (or decoded rows) hear the same samples: the excerpt played, the condition's variant
+    of it, the chunk; None for a condition that plays nothing."""
+    cond = condition(row["condition"])
+    if not cond.hears:
+        return None
+    return (row.get("audio_uri"), row.get("excerpt_start"), row.get("excerpt_end"), cond.clip_variant(row.get("seed")),
+            row.get("chunk_index"))
 
 
 def shared_audio_table(rows: list[dict]) -> pa.Table:
@@ -79,7 +82,7 @@ def shared_audio_table(rows: list[dict]) -> pa.Table:
         if x is None:
             index.append(None)
             continue
-        key = _sound_key(r)
+        key = sound_key(r)
         if key not in seen:
             seen[key] = len(sounds)
             sounds.append(np.asarray(x, dtype=np.float32))

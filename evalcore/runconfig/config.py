@@ -374,9 +374,9 @@ class RayConfig(_Strict):
     #: blocks (batches of requests, decoded audio, answers) that may wait between a stage and the next before the
     #: stage starts no more tasks (:mod:`evalcore.pipeline.backpressure`); every waiting block costs the driver memory
     max_queued_blocks: int = Field(256, ge=1)
-    #: requests per aligned block at most for a model that reads audio (None: as any model, 1,024): a decode task's
-    #: output reaches the model when the task ends; smaller blocks reach it sooner, at a decode task and a model
-    #: task per block
+    #: requests per aligned block at most for a model that reads audio (None: 1,024, fewer where its requests share
+    #: few sounds: about 256 distinct sounds a block): a decode task's output reaches the model when the task ends;
+    #: smaller blocks reach it sooner, at a decode task and a model task per block
     audio_block_requests: int | None = Field(None, ge=1)
     #: actors of the model-based free-form metrics (BERTScore, CLAPText) in the stream, each holding those
     #: metrics' models; each takes a GPU when a metric's ``device`` is cuda

@@ -49,7 +49,8 @@ def test_the_plan_counts_the_distinct_sounds_each_model_that_listens_plays():
     for it in items:
         it["dataset"] = "d"
     cfg = parse_config({"name": "t", "datasets": [{"name": "d", "kind": "items_file", "params": {"path": "x.jsonl"}}],
-                        "models": [{"name": "hears", "kind": "null"}, {"name": "deaf", "kind": "simulated_gpu_text", "params": {"seconds_per_batch": 0.0}}],
+                        "models": [{"name": "hears", "kind": "null"},
+                                   {"name": "deaf", "kind": "simulated_gpu_text", "params": {"seconds_per_batch": 0.0}}],
                         "protocols": [{"name": "freeform",
                                        "conditions": ["correct", "random", "silence", "noise", "text_only"]}]})
     whole = expand_requests(cfg, items)

@@ -9,8 +9,8 @@ them as it would GPU actors. ``simulated_gpu_text`` is the same model without au
 are not decoded (a run measures the pipeline, not decode).
 
 ``decode_seconds_per_batch`` (default 0) makes the decode stage of the model's requests take that much longer per
-batch of the model's ``batch_size`` requests, as a model whose inputs are costly to prepare on CPUs (feature extraction before a GPU): the pipeline
-reads it without building the model (:meth:`SimulatedGPU.decode_seconds`); a test or benchmark starves the model
+batch of the model's ``batch_size`` requests, as a model whose inputs are costly to prepare on CPUs (feature
+extraction before a GPU): the pipeline reads it without building the model (:meth:`SimulatedGPU.decode_seconds`); a test or benchmark starves the model
 with it on purpose.
 
 ``busy_log`` (a local directory, optional): each actor appends one line per batch,

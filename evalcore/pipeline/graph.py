@@ -117,9 +117,10 @@ def model_branch(model: ModelConfig, requests: Any, decode_cpus: float = 1.0, s3
     ds = batch_aligned(requests, aligned_rows(model.resources.batch_size, n_requests, cpus, most))
     # Decode takes whole aligned blocks, and the model's actors take decode's blocks whole (batch_size None; the
     # actor calls the model on batches of its batch_size): a block holds each distinct sound once
-    # (stages.decode_batch), so it must reach the model as it left decode. Decode reserves the memory its audio needs. That also keeps it a stage of its own: Ray Data
-    # fuses only operators with equal resource requests, and a fused decode would run inside the model's
-    # actor, leaving the model (a GPU in production) idle while audio decodes.
+    # (stages.decode_batch), so it must reach the model as it left decode. Decode reserves the memory its audio
+    # needs. That also keeps it a stage of its own: Ray Data fuses only operators with equal resource requests, and
+    # a fused decode would run inside the model's actor, leaving the model (a GPU in production) idle while audio
+    # decodes.
     chunk_s = chunk_window(model, window)
     # a model that ignores audio (MusicLM.uses_audio False) gets no audio read: its requests pass through, and its
     # decode tasks reserve a worker's memory only

@@ -55,7 +55,7 @@ def decode_batch(batch: pa.Table, sample_rate: int, window_s: float | None, long
     ``audio`` column is a dictionary holding each distinct sound once (:data:`SHARED_AUDIO_FIELD`), decoded once."""
     decoder = Decoder(sample_rate, window_s, long_audio, uses_audio)
     out: list[dict] = []
-    cache: dict[tuple, np.ndarray] = {}  # requests sharing a clip in this batch decode it once
+    cache: dict[tuple, np.ndarray] = {}  # requests sharing a clip in this block decode it once
     for row in batch.to_pylist():
         out.extend(decoder.one(row, cache))
     return shared_audio_table(out)
@@ -78,7 +78,7 @@ def shared_audio_table(rows: list[dict]) -> pa.Table:
     sounds: list[np.ndarray] = []
     seen: dict[tuple, int] = {}
     for r in rows:
-        x = r.pop("audio", None)
+        x = r.get("audio")  # the table takes RESPONSE's columns: the arrays stay out of it
         if x is None:
             index.append(None)
             continue
